@@ -1,0 +1,151 @@
+package drills
+
+// Drill is one drill file as decoded. Every field's toml key, default and
+// meaning is also listed in the key reference (keys.go), which the README's
+// table is generated from; keep the two together.
+type Drill struct {
+	Include     []string `toml:"include"` // files whose keys act as defaults, relative to this file
+	Name        string   `toml:"name"`
+	Description string   `toml:"description"`
+	Seed        uint64   `toml:"seed"`
+	Duration    Duration `toml:"duration"` // how long the source produces events
+	Mode        string   `toml:"mode"`     // sim | live
+	// Drain is how long the drill keeps running after the source stops, so
+	// that backlogs can drain; default: 2 × the longest outage, at least 10m.
+	Drain Duration `toml:"drain"`
+	// SampleInterval is the time-series resolution; default 1s.
+	SampleInterval Duration `toml:"sample_interval"`
+	// Speed (live only) divides every duration of the drill.
+	Speed float64 `toml:"speed"`
+
+	Source     Source     `toml:"source"`
+	Partners   []Partner  `toml:"partners"`
+	Policy     Policy     `toml:"policy"`
+	Dispatcher Dispatcher `toml:"dispatcher"`
+	Faults     []Fault    `toml:"faults"`
+	SLO        SLO        `toml:"slo"`
+	Gates      []string   `toml:"gates"`
+}
+
+// Source is the event arrival process. Each event fans out to one delivery
+// per subscriber of the cohorts named in To (all cohorts when empty).
+type Source struct {
+	Arrival string   `toml:"arrival"` // constant | poisson | ramp | burst
+	Rate    Rate     `toml:"rate"`    // constant, poisson; ramp start rate
+	RateTo  Rate     `toml:"rate_to"` // ramp end rate
+	Events  int      `toml:"events"`  // burst: events released at once
+	At      Duration `toml:"at"`      // burst: when
+	To      []string `toml:"to"`      // cohort names; empty = all
+	Payload int      `toml:"payload_bytes"`
+}
+
+// Partner is a cohort of identical fake subscribers.
+type Partner struct {
+	Name            string   `toml:"name"`
+	Count           int      `toml:"count"`
+	Latency         Latency  `toml:"latency"`
+	TransientErrors float64  `toml:"transient_errors"`
+	PermanentErrors float64  `toml:"permanent_errors"`
+	Concurrency     int      `toml:"concurrency"`   // 0 = unlimited
+	OnBusy          string   `toml:"on_busy"`       // queue | reject (answer 503)
+	Contended       bool     `toml:"contended"`     // optimistic concurrency on one row
+	NetworkDelay    Latency  `toml:"network_delay"` // contended: per hop
+	Outages         []Outage `toml:"outages"`
+}
+
+// Latency is a latency distribution.
+type Latency struct {
+	Dist      string     `toml:"dist"` // constant | uniform | normal | lognormal | pareto | empirical
+	Value     Duration   `toml:"value"`
+	Min       Duration   `toml:"min"`
+	Max       Duration   `toml:"max"`
+	Mean      Duration   `toml:"mean"`
+	Stddev    Duration   `toml:"stddev"`
+	P50       Duration   `toml:"p50"`
+	P99       Duration   `toml:"p99"`
+	Alpha     float64    `toml:"alpha"`     // pareto shape
+	Quantiles []Quantile `toml:"quantiles"` // empirical
+}
+
+// Quantile is one point of an empirical distribution.
+type Quantile struct {
+	Q     float64  `toml:"q"`
+	Value Duration `toml:"value"`
+}
+
+// Outage is one entry of a partner's scripted fault timeline.
+type Outage struct {
+	Start      Duration `toml:"start"`
+	For        Duration `toml:"for"`
+	Kind       string   `toml:"kind"`        // unavailable | timeout | reset | throttle | slow | flap
+	RetryAfter string   `toml:"retry_after"` // throttle: "5" | "date:30s" | "garbage"
+	Factor     float64  `toml:"factor"`      // slow: latency multiplier
+	Period     Duration `toml:"period"`      // flap: one up+down cycle
+	Members    int      `toml:"members"`     // how many subscribers of the cohort it hits; 0 = all
+}
+
+// Policy is the retry policy with its breaker and budget.
+type Policy struct {
+	Retry   Retry   `toml:"retry"`
+	Breaker Breaker `toml:"breaker"`
+	Budget  Budget  `toml:"budget"`
+}
+
+// Retry is capped exponential backoff with jitter.
+type Retry struct {
+	MaxAttempts     int      `toml:"max_attempts"` // 0 = no limit
+	Base            Duration `toml:"base"`
+	Cap             Duration `toml:"cap"`
+	Multiplier      float64  `toml:"multiplier"`
+	Jitter          string   `toml:"jitter"` // none | full | equal | decorrelated | proportional | hash
+	JitterRatio     float64  `toml:"jitter_ratio"`
+	DeliveryWindow  Duration `toml:"delivery_window"`
+	RetryAfter      string   `toml:"retry_after"` // honour | ignore
+	RetryAfterMax   Duration `toml:"retry_after_max"`
+	RetryableStatus []int    `toml:"retryable_status"` // overrides
+	PermanentStatus []int    `toml:"permanent_status"` // overrides
+}
+
+// Breaker is the per-partner circuit breaker; Trip "" or "none" disables it.
+type Breaker struct {
+	Trip      string   `toml:"trip"` // none | consecutive | window | rate
+	Threshold int      `toml:"threshold"`
+	Window    Duration `toml:"window"`
+	Ratio     float64  `toml:"ratio"`
+	MinCalls  int      `toml:"min_calls"`
+	Cooldown  Duration `toml:"cooldown"`
+	Probes    int      `toml:"probes"`
+	OnOpen    string   `toml:"on_open"` // hold | dead-letter
+}
+
+// Budget is a gRPC-style retry token bucket; MaxTokens 0 disables it.
+type Budget struct {
+	Scope       string  `toml:"scope"` // partner | global
+	MaxTokens   float64 `toml:"max_tokens"`
+	TokenRatio  float64 `toml:"token_ratio"`
+	OnExhausted string  `toml:"on_exhausted"` // defer | dead-letter
+}
+
+// Dispatcher is the worker pool and queue.
+type Dispatcher struct {
+	Workers               int      `toml:"workers"`
+	PerPartnerConcurrency int      `toml:"per_partner_concurrency"` // 0 = no limit
+	QueueCapacity         int      `toml:"queue_capacity"`
+	OnFull                string   `toml:"on_full"` // block | reject
+	AttemptTimeout        Duration `toml:"attempt_timeout"`
+	LeaseTimeout          Duration `toml:"lease_timeout"`
+	ClaimBatch            int      `toml:"claim_batch"`    // live
+	AlertInterval         Duration `toml:"alert_interval"` // live: DLQ alerts at most this often
+}
+
+// Fault is a fault of the pipeline itself (not of a partner).
+type Fault struct {
+	Kind string   `toml:"kind"` // restart | graceful-restart
+	At   Duration `toml:"at"`
+	Down Duration `toml:"down"`
+}
+
+// SLO is the delivery objective.
+type SLO struct {
+	DeliveryLatency Duration `toml:"delivery_latency"`
+}

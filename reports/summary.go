@@ -1,0 +1,147 @@
+package reports
+
+// Summary is everything a run measured, as written to summary.json. Its field
+// names are the contract of DESIGN.md ("What the harness measures"): gates,
+// reports and `compare` read these names. Durations are in seconds (suffix
+// _s); a nil pointer means "not applicable" (for example an outage that never
+// drained).
+type Summary struct {
+	Drill       string  `json:"drill"`
+	Description string  `json:"description,omitempty"`
+	Seed        uint64  `json:"seed"`
+	Mode        string  `json:"mode"`
+	Pass        bool    `json:"pass"`
+	DurationS   float64 `json:"duration_s"`      // how long the source produced events
+	DrillTimeS  float64 `json:"drill_time_s"`    // virtual (or wall) time at the end, drain included
+	Speed       float64 `json:"speed,omitempty"` // live only: time compression factor
+
+	Deliveries Deliveries `json:"deliveries"`
+	Attempts   Attempts   `json:"attempts"`
+
+	// Amplification is attempts ÷ deliveries that made at least one attempt.
+	Amplification float64 `json:"amplification"`
+
+	Outages    []Outage `json:"outages"`
+	DrainTimeS *float64 `json:"drain_time_s"` // largest outage drain time; nil if any did not drain
+
+	OldestReadyAgeMaxS   float64 `json:"oldest_ready_age_max_s"`
+	OldestDelayedAgeMaxS float64 `json:"oldest_delayed_age_max_s"`
+
+	HealthyLatencyS       Percentiles `json:"healthy_latency_s"`
+	HealthyLatencyOutageS Percentiles `json:"healthy_latency_outage_s"` // healthy deliveries created inside an outage window
+	HealthyWithinSLO      float64     `json:"healthy_within_slo"`       // fraction in [0, 1]
+	SLOS                  float64     `json:"slo_s"`
+
+	DeadLetterReasons map[string]int64 `json:"dead_letter_reasons"`
+	Duplicates        int64            `json:"duplicates"`
+
+	BreakerTransitions []BreakerTransition `json:"breaker_transitions"`
+
+	// RetryAfterIgnored counts Retry-After values that were negative,
+	// unparseable or absurd and so were not trusted.
+	RetryAfterIgnored int64 `json:"retry_after_ignored"`
+
+	// Source back-pressure (on_full = "block"): how long arrivals were held.
+	SourceHeldBackS    float64 `json:"source_held_back_s"`
+	SourceHeldBackMaxS float64 `json:"source_held_back_max_s"`
+
+	PeakAttemptsPerS float64 `json:"peak_attempts_per_s"`
+	PeakPending      int64   `json:"peak_pending"`
+
+	Cohorts []Cohort `json:"cohorts"`
+
+	// Live runs only.
+	Lateness *Percentiles `json:"lateness_s,omitempty"`
+	Alerts   []Alert      `json:"alerts,omitempty"`
+	Restarts []Restart    `json:"restarts,omitempty"`
+
+	Gates []GateResult `json:"gates"`
+}
+
+// Deliveries is the accounting identity: created = delivered + dead_lettered
+// + pending + lost, and lost must be 0.
+type Deliveries struct {
+	Created      int64 `json:"created"`
+	Delivered    int64 `json:"delivered"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Pending      int64 `json:"pending"`
+	Lost         int64 `json:"lost"`
+}
+
+// Attempts counts calls to partners.
+type Attempts struct {
+	Total   int64 `json:"total"`
+	First   int64 `json:"first"`
+	Retries int64 `json:"retries"`
+	// ByOrdinal[i] is how many attempts were the (i+1)-th for their delivery.
+	ByOrdinal []int64 `json:"by_ordinal"`
+}
+
+// Percentiles of a latency distribution, in seconds.
+type Percentiles struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p999"`
+	Max   float64 `json:"max"`
+}
+
+// Outage is one scripted fault window and how long its backlog took to drain.
+type Outage struct {
+	Partner    string   `json:"partner"`
+	Kind       string   `json:"kind"`
+	StartS     float64  `json:"start_s"`
+	EndS       float64  `json:"end_s"`
+	DrainTimeS *float64 `json:"drain_time_s"` // nil: not drained before the drill ended
+}
+
+// BreakerTransition is one change of a partner's circuit breaker.
+type BreakerTransition struct {
+	Partner string  `json:"partner"`
+	AtS     float64 `json:"at_s"`
+	From    string  `json:"from"`
+	To      string  `json:"to"`
+}
+
+// Cohort is the per-partner-cohort breakdown.
+type Cohort struct {
+	Name          string           `json:"name"`
+	Subscribers   int              `json:"subscribers"`
+	Faulty        bool             `json:"faulty"` // has a scripted fault
+	Deliveries    int64            `json:"deliveries"`
+	Delivered     int64            `json:"delivered"`
+	DeadLettered  int64            `json:"dead_lettered"`
+	Pending       int64            `json:"pending"`
+	Attempts      int64            `json:"attempts"`
+	Amplification float64          `json:"amplification"`
+	LatencyS      Percentiles      `json:"latency_s"`
+	DeadLetters   map[string]int64 `json:"dead_letters,omitempty"`
+}
+
+// Alert is one DLQ alert as the alert sink received it (live mode).
+type Alert struct {
+	AtS     float64 `json:"at_s"`
+	Partner string  `json:"partner"`
+	Reason  string  `json:"reason"`
+	Count   int64   `json:"count"`
+}
+
+// Restart is one dispatcher restart fault carried out (live mode) or
+// simulated.
+type Restart struct {
+	AtS      float64 `json:"at_s"`
+	DownS    float64 `json:"down_s"`
+	Graceful bool    `json:"graceful"`
+	InFlight int64   `json:"in_flight"` // attempts in flight when it went down
+}
+
+// GateResult is one gate and its verdict.
+type GateResult struct {
+	Expr  string  `json:"expr"`
+	Value float64 `json:"value"`
+	// Display is the measured value formatted in the gate's unit ("12.3s",
+	// "99.2%", "not drained").
+	Display string `json:"display"`
+	Pass    bool   `json:"pass"`
+}
