@@ -1,0 +1,258 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// MaxDuration is the largest time.Duration; delays saturate here.
+const MaxDuration = time.Duration(math.MaxInt64)
+
+// Jitter is how a backoff delay is randomised.
+type Jitter uint8
+
+const (
+	JitterNone         Jitter = iota // d
+	JitterFull                       // uniform in [0, d]
+	JitterEqual                      // d/2 + uniform in [0, d/2]
+	JitterDecorrelated               // min(cap, uniform in [base, 3 × previous delay])
+	JitterProportional               // d × (1 + r(2u − 1)), clamped to [0, cap]
+	JitterHash                       // d/2 + FNV-1a(id:k) mod (d/2 + 1); no random stream
+)
+
+var jitterNames = [...]string{"none", "full", "equal", "decorrelated", "proportional", "hash"}
+
+func (j Jitter) String() string {
+	if int(j) < len(jitterNames) {
+		return jitterNames[j]
+	}
+	return fmt.Sprintf("jitter(%d)", j)
+}
+
+// JitterNames lists the accepted jitter kinds.
+func JitterNames() []string { return jitterNames[:] }
+
+// ParseJitter parses a jitter kind by name.
+func ParseJitter(s string) (Jitter, error) {
+	for i, n := range jitterNames {
+		if n == s {
+			return Jitter(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown jitter %q (want one of none, full, equal, decorrelated, proportional, hash)", s)
+}
+
+// DefaultMultiplier is the growth factor when Backoff.Multiplier is 0.
+const DefaultMultiplier = 2.0
+
+// DefaultJitterRatio is r for proportional jitter when Backoff.JitterRatio
+// is 0: the ±50% rule for EDI sends.
+const DefaultJitterRatio = 0.5
+
+// Backoff is capped exponential backoff with jitter.
+type Backoff struct {
+	Base        time.Duration // delay after the first failure, before jitter
+	Cap         time.Duration // no delay exceeds it; 0 means MaxDuration
+	Multiplier  float64       // default DefaultMultiplier; values below 1 act as 1
+	Jitter      Jitter        // default JitterNone
+	JitterRatio float64       // proportional only; default DefaultJitterRatio
+}
+
+func (b *Backoff) cap() time.Duration {
+	if b.Cap <= 0 {
+		return MaxDuration
+	}
+	return b.Cap
+}
+
+// Capped returns d = min(cap, base × multiplier^(n−1)) for the n-th failed
+// attempt (n ≥ 1; smaller n acts as 1). It saturates at cap for any n,
+// multiplier or base and never wraps.
+func (b *Backoff) Capped(n int) time.Duration {
+	c := b.cap()
+	base := b.Base
+	if base <= 0 {
+		return 0
+	}
+	if base >= c {
+		return c
+	}
+	if n < 1 {
+		n = 1
+	}
+	m := b.Multiplier
+	if m == 0 {
+		m = DefaultMultiplier
+	}
+	if math.IsNaN(m) || m <= 1 {
+		return base
+	}
+	if m == math.Trunc(m) && m < 1<<32 {
+		// Integer growth: exact, and at most 63 steps before saturating.
+		mi := time.Duration(m)
+		d := base
+		for i := 1; i < n; i++ {
+			if d > c/mi {
+				return c
+			}
+			d *= mi
+		}
+		return min(d, c)
+	}
+	f := float64(base) * math.Pow(m, float64(n-1))
+	if math.IsNaN(f) || f >= float64(c) {
+		return c
+	}
+	return time.Duration(f)
+}
+
+// Delay returns the jittered delay before attempt n+1, after the n-th
+// failed attempt. prev is the delay chosen after the previous failure (0 if
+// none; decorrelated jitter starts from base), id is the delivery id (hash
+// jitter), and u is a uniform number in [0, 1) from the caller's stream
+// (ignored by none and hash).
+func (b *Backoff) Delay(n int, prev time.Duration, id string, u float64) time.Duration {
+	c := b.cap()
+	switch b.Jitter {
+	case JitterFull:
+		return FullJitter(b.Capped(n), u)
+	case JitterEqual:
+		return EqualJitter(b.Capped(n), u)
+	case JitterDecorrelated:
+		return DecorrelatedJitter(b.Base, c, prev, u)
+	case JitterProportional:
+		r := b.JitterRatio
+		if r == 0 {
+			r = DefaultJitterRatio
+		}
+		return ProportionalJitter(b.Capped(n), c, r, u)
+	case JitterHash:
+		return HashJitter(b.Capped(n), id, n)
+	}
+	return b.Capped(n)
+}
+
+// clampU keeps a caller's uniform number inside [0, 1].
+func clampU(u float64) float64 {
+	if !(u >= 0) { // also catches NaN
+		return 0
+	}
+	if u > 1 {
+		return 1
+	}
+	return u
+}
+
+// scale returns u × d, inside [0, d].
+func scale(d time.Duration, u float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	v := time.Duration(clampU(u) * float64(d))
+	if v > d || v < 0 { // float rounding near MaxInt64
+		return d
+	}
+	return v
+}
+
+// FullJitter is uniform in [0, d].
+func FullJitter(d time.Duration, u float64) time.Duration { return scale(d, u) }
+
+// EqualJitter is d/2 + uniform in [0, d/2]: never less than half the delay.
+func EqualJitter(d time.Duration, u float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	half := d / 2
+	return half + scale(d-half, u)
+}
+
+// DecorrelatedJitter is min(cap, uniform in [base, 3 × prev]), with prev
+// starting at base (the AWS architecture blog's 2015 variant).
+func DecorrelatedJitter(base, cap, prev time.Duration, u float64) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	if cap > 0 && base >= cap {
+		return cap
+	}
+	if prev < base {
+		prev = base
+	}
+	hi := MaxDuration
+	if prev <= MaxDuration/3 {
+		hi = 3 * prev
+	}
+	v := base + scale(hi-base, u)
+	if cap > 0 && v > cap {
+		return cap
+	}
+	return v
+}
+
+// ProportionalJitter is d × (1 + r(2u − 1)), clamped to [0, cap].
+func ProportionalJitter(d, cap time.Duration, r, u float64) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	f := float64(d) * (1 + r*(2*clampU(u)-1))
+	if !(f > 0) {
+		return 0
+	}
+	if cap <= 0 {
+		cap = MaxDuration
+	}
+	if f >= float64(cap) {
+		return cap
+	}
+	return time.Duration(f)
+}
+
+// FNV-1a 32-bit parameters.
+const (
+	fnvOffset32 = 2166136261
+	fnvPrime32  = 16777619
+)
+
+// HashJitter is d/2 + h mod (d/2 + 1), where h is FNV-1a 32-bit of
+// "<id>:<k>" and k the number of attempts made so far: a delay that needs no
+// random stream and is the same for the same delivery and attempt on every
+// worker.
+func HashJitter(d time.Duration, id string, k int) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	h := uint32(fnvOffset32)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= fnvPrime32
+	}
+	h ^= ':'
+	h *= fnvPrime32
+	// Decimal digits of k without allocating.
+	var buf [20]byte
+	i := len(buf)
+	uk := uint64(k)
+	if k < 0 {
+		uk = uint64(-int64(k))
+	}
+	for {
+		i--
+		buf[i] = byte('0' + uk%10)
+		uk /= 10
+		if uk == 0 {
+			break
+		}
+	}
+	if k < 0 {
+		i--
+		buf[i] = '-'
+	}
+	for ; i < len(buf); i++ {
+		h ^= uint32(buf[i])
+		h *= fnvPrime32
+	}
+	half := d / 2
+	return half + time.Duration(uint64(h)%uint64(half+1))
+}

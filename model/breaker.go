@@ -1,0 +1,269 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// BreakerState is the state of a circuit breaker.
+type BreakerState uint8
+
+const (
+	StateClosed BreakerState = iota
+	StateHalfOpen
+	StateOpen
+)
+
+func (s BreakerState) String() string {
+	switch s {
+	case StateClosed:
+		return "closed"
+	case StateHalfOpen:
+		return "half-open"
+	}
+	return "open"
+}
+
+// TripRule is how a closed breaker decides to open.
+type TripRule uint8
+
+const (
+	TripConsecutive TripRule = iota // Threshold failures in a row
+	TripWindow                      // Threshold failures within Window
+	TripRate                        // failure ratio >= Ratio over Window, once it holds MinCalls calls
+)
+
+// ParseTripRule parses "consecutive", "window" or "rate".
+func ParseTripRule(s string) (TripRule, error) {
+	switch s {
+	case "consecutive":
+		return TripConsecutive, nil
+	case "window":
+		return TripWindow, nil
+	case "rate":
+		return TripRate, nil
+	}
+	return 0, fmt.Errorf("unknown breaker trip rule %q (want consecutive, window or rate)", s)
+}
+
+func (r TripRule) String() string {
+	return [...]string{"consecutive", "window", "rate"}[r]
+}
+
+// BreakerSettings configures a Breaker. Zero fields take the documented
+// defaults.
+type BreakerSettings struct {
+	Trip      TripRule      // default TripConsecutive
+	Threshold int           // consecutive, window: failures that trip it; default 5
+	Window    time.Duration // window, rate: the sliding window; default 60s
+	Ratio     float64       // rate: failure ratio that trips it; default 0.5
+	MinCalls  int           // rate: calls the window must hold first; default 10
+	Cooldown  time.Duration // how long it stays open; default 30s
+	Probes    int           // calls half-open admits, and successes that close it; default 1
+}
+
+func (s *BreakerSettings) defaults() {
+	if s.Threshold <= 0 {
+		s.Threshold = 5
+	}
+	if s.Window <= 0 {
+		s.Window = 60 * time.Second
+	}
+	if s.Ratio <= 0 {
+		s.Ratio = 0.5
+	}
+	if s.MinCalls <= 0 {
+		s.MinCalls = 10
+	}
+	if s.Cooldown <= 0 {
+		s.Cooldown = 30 * time.Second
+	}
+	if s.Probes <= 0 {
+		s.Probes = 1
+	}
+}
+
+// rateBuckets is how finely the rate rule's sliding window is kept: counts
+// per bucket of Window/rateBuckets, so memory is fixed whatever the traffic.
+const rateBuckets = 10
+
+type rateBucket struct {
+	start        int64 // unix ns of the bucket start; 0 = empty
+	calls, fails int32
+}
+
+// Transition is one change of state, reported with its time.
+type Transition struct {
+	At       time.Time
+	From, To BreakerState
+}
+
+// Breaker is a three-state circuit breaker for one partner. It reads no
+// clock: every call takes now. Admit hands out the generation of the state
+// that admitted the call; Record with an older generation is counted as
+// stale but changes no state, so a failure that was in flight when the
+// breaker opened does not restart the cooldown.
+//
+// It is not safe for concurrent use; the dispatcher owns it.
+type Breaker struct {
+	s        BreakerSettings
+	state    BreakerState
+	gen      uint64
+	openedAt time.Time
+
+	consecutive int
+
+	// window rule: times of the last Threshold failures, a ring.
+	failTimes []int64
+	failNext  int
+	failCount int
+
+	// rate rule.
+	buckets [rateBuckets]rateBucket
+
+	// half-open bookkeeping.
+	probesAdmitted int
+	probeSuccesses int
+
+	// Stale counts results recorded for a generation that is no longer
+	// current.
+	Stale int64
+
+	// OnTransition, if set, is called on every change of state.
+	OnTransition func(Transition)
+}
+
+// NewBreaker returns a closed breaker.
+func NewBreaker(s BreakerSettings) *Breaker {
+	s.defaults()
+	b := &Breaker{s: s}
+	if s.Trip == TripWindow {
+		b.failTimes = make([]int64, s.Threshold)
+	}
+	return b
+}
+
+// Settings returns the settings with defaults filled in.
+func (b *Breaker) Settings() BreakerSettings { return b.s }
+
+// State returns the state at now, moving open to half-open once the
+// cooldown has passed.
+func (b *Breaker) State(now time.Time) BreakerState {
+	if b.state == StateOpen && !now.Before(b.openedAt.Add(b.s.Cooldown)) {
+		b.setState(StateHalfOpen, b.openedAt.Add(b.s.Cooldown))
+	}
+	return b.state
+}
+
+// OpenUntil is when an open breaker will let a probe through.
+func (b *Breaker) OpenUntil() time.Time { return b.openedAt.Add(b.s.Cooldown) }
+
+// Generation is the current generation; it grows on every transition.
+func (b *Breaker) Generation() uint64 { return b.gen }
+
+// Admit reports whether a call may start at now and, if so, the generation
+// to pass back to Record.
+func (b *Breaker) Admit(now time.Time) (gen uint64, ok bool) {
+	switch b.State(now) {
+	case StateClosed:
+		return b.gen, true
+	case StateHalfOpen:
+		if b.probesAdmitted < b.s.Probes {
+			b.probesAdmitted++
+			return b.gen, true
+		}
+	}
+	return b.gen, false
+}
+
+// Record reports how an admitted call ended.
+func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
+	state := b.State(now)
+	if gen != b.gen {
+		b.Stale++
+		return
+	}
+	switch state {
+	case StateClosed:
+		if b.trips(success, now) {
+			b.open(now)
+		}
+	case StateHalfOpen:
+		if !success {
+			b.open(now)
+			return
+		}
+		b.probeSuccesses++
+		if b.probeSuccesses >= b.s.Probes {
+			b.setState(StateClosed, now)
+		}
+	}
+	// Open: a result of the current generation cannot arrive while open
+	// (open admits nothing), so there is nothing to do.
+}
+
+// trips records a closed-state result and says whether the rule trips.
+func (b *Breaker) trips(success bool, now time.Time) bool {
+	switch b.s.Trip {
+	case TripWindow:
+		if success {
+			return false
+		}
+		t := now.UnixNano()
+		b.failTimes[b.failNext] = t
+		b.failNext = (b.failNext + 1) % len(b.failTimes)
+		if b.failCount < len(b.failTimes) {
+			b.failCount++
+		}
+		// The oldest of the last Threshold failures is at failNext.
+		return b.failCount == len(b.failTimes) && t-b.failTimes[b.failNext] < int64(b.s.Window)
+	case TripRate:
+		t := now.UnixNano()
+		width := int64(b.s.Window) / rateBuckets
+		if width <= 0 {
+			width = 1
+		}
+		start := t - t%width
+		bk := &b.buckets[(start/width)%rateBuckets]
+		if bk.start != start {
+			*bk = rateBucket{start: start}
+		}
+		bk.calls++
+		if !success {
+			bk.fails++
+		}
+		var calls, fails int32
+		for i := range b.buckets {
+			if b.buckets[i].start > t-int64(b.s.Window) {
+				calls += b.buckets[i].calls
+				fails += b.buckets[i].fails
+			}
+		}
+		return !success && int(calls) >= b.s.MinCalls && float64(fails) >= b.s.Ratio*float64(calls)
+	default:
+		if success {
+			b.consecutive = 0
+			return false
+		}
+		b.consecutive++
+		return b.consecutive >= b.s.Threshold
+	}
+}
+
+func (b *Breaker) open(now time.Time) {
+	b.openedAt = now
+	b.setState(StateOpen, now)
+}
+
+func (b *Breaker) setState(to BreakerState, at time.Time) {
+	from := b.state
+	b.state = to
+	b.gen++
+	b.consecutive = 0
+	b.failCount, b.failNext = 0, 0
+	b.buckets = [rateBuckets]rateBucket{}
+	b.probesAdmitted, b.probeSuccesses = 0, 0
+	if b.OnTransition != nil {
+		b.OnTransition(Transition{At: at, From: from, To: to})
+	}
+}

@@ -1,0 +1,384 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// State is where a delivery stands in the durable queue.
+type State string
+
+// The states a delivery row can be in. Every delivery is in exactly one.
+const (
+	StateReady     State = "ready"     // waiting for run_at, or due
+	StateLeased    State = "leased"    // claimed by a dispatcher until lease_until
+	StateDelivered State = "delivered" // terminal: a partner accepted it
+	StateDead      State = "dead"      // terminal: in the dead-letter queue
+)
+
+// Bounds on what one call reads or writes, so no call is unbounded.
+const (
+	MaxClaim           = 10000  // most deliveries one Claim hands out
+	MaxList            = 100000 // most rows DeadLetters, Audit or Attempts return
+	MaxReplayBatch     = 10000  // most dead letters one replay transaction moves
+	DefaultReplayBatch = 100    // replay batch size when none is given
+)
+
+// ErrNotFound is returned by Get for an unknown delivery id.
+var ErrNotFound = errors.New("queue: delivery not found")
+
+// Delivery is one (event, subscriber) pair as the queue stores it. ID is the
+// idempotency key, e.g. "evt-000123:acme-0".
+type Delivery struct {
+	ID, Event, Partner, Cohort string
+	Payload                    []byte
+	Attempt                    int       // attempts made so far
+	Created                    time.Time // scheduled arrival of the event
+	FirstSeen                  time.Time // first claim by a dispatcher; zero until then
+	RunAt                      time.Time // not due before this
+	PrevDelay                  time.Duration
+	LeaseOwner                 string
+	LeaseUntil                 time.Time
+	State                      State
+	LastError                  string
+}
+
+// CompletionKind says what transition a completion asks for.
+type CompletionKind int
+
+// Completion kinds (Kind prefix: DeadLetter is also the DLQ entry type). The zero value is invalid so a forgotten Kind is an error.
+const (
+	KindAck        CompletionKind = iota + 1 // delivered
+	KindReschedule                           // back to ready at RunAt, with the new Attempt count
+	KindDeadLetter                           // to the DLQ with Reason
+	KindRelease                              // give the lease back unchanged (not attempted)
+)
+
+func (k CompletionKind) String() string {
+	switch k {
+	case KindAck:
+		return "ack"
+	case KindReschedule:
+		return "reschedule"
+	case KindDeadLetter:
+		return "dead-letter"
+	case KindRelease:
+		return "release"
+	}
+	return fmt.Sprintf("CompletionKind(%d)", int(k))
+}
+
+// Completion is the end of one leased delivery's turn. It applies only while
+// the row is still leased by Owner; otherwise it is stale and ignored.
+type Completion struct {
+	ID, Owner     string
+	Kind          CompletionKind
+	At            time.Time     // when the attempt ended
+	Attempt       int           // new attempt count (Ack, Reschedule, DeadLetter)
+	RunAt         time.Time     // Reschedule: next run time
+	PrevDelay     time.Duration // Reschedule: the delay just chosen
+	Reason        string        // DeadLetter: permanent, max-attempts, ...
+	LastError     string
+	Status        int       // HTTP status of the attempt, 0 if none
+	Started       time.Time // attempt start, for the history
+	RecordAttempt bool      // append an attempts row (ordinal = Attempt)
+}
+
+// CompleteResult counts what a Complete batch did.
+type CompleteResult struct {
+	Applied int // transitions made
+	Stale   int // ignored: the row was no longer leased by the completion's owner
+}
+
+// Counts is the queue depth by state at a given time.
+type Counts struct {
+	Ready     int64 // ready and due (run_at <= now)
+	Delayed   int64 // ready but run_at > now
+	Leased    int64
+	Delivered int64
+	Dead      int64
+}
+
+// Total is the number of deliveries the store knows.
+func (c Counts) Total() int64 { return c.Ready + c.Delayed + c.Leased + c.Delivered + c.Dead }
+
+// AttemptRecord is one row of a delivery's attempt history.
+type AttemptRecord struct {
+	DeliveryID string
+	Ordinal    int
+	Started    time.Time
+	Ended      time.Time
+	Status     int
+	Error      string
+	Owner      string
+}
+
+// DeadLetter is one entry of the dead-letter queue.
+type DeadLetter struct {
+	ID, Event, Partner, Cohort string
+	Reason, LastError          string
+	Attempts                   int
+	Created, FirstSeen, DeadAt time.Time
+	Payload                    []byte
+}
+
+// DLQFilter selects dead letters. Empty fields match everything.
+type DLQFilter struct {
+	Reason    string
+	Partner   string
+	OlderThan time.Duration // dead_at <= Now - OlderThan; needs Now
+	Now       time.Time
+	Limit     int // at most this many (0: MaxList for listing, all for replay)
+}
+
+// ReplayOptions bound a replay. Now and Sleep are passed in so tests and the
+// simulation control time.
+type ReplayOptions struct {
+	Batch  int     // rows per transaction, at most MaxReplayBatch (0: DefaultReplayBatch)
+	Rate   float64 // batches per second; 0 or less: no pause between batches
+	DryRun bool    // count what would move, move nothing
+	Who    string
+	Now    func() time.Time    // run_at and audit time; nil: the filter's Now
+	Sleep  func(time.Duration) // nil: a context-aware timer
+}
+
+// ReplayResult reports a replay. In a dry run Moved is 0 and Batches is how
+// many batches a real run would take.
+type ReplayResult struct {
+	Matched, Moved, Batches int
+}
+
+// ReplayAudit is one audit record: one per replay batch, one per dry run.
+type ReplayAudit struct {
+	ID     int64
+	At     time.Time
+	Who    string
+	Filter string // JSON of the filter
+	Count  int
+	Batch  int // 1-based batch number within its replay; 0 for a dry run
+	DryRun bool
+}
+
+// Store is a durable (or, for tests, in-memory) delivery queue.
+type Store interface {
+	// Enqueue inserts deliveries as ready in one transaction. A delivery
+	// whose id is already known is ignored (idempotency), so accepted may be
+	// less than len(ds). A zero RunAt means Created.
+	Enqueue(ctx context.Context, ds []Delivery) (accepted int, err error)
+	// Claim leases up to limit deliveries that are ready and due, or leased
+	// with an expired lease (at-least-once), oldest run_at first, atomically.
+	Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
+	// Complete applies a batch of transitions in one transaction.
+	Complete(ctx context.Context, cs []Completion) (CompleteResult, error)
+	// Release gives back every lease of owner, keeping run_at and attempt.
+	Release(ctx context.Context, owner string) (int, error)
+	Counts(ctx context.Context, now time.Time) (Counts, error)
+	Get(ctx context.Context, id string) (Delivery, error)
+	// RunAts maps every pending (ready or leased) delivery to its run_at.
+	RunAts(ctx context.Context) (map[string]time.Time, error)
+	// Attempts returns a delivery's attempt history, oldest first.
+	Attempts(ctx context.Context, id string) ([]AttemptRecord, error)
+	// DeadLetters lists the DLQ, oldest dead_at first.
+	DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, error)
+	// Replay moves matching dead letters back to ready with a fresh attempt
+	// budget and the same id, in bounded batches at a bounded rate.
+	Replay(ctx context.Context, f DLQFilter, opts ReplayOptions) (ReplayResult, error)
+	// Audit lists the replay audit records, oldest first.
+	Audit(ctx context.Context) ([]ReplayAudit, error)
+	Close() error
+}
+
+// Open opens a store by DSN: "sqlite:PATH" or "memory:".
+func Open(dsn string) (Store, error) {
+	scheme, rest, ok := strings.Cut(dsn, ":")
+	if !ok {
+		return nil, fmt.Errorf("queue: dsn %q: want sqlite:PATH or memory:", dsn)
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite":
+		if rest == "" {
+			return nil, fmt.Errorf("queue: dsn %q: sqlite needs a file path", dsn)
+		}
+		return OpenSQLite(rest)
+	case "memory":
+		if rest != "" {
+			return nil, fmt.Errorf("queue: dsn %q: memory takes no argument", dsn)
+		}
+		return NewMemory(), nil
+	case "postgres", "postgresql":
+		return nil, fmt.Errorf("queue: dsn %q: postgres is not built in this version; use sqlite:PATH", scheme+":...")
+	}
+	return nil, fmt.Errorf("queue: dsn %q: unknown store %q; want sqlite:PATH or memory:", dsn, scheme)
+}
+
+// toNS stores a time as unix nanoseconds; the zero time is 0.
+func toNS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNS is the inverse of toNS; times come back in UTC.
+func fromNS(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+func validateDelivery(d Delivery) error {
+	if d.ID == "" {
+		return errors.New("queue: enqueue: delivery with empty id")
+	}
+	if d.Created.IsZero() && d.RunAt.IsZero() {
+		return fmt.Errorf("queue: enqueue %s: neither created nor run_at set", d.ID)
+	}
+	return nil
+}
+
+// runAtOf is the run time a newly enqueued delivery gets.
+func runAtOf(d Delivery) time.Time {
+	if d.RunAt.IsZero() {
+		return d.Created
+	}
+	return d.RunAt
+}
+
+func validateCompletion(c Completion) error {
+	if c.ID == "" || c.Owner == "" {
+		return fmt.Errorf("queue: complete: id %q owner %q: both are required", c.ID, c.Owner)
+	}
+	switch c.Kind {
+	case KindAck, KindRelease:
+	case KindReschedule:
+		if c.RunAt.IsZero() {
+			return fmt.Errorf("queue: complete %s: reschedule without run_at", c.ID)
+		}
+	case KindDeadLetter:
+		if c.Reason == "" {
+			return fmt.Errorf("queue: complete %s: dead-letter without reason", c.ID)
+		}
+	default:
+		return fmt.Errorf("queue: complete %s: unknown kind %v", c.ID, c.Kind)
+	}
+	if c.Attempt < 0 {
+		return fmt.Errorf("queue: complete %s: negative attempt %d", c.ID, c.Attempt)
+	}
+	return nil
+}
+
+func validateClaim(owner string, lease time.Duration, limit int) (int, error) {
+	if owner == "" {
+		return 0, errors.New("queue: claim: empty owner")
+	}
+	if lease <= 0 {
+		return 0, fmt.Errorf("queue: claim: lease %v must be positive", lease)
+	}
+	if limit <= 0 {
+		return 0, fmt.Errorf("queue: claim: limit %d must be positive", limit)
+	}
+	return min(limit, MaxClaim), nil
+}
+
+// replayPlan is the validated form of a replay request.
+type replayPlan struct {
+	cutoffNS int64 // dead_at <= cutoffNS; 0: no age condition
+	batch    int
+	limit    int // 0: all
+	now      func() time.Time
+	pause    func(context.Context) error // between batches
+	filter   string
+}
+
+func planReplay(f DLQFilter, o ReplayOptions) (replayPlan, error) {
+	p := replayPlan{batch: o.Batch, limit: f.Limit}
+	if p.batch <= 0 {
+		p.batch = DefaultReplayBatch
+	}
+	if p.batch > MaxReplayBatch {
+		return p, fmt.Errorf("queue: replay: batch %d exceeds %d", o.Batch, MaxReplayBatch)
+	}
+	if p.limit < 0 {
+		return p, fmt.Errorf("queue: replay: negative limit %d", f.Limit)
+	}
+	cut, err := cutoff(f)
+	if err != nil {
+		return p, err
+	}
+	p.cutoffNS = cut
+	p.now = o.Now
+	if p.now == nil {
+		if f.Now.IsZero() {
+			return p, errors.New("queue: replay: neither options.Now nor filter.Now given")
+		}
+		fixed := f.Now
+		p.now = func() time.Time { return fixed }
+	}
+	if math.IsNaN(o.Rate) || (o.Rate > 0 && o.Rate < MinReplayRate) {
+		return p, fmt.Errorf("queue: replay: rate %v batches/s is below the minimum %v", o.Rate, MinReplayRate)
+	}
+	var gap time.Duration
+	if o.Rate > 0 {
+		gap = time.Duration(float64(time.Second) / o.Rate)
+	}
+	p.pause = func(ctx context.Context) error {
+		switch {
+		case gap <= 0:
+		case o.Sleep != nil:
+			o.Sleep(gap)
+		default:
+			t := time.NewTimer(gap)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}
+		return ctx.Err()
+	}
+	js, err := json.Marshal(struct {
+		Reason    string `json:"reason,omitempty"`
+		Partner   string `json:"partner,omitempty"`
+		OlderThan string `json:"older_than,omitempty"`
+		Limit     int    `json:"limit,omitempty"`
+	}{f.Reason, f.Partner, durString(f.OlderThan), f.Limit})
+	if err != nil {
+		return p, err
+	}
+	p.filter = string(js)
+	return p, nil
+}
+
+func durString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// cutoff turns OlderThan into an upper bound on dead_at (0: none).
+func cutoff(f DLQFilter) (int64, error) {
+	if f.OlderThan < 0 {
+		return 0, fmt.Errorf("queue: dlq filter: negative older_than %v", f.OlderThan)
+	}
+	if f.OlderThan == 0 {
+		return 0, nil
+	}
+	if f.Now.IsZero() {
+		return 0, errors.New("queue: dlq filter: older_than needs now")
+	}
+	return f.Now.Add(-f.OlderThan).UnixNano(), nil
+}
+
+func listLimit(n int) int {
+	if n <= 0 || n > MaxList {
+		return MaxList
+	}
+	return n
+}
