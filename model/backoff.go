@@ -78,8 +78,9 @@ func (b *Backoff) Capped(n int) time.Duration {
 	if base >= c {
 		return c
 	}
-	if n < 1 {
-		n = 1
+	if n <= 1 {
+		// base × m^0 is base exactly; the float path below could round it up.
+		return base
 	}
 	m := b.Multiplier
 	if m == 0 {

@@ -47,7 +47,11 @@ func ParseTripRule(s string) (TripRule, error) {
 }
 
 func (r TripRule) String() string {
-	return [...]string{"consecutive", "window", "rate"}[r]
+	names := [...]string{"consecutive", "window", "rate"}
+	if int(r) < len(names) {
+		return names[r]
+	}
+	return fmt.Sprintf("trip(%d)", r)
 }
 
 // BreakerSettings configures a Breaker. Zero fields take the documented
@@ -223,8 +227,18 @@ func (b *Breaker) trips(success bool, now time.Time) bool {
 		if width <= 0 {
 			width = 1
 		}
-		start := t - t%width
-		bk := &b.buckets[(start/width)%rateBuckets]
+		// Floor, not truncate: before 1970 (or at time.Time{}) t is negative
+		// and a truncated index would be negative.
+		rem := t % width
+		if rem < 0 {
+			rem += width
+		}
+		start := t - rem
+		idx := (start / width) % rateBuckets
+		if idx < 0 {
+			idx += rateBuckets
+		}
+		bk := &b.buckets[idx]
 		if bk.start != start {
 			*bk = rateBucket{start: start}
 		}

@@ -1,5 +1,7 @@
 package model
 
+import "math"
+
 // Budget is a retry token bucket with gRPC's retry-throttling semantics: it
 // starts full at MaxTokens; every failure takes one token, every success
 // adds TokenRatio; a retry is allowed only while tokens > MaxTokens/2. First
@@ -13,8 +15,9 @@ type Budget struct {
 
 // NewBudget returns a full bucket. maxTokens must be > 0.
 func NewBudget(maxTokens, tokenRatio float64) *Budget {
-	m := int64(maxTokens * 1000)
-	return &Budget{max: m, ratio: int64(tokenRatio * 1000), tokens: m}
+	// Round, not truncate: 1.001 × 1000 is 1000.9999999999999 as a float.
+	m := int64(math.Round(maxTokens * 1000))
+	return &Budget{max: m, ratio: int64(math.Round(tokenRatio * 1000)), tokens: m}
 }
 
 // RecordFailure takes one token.

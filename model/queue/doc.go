@@ -1,4 +1,11 @@
 // Package queue holds the durable delivery stores behind one interface: an
 // in-memory store for tests and the simulation, and SQLite (pure Go, WAL) as
 // the embedded default for live drills. Schema migrations are embedded.
+//
+// A dispatcher claims due deliveries with a lease, works on them and hands
+// back a batch of completions; each batch is one transaction, and a
+// completion from an owner whose lease was taken over is ignored as stale
+// (at-least-once delivery). Dead letters stay replayable by reason, in
+// bounded batches at a bounded rate, with an audit record per batch.
+// Open picks a store by DSN: "sqlite:PATH" or "memory:".
 package queue

@@ -23,10 +23,11 @@ const (
 
 // Bounds on what one call reads or writes, so no call is unbounded.
 const (
-	MaxClaim           = 10000  // most deliveries one Claim hands out
-	MaxList            = 100000 // most rows DeadLetters, Audit or Attempts return
-	MaxReplayBatch     = 10000  // most dead letters one replay transaction moves
-	DefaultReplayBatch = 100    // replay batch size when none is given
+	MaxClaim           = 10000      // most deliveries one Claim hands out
+	MaxList            = 100000     // most rows DeadLetters, Audit or Attempts return
+	MaxReplayBatch     = 10000      // most dead letters one replay transaction moves
+	DefaultReplayBatch = 100        // replay batch size when none is given
+	MinReplayRate      = 1.0 / 3600 // slowest replay rate in batches/s: one batch an hour
 )
 
 // ErrNotFound is returned by Get for an unknown delivery id.
@@ -51,7 +52,8 @@ type Delivery struct {
 // CompletionKind says what transition a completion asks for.
 type CompletionKind int
 
-// Completion kinds (Kind prefix: DeadLetter is also the DLQ entry type). The zero value is invalid so a forgotten Kind is an error.
+// Completion kinds, prefixed Kind because DeadLetter names the DLQ entry.
+// The zero value is invalid, so a forgotten Kind is an error.
 const (
 	KindAck        CompletionKind = iota + 1 // delivered
 	KindReschedule                           // back to ready at RunAt, with the new Attempt count

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/experiments"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+const compareExamples = `  stormdrill compare out/baseline out/fanout-outage
+  stormdrill compare base/summary.json cand/summary.json --fail-on healthy.latency.p99=+10% --fail-on amplification=+0.2`
+
+func cmdCompare(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("compare", "BASE CAND [flags]", compareExamples, stdout)
+	var failOn multiFlag
+	fs.Var(&failOn, "fail-on", "a tolerance such as healthy.latency.p99=+10% or amplification=+0.2 (repeatable); exceeding it exits 1")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("stormdrill compare: want two runs, BASE and CAND (run directories or summary.json files)")
+	}
+	tols, err := reports.ParseTolerances(failOn)
+	if err != nil {
+		return usagef("stormdrill compare: --fail-on: %v", err)
+	}
+	base, err := reports.ReadSummary(pos[0])
+	if err != nil {
+		return usagef("stormdrill compare: %v", err)
+	}
+	cand, err := reports.ReadSummary(pos[1])
+	if err != nil {
+		return usagef("stormdrill compare: %v", err)
+	}
+	c := reports.Compare(base, cand, tols)
+	c.Base, c.Candidate = pos[0], pos[1]
+	if err := reports.WriteComparisonMarkdown(stdout, c); err != nil {
+		return runError{err}
+	}
+	if c.Failed {
+		return errGateFailed
+	}
+	return nil
+}
+
+const planExamples = `  stormdrill plan drills/fanout-outage.toml
+  stormdrill plan drills/fanout-outage.toml --json
+  stormdrill plan drills/fanout-outage.toml --check     # also simulate and compare`
+
+func cmdPlan(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plan", "DRILL.toml [flags]", planExamples, stdout)
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
+	check := fs.Bool("check", false, "run the simulation and put analytic and simulated figures side by side")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("stormdrill plan: want one drill file")
+	}
+	d, err := drills.Load(pos[0], nil)
+	if err != nil {
+		return usageError{err}
+	}
+	in, err := experiments.PlanInputFor(d)
+	if err != nil {
+		return usageError{err}
+	}
+	p, err := experiments.MakePlan(in)
+	if err != nil {
+		return usagef("%s: %v", pos[0], err)
+	}
+	var rows []experiments.CheckRow
+	if *check {
+		run, err := drills.RunSim(d, drills.SimOptions{})
+		if err != nil {
+			return runError{err}
+		}
+		s := run.Summary
+		sim := map[string]float64{
+			experiments.FigureAmplification:  s.Amplification,
+			experiments.FigureOldestReadyAge: s.OldestReadyAgeMaxS,
+		}
+		if s.DrainTimeS != nil {
+			sim[experiments.FigureDrainTime] = *s.DrainTimeS
+		}
+		rows = p.CheckRows(sim)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if *check {
+			return enc.Encode(struct {
+				*experiments.Plan
+				Check []experiments.CheckRow `json:"check"`
+			}{p, rows})
+		}
+		return enc.Encode(p)
+	}
+	if err := p.WriteMarkdown(stdout); err != nil {
+		return runError{err}
+	}
+	if *check {
+		fmt.Fprintln(stdout, "\n## Analytic against simulated")
+		fmt.Fprintln(stdout, "\n| figure | analytic | simulated | difference | why |")
+		fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | --- |")
+		for _, r := range rows {
+			sim := fmt.Sprintf("%.4g", r.Simulated)
+			if r.Missing {
+				sim = "n/a"
+			}
+			fmt.Fprintf(stdout, "| %s | %.4g %s | %s | %+.1f%% | %s |\n", r.Name, r.Analytic, r.Unit, sim, r.DiffPct, r.Why)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+// Command stormdrill runs failure drills against a retrying delivery
+// pipeline and reports what happened. It holds only flags, wiring and exit
+// codes; the logic lives in the packages it calls.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Exit statuses, as DESIGN.md fixes them.
+const (
+	exitOK       = 0 // every gate holds
+	exitGateFail = 1 // a gate (or a comparison tolerance) failed
+	exitUsage    = 2 // the drill or the command line is invalid
+	exitRunFail  = 3 // the run itself failed
+)
+
+// usageError is a bad command line or drill: exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// runError is a run that could not complete: exit status 3.
+type runError struct{ err error }
+
+func (e runError) Error() string { return e.err.Error() }
+func (e runError) Unwrap() error { return e.err }
+
+// gateFailed is exit status 1 with nothing more to print.
+var errGateFailed = errors.New("a gate failed")
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run drills and write their reports", cmdRun},
+		{"validate", "check drills without running them", cmdValidate},
+		{"compare", "compare two runs key figure by key figure", cmdCompare},
+		{"plan", "analytic capacity plan for a drill", cmdPlan},
+		{"capacity", "search the largest load (or smallest pool) that passes every gate", cmdCapacity},
+		{"sweep", "run an experiment: every cell × seed, side by side", cmdSweep},
+		{"partner", "serve a drill's fake partners over HTTP on loopback", cmdPartner},
+		{"dispatch", "run the dispatcher on a durable queue (live mode)", cmdDispatch},
+		{"dlq", "list, show and replay dead letters", cmdDLQ},
+		{"keys", "print the drill key reference", cmdKeys},
+		{"bench", "measure simulator throughput on the flagship drill", cmdBench},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		topUsage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:], stdout, stderr)
+		return exitCode(err, stderr)
+	}
+	fmt.Fprintf(stderr, "stormdrill: unknown command %q\n\n", args[0])
+	topUsage(stderr)
+	return exitUsage
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if errors.Is(err, errGateFailed) {
+		return exitGateFail
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, strings.TrimRight(ue.Error(), "\n"))
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "stormdrill:", err)
+	return exitRunFail
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprintln(w, `stormdrill — failure drills and capacity planning for retrying delivery pipelines
+
+Usage:
+  stormdrill <command> [flags] [args]
+
+Commands:`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, `
+Run "stormdrill <command> --help" for a command's flags and examples.
+
+Exit status: 0 all gates hold; 1 a gate failed; 2 invalid drill or command
+line; 3 the run itself failed.`)
+}
+
+// newFlags returns a flag set whose --help prints usage and examples to
+// stdout and whose errors are usage errors.
+func newFlags(name, synopsis, examples string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: stormdrill %s %s\n\nFlags:\n", name, synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+		if examples != "" {
+			fmt.Fprintf(stdout, "\nExamples:\n%s\n", strings.TrimRight(examples, "\n"))
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args, allowing flags after positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
+				return nil, flag.ErrHelp
+			}
+			return nil, usagef("stormdrill %s: %v (see --help)", fs.Name(), err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+const runExamples = `  stormdrill run drills/fanout-outage.toml
+  stormdrill run drills/fanout-outage.toml --out /tmp/drill --seed 7
+  stormdrill run 'drills/demo-*.toml' --quiet        # several drills; out/index.html links them
+  stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%`
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", "DRILL.toml... [flags]", runExamples, stdout)
+	outDir := fs.String("out", "", "output directory (default out/<drill name>; with several drills, the parent of their directories, default out)")
+	seed := fs.String("seed", "", "override the drill's seed")
+	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
+	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
+	var failOn multiFlag
+	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	files, err := expandGlobs(pos)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return usagef("stormdrill run: name at least one drill file (see --help)")
+	}
+	var seedOverride *uint64
+	if *seed != "" {
+		v, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
+			return usagef("stormdrill run: --seed %q: want a non-negative integer", *seed)
+		}
+		seedOverride = &v
+	}
+	tols, err := reports.ParseTolerances(failOn)
+	if err != nil {
+		return usagef("stormdrill run: --fail-on: %v", err)
+	}
+	var base *reports.Summary
+	if *baseline != "" {
+		base, err = reports.ReadSummary(*baseline)
+		if err != nil {
+			return usagef("stormdrill run: --baseline: %v", err)
+		}
+	}
+	// Load every drill first: a typo in the third drill should not cost the
+	// time of running the first two.
+	loaded := make([]*drills.Drill, len(files))
+	var bad drills.Errors
+	for i, f := range files {
+		d, err := drills.Load(f, nil)
+		if err != nil {
+			if es, ok := drills.AsErrors(err); ok {
+				bad = append(bad, es...)
+				continue
+			}
+			return usageError{err}
+		}
+		if seedOverride != nil {
+			d.Seed = *seedOverride
+		}
+		loaded[i] = d
+	}
+	if len(bad) > 0 {
+		return usageError{bad}
+	}
+	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
+	multi := len(loaded) > 1
+	var index []reports.IndexEntry
+	worst := exitOK
+	for _, d := range loaded {
+		dir := *outDir
+		switch {
+		case multi && dir == "":
+			dir = filepath.Join("out", d.Name)
+		case multi:
+			dir = filepath.Join(dir, d.Name)
+		case dir == "":
+			dir = filepath.Join("out", d.Name)
+		}
+		code, run, err := runOne(d, dir, base, tols, interactive, stdout, stderr, !multi && !*quiet)
+		if err != nil {
+			return err
+		}
+		worst = max(worst, code)
+		if run != nil {
+			index = append(index, reports.IndexEntry{Name: d.Name, Dir: dir, Pass: run.Summary.Pass && code == exitOK, Verdict: verdictLine(run.Summary)})
+		}
+	}
+	if multi {
+		parent := *outDir
+		if parent == "" {
+			parent = "out"
+		}
+		for i := range index {
+			index[i].Dir = d2rel(parent, index[i].Dir)
+		}
+		f, err := os.Create(filepath.Join(parent, "index.html"))
+		if err != nil {
+			return runError{err}
+		}
+		werr := reports.WriteIndex(f, index)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return runError{werr}
+		}
+		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(parent, "index.html"))
+	}
+	switch worst {
+	case exitGateFail:
+		return errGateFailed
+	case exitRunFail:
+		return runError{errors.New("at least one run failed")}
+	}
+	return nil
+}
+
+func d2rel(parent, dir string) string {
+	if r, err := filepath.Rel(parent, dir); err == nil {
+		return r
+	}
+	return dir
+}
+
+// runOne runs one drill, writes its files and prints its summary.
+func runOne(d *drills.Drill, dir string, base *reports.Summary, tols []reports.Tolerance, interactive bool, stdout, stderr io.Writer, full bool) (int, *reports.Run, error) {
+	started := time.Now()
+	bar := newProgress(stderr, interactive, d)
+	var run *reports.Run
+	var err error
+	switch d.Mode {
+	case "live":
+		run, err = runLive(d, dir, bar.update)
+	default:
+		run, err = drills.RunSim(d, drills.SimOptions{Progress: bar.update})
+	}
+	bar.finish()
+	if err != nil && run == nil {
+		return exitRunFail, nil, runError{fmt.Errorf("%s: %w", d.Name, err)}
+	}
+	code := exitOK
+	if !run.Summary.Pass {
+		code = exitGateFail
+	}
+	if base != nil {
+		run.Baseline = reports.Compare(base, run.Summary, tols)
+		if run.Baseline.Failed {
+			code = max(code, exitGateFail)
+		}
+	}
+	if werr := reports.WriteRunFiles(dir, run); werr != nil {
+		return exitRunFail, run, runError{fmt.Errorf("%s: writing the report: %w", d.Name, werr)}
+	}
+	if err != nil {
+		// The run finished but broke the accounting identity: the files are
+		// written so the failure can be studied, and the status is 3.
+		fmt.Fprintf(stderr, "stormdrill: %s: %v (report in %s)\n", d.Name, err, dir)
+		return exitRunFail, run, nil
+	}
+	if full {
+		_ = reports.WriteTerminalSummary(stdout, run)
+	} else {
+		fmt.Fprintf(stdout, "%-28s %s  (%s, %s)\n", d.Name, verdictLine(run.Summary), dir, time.Since(started).Round(time.Millisecond))
+	}
+	return code, run, nil
+}
+
+func verdictLine(s *reports.Summary) string {
+	failed := 0
+	for _, g := range s.Gates {
+		if !g.Pass {
+			failed++
+		}
+	}
+	if failed == 0 {
+		return fmt.Sprintf("PASS (%d gates)", len(s.Gates))
+	}
+	return fmt.Sprintf("FAIL (%d of %d gates failed)", failed, len(s.Gates))
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// expandGlobs expands shell-style patterns that the shell left alone.
+func expandGlobs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		matches, err := filepath.Glob(a)
+		if err != nil {
+			return nil, usagef("bad pattern %q: %v", a, err)
+		}
+		if len(matches) == 0 {
+			if _, err := os.Stat(a); err != nil {
+				return nil, usagef("%s: no such drill file", a)
+			}
+			matches = []string{a}
+		}
+		out = append(out, matches...)
+	}
+	return out, nil
+}

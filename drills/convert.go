@@ -1,0 +1,84 @@
+package drills
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
+)
+
+// PartnerSpecs converts the drill's partners, with defaults applied, to
+// fake partner specs in the same order, and checks each with the fake
+// partner's own validation.
+func (d *Drill) PartnerSpecs() ([]fakepartner.Spec, error) {
+	specs := make([]fakepartner.Spec, 0, len(d.Partners))
+	var errs Errors
+	for i := range d.Partners {
+		p := &d.Partners[i]
+		key := "partners[" + strconv.Itoa(i) + "]"
+		s := fakepartner.Spec{
+			Name:            p.Name,
+			Count:           p.Count,
+			TransientErrors: p.TransientErrors,
+			PermanentErrors: p.PermanentErrors,
+			Concurrency:     p.Concurrency,
+			RejectWhenBusy:  p.OnBusy == "reject",
+			Contended:       p.Contended,
+		}
+		var err error
+		if s.Latency, err = p.Latency.dist(); err != nil {
+			errs = append(errs, &Error{Key: key + ".latency", Msg: err.Error()})
+		}
+		if !p.NetworkDelay.isZero() {
+			if s.NetworkDelay, err = p.NetworkDelay.dist(); err != nil {
+				errs = append(errs, &Error{Key: key + ".network_delay", Msg: err.Error()})
+			}
+		}
+		for j, o := range p.Outages {
+			kind, err := fakepartner.ParseOutageKind(o.Kind)
+			if err != nil {
+				errs = append(errs, &Error{Key: key + ".outages[" + strconv.Itoa(j) + "].kind", Msg: err.Error()})
+			}
+			s.Outages = append(s.Outages, fakepartner.Outage{
+				Start:      o.Start.D,
+				For:        o.For.D,
+				Kind:       kind,
+				RetryAfter: o.RetryAfter,
+				Factor:     o.Factor,
+				Period:     o.Period.D,
+				Members:    o.Members,
+			})
+		}
+		if err := s.Validate(); err != nil {
+			errs = append(errs, &Error{Key: key, Msg: err.Error()})
+		}
+		specs = append(specs, s)
+	}
+	if len(errs) > 0 {
+		return nil, boundErrors(errs)
+	}
+	return specs, nil
+}
+
+// dist converts a latency table to a fake partner distribution.
+func (l *Latency) dist() (fakepartner.Dist, error) {
+	kind, err := fakepartner.ParseDistKind(l.Dist)
+	if err != nil {
+		return fakepartner.Dist{}, fmt.Errorf("dist: %v", err)
+	}
+	d := fakepartner.Dist{
+		Kind:   kind,
+		Value:  l.Value.D,
+		Min:    l.Min.D,
+		Max:    l.Max.D,
+		Mean:   l.Mean.D,
+		Stddev: l.Stddev.D,
+		P50:    l.P50.D,
+		P99:    l.P99.D,
+		Alpha:  l.Alpha,
+	}
+	for _, q := range l.Quantiles {
+		d.Quantiles = append(d.Quantiles, fakepartner.Quantile{Q: q.Q, Value: q.Value.D})
+	}
+	return d, nil
+}

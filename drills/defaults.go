@@ -1,0 +1,133 @@
+package drills
+
+import (
+	"strconv"
+	"time"
+)
+
+// Defaults, as documented in Keys.
+const (
+	DefaultSeed            = 1
+	DefaultMode            = "sim"
+	DefaultDrain           = 10 * time.Minute
+	DefaultSampleInterval  = time.Second
+	DefaultLatency         = 50 * time.Millisecond
+	DefaultWorkers         = 10
+	DefaultQueueCapacity   = 100000
+	DefaultAttemptTimeout  = 10 * time.Second
+	DefaultSLO             = 30 * time.Minute
+	DefaultFaultDown       = 10 * time.Second
+	DefaultRetryBase       = time.Second
+	DefaultRetryCap        = 5 * time.Minute
+	DefaultRetryAttempts   = 5
+	DefaultBreakerCooldown = 30 * time.Second
+)
+
+// SetDefaults fills every key a drill built in Go leaves at its zero value.
+// Durations use their Set flag; for numbers zero means absent, so a Go
+// caller who wants max_attempts 0 (no limit) sets it after SetDefaults.
+// Load applies the same defaults to keys absent from the file.
+func (d *Drill) SetDefaults() {
+	applyDefaults(d, nil)
+}
+
+// applyDefaults fills absent keys. has reports whether a key (with indices)
+// was in the file; nil means "zero is absent".
+func applyDefaults(d *Drill, has func(key string) bool) {
+	absent := func(key string, zero bool) bool {
+		if has == nil {
+			return zero
+		}
+		return !has(key)
+	}
+	dur := func(v *Duration, def time.Duration) {
+		if !v.Set {
+			*v = Duration{D: def}
+		}
+	}
+	str := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	num := func(v *float64, key string, def float64) {
+		if absent(key, *v == 0) {
+			*v = def
+		}
+	}
+	integer := func(v *int, key string, def int) {
+		if absent(key, *v == 0) {
+			*v = def
+		}
+	}
+
+	if absent("seed", d.Seed == 0) {
+		d.Seed = DefaultSeed
+	}
+	str(&d.Mode, DefaultMode)
+	dur(&d.SampleInterval, DefaultSampleInterval)
+	dur(&d.Drain, DefaultDrain)
+	num(&d.Speed, "speed", 1)
+	str(&d.Source.Arrival, "poisson")
+
+	for i := range d.Partners {
+		p := &d.Partners[i]
+		key := "partners[" + strconv.Itoa(i) + "]."
+		integer(&p.Count, key+"count", 1)
+		str(&p.OnBusy, "queue")
+		if p.Latency.isZero() {
+			p.Latency = Latency{Dist: "constant", Value: Duration{D: DefaultLatency}}
+		} else if p.Latency.Dist == "" && p.Latency.Value.Set {
+			p.Latency.Dist = "constant"
+		}
+		if p.NetworkDelay.Dist == "" && p.NetworkDelay.Value.Set {
+			p.NetworkDelay.Dist = "constant"
+		}
+	}
+
+	r := &d.Policy.Retry
+	integer(&r.MaxAttempts, "policy.retry.max_attempts", DefaultRetryAttempts)
+	dur(&r.Base, DefaultRetryBase)
+	dur(&r.Cap, DefaultRetryCap)
+	num(&r.Multiplier, "policy.retry.multiplier", 2)
+	str(&r.Jitter, "full")
+	num(&r.JitterRatio, "policy.retry.jitter_ratio", 0.5)
+	dur(&r.DeliveryWindow, 0)
+	str(&r.RetryAfter, "honour")
+	dur(&r.RetryAfterMax, r.Cap.D)
+
+	b := &d.Policy.Breaker
+	str(&b.Trip, "none")
+	integer(&b.Threshold, "policy.breaker.threshold", 5)
+	dur(&b.Window, 60*time.Second)
+	num(&b.Ratio, "policy.breaker.ratio", 0.5)
+	integer(&b.MinCalls, "policy.breaker.min_calls", 10)
+	dur(&b.Cooldown, DefaultBreakerCooldown)
+	integer(&b.Probes, "policy.breaker.probes", 1)
+	str(&b.OnOpen, "hold")
+
+	g := &d.Policy.Budget
+	str(&g.Scope, "partner")
+	num(&g.TokenRatio, "policy.budget.token_ratio", 0.1)
+	str(&g.OnExhausted, "defer")
+
+	w := &d.Dispatcher
+	integer(&w.Workers, "dispatcher.workers", DefaultWorkers)
+	integer(&w.QueueCapacity, "dispatcher.queue_capacity", DefaultQueueCapacity)
+	str(&w.OnFull, "block")
+	dur(&w.AttemptTimeout, DefaultAttemptTimeout)
+	dur(&w.LeaseTimeout, 30*time.Second)
+	integer(&w.ClaimBatch, "dispatcher.claim_batch", 64)
+	dur(&w.AlertInterval, time.Second)
+
+	for i := range d.Faults {
+		dur(&d.Faults[i].Down, DefaultFaultDown)
+	}
+	dur(&d.SLO.DeliveryLatency, DefaultSLO)
+}
+
+// isZero reports whether no key of the latency table was given.
+func (l *Latency) isZero() bool {
+	return l.Dist == "" && !l.Value.Set && !l.Min.Set && !l.Max.Set && !l.Mean.Set &&
+		!l.Stddev.Set && !l.P50.Set && !l.P99.Set && l.Alpha == 0 && len(l.Quantiles) == 0
+}

@@ -1,0 +1,217 @@
+package drills
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+)
+
+// KeyDoc documents one drill key. Key is written with [] for arrays of
+// tables: "partners[].outages[].kind".
+type KeyDoc struct {
+	Key, Type, Default, Doc string
+}
+
+// Keys is the reference of every drill key, in the order the README lists
+// them. A test checks it against the toml tags of Drill, both ways; the
+// README's table is KeysMarkdown().
+var Keys = []KeyDoc{
+	{"include", "array of strings", "", "Drill files whose keys act as defaults under this one, relative to this file. Tables merge key by key; arrays (partners, gates, …) in this file replace the included ones."},
+	{"name", "string", "required", "Drill name; also the output directory name, so letters, digits, `.`, `_` and `-` only."},
+	{"description", "string", "", "What the drill is for, one or two sentences; shown in reports."},
+	{"seed", "integer", "1", "Seed of every random stream; the same seed gives the same simulated run."},
+	{"duration", "duration", "required", "How long the source produces events."},
+	{"mode", "string", `"sim"`, "`sim` (virtual clock, simulated partners) or `live` (HTTP partners, durable queue, wall clock)."},
+	{"drain", "duration", `"10m"`, "How long the drill keeps running after the source stops, so that backlogs can drain."},
+	{"sample_interval", "duration", `"1s"`, "Time-series resolution."},
+	{"speed", "number", "1", "Live only: every duration of the drill is divided by it."},
+
+	{"source.arrival", "string", `"poisson"`, "Arrival process: `constant`, `poisson`, `ramp` (rate to rate_to over the duration) or `burst` (events at once, at `at`)."},
+	{"source.rate", "rate", "required for constant, poisson, ramp", "Events per unit of time, like `\"12/s\"` or `\"600/m\"`; the start rate of a ramp."},
+	{"source.rate_to", "rate", "required for ramp", "The rate a ramp ends at."},
+	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
+	{"source.at", "duration", `"0s"`, "When a burst is released."},
+	{"source.to", "array of strings", "all cohorts", "Cohorts (partner names) each event fans out to."},
+	{"source.payload_bytes", "integer", "0", "Size of each delivery's payload."},
+
+	{"partners[].name", "string", "required", "Cohort name; unique within the drill."},
+	{"partners[].count", "integer", "1", "Identical subscribers in the cohort, 1 to 100000."},
+	{"partners[].latency.dist", "string", `"constant"`, "Latency distribution: `constant`, `uniform`, `normal`, `lognormal`, `pareto` or `empirical`. With no latency at all: constant 50ms."},
+	{"partners[].latency.value", "duration", `"50ms"`, "constant: the latency."},
+	{"partners[].latency.min", "duration", "", "uniform: lower bound; pareto: the scale (or give p50)."},
+	{"partners[].latency.max", "duration", "", "uniform: upper bound, above min; pareto: optional cap on samples."},
+	{"partners[].latency.mean", "duration", "", "normal: mean."},
+	{"partners[].latency.stddev", "duration", "", "normal: standard deviation."},
+	{"partners[].latency.p50", "duration", "", "lognormal: median, above 0; pareto: median (instead of min)."},
+	{"partners[].latency.p99", "duration", "", "lognormal: 99th percentile, above p50."},
+	{"partners[].latency.alpha", "number", "", "pareto: shape, above 0."},
+	{"partners[].latency.quantiles[].q", "number", "", "empirical: a quantile; increasing, first ≥ 0, last = 1."},
+	{"partners[].latency.quantiles[].value", "duration", "", "empirical: the latency at q; not decreasing."},
+	{"partners[].transient_errors", "number", "0", "Probability in [0, 1] of a 503 that clears on retry."},
+	{"partners[].permanent_errors", "number", "0", "Probability in [0, 1] of a 422 (bad data, never retried); with transient_errors at most 1."},
+	{"partners[].concurrency", "integer", "0", "Requests each subscriber serves at once; beyond it they wait (or are rejected). 0 = unlimited."},
+	{"partners[].on_busy", "string", `"queue"`, "When all of a subscriber's servers are busy: `queue` or `reject` (answer 503)."},
+	{"partners[].contended", "bool", "false", "Optimistic concurrency on one row: conflicting writes fail with 409. Needs network_delay."},
+	{"partners[].network_delay", "latency table", "", "Contended partners: the delay of one hop, with the same keys as latency."},
+	{"partners[].outages[].start", "duration", `"0s"`, "When the outage begins, from the drill's start."},
+	{"partners[].outages[].for", "duration", "required", "How long it lasts; above 0."},
+	{"partners[].outages[].kind", "string", "required", "`unavailable` (503), `timeout` (no answer), `reset` (connection reset), `throttle` (429), `slow` (latency × factor) or `flap` (down half of each period)."},
+	{"partners[].outages[].retry_after", "string", `""`, "throttle: the Retry-After sent: `\"N\"` seconds, `\"date:DUR\"` (an HTTP-date DUR ahead) or `\"garbage\"`; empty sends none."},
+	{"partners[].outages[].factor", "number", "", "slow: latency multiplier, at least 1."},
+	{"partners[].outages[].period", "duration", "", "flap: one down+up cycle; above 0."},
+	{"partners[].outages[].members", "integer", "0", "How many subscribers of the cohort it hits, at most count; 0 = all."},
+
+	{"policy.retry.max_attempts", "integer", "5", "Attempts per delivery, the first included; 0 = no limit."},
+	{"policy.retry.base", "duration", `"1s"`, "First backoff delay; above 0."},
+	{"policy.retry.cap", "duration", `"5m"`, "Largest backoff delay; at least base."},
+	{"policy.retry.multiplier", "number", "2", "Growth of the delay per attempt; at least 1."},
+	{"policy.retry.jitter", "string", `"full"`, "`none`, `full`, `equal`, `decorrelated`, `proportional` or `hash`."},
+	{"policy.retry.jitter_ratio", "number", "0.5", "proportional: the delay varies by ± this fraction; in [0, 1]."},
+	{"policy.retry.delivery_window", "duration", `"0s"`, "Give up (dead-letter, window-expired) this long after the event was created; 0 = no window."},
+	{"policy.retry.retry_after", "string", `"honour"`, "`honour` or `ignore` a partner's Retry-After."},
+	{"policy.retry.retry_after_max", "duration", "cap", "Longest Retry-After honoured."},
+	{"policy.retry.retryable_status", "array of integers", "", "HTTP statuses (100–599) to retry although they would not be."},
+	{"policy.retry.permanent_status", "array of integers", "", "HTTP statuses (100–599) never to retry; not also in retryable_status."},
+
+	{"policy.breaker.trip", "string", `"none"`, "Per-partner circuit breaker: `none`, `consecutive` (threshold failures in a row), `window` (threshold failures within window) or `rate` (failure ratio within window, after min_calls)."},
+	{"policy.breaker.threshold", "integer", "5", "consecutive, window: failures that open the breaker; at least 1."},
+	{"policy.breaker.window", "duration", `"60s"`, "window, rate: the sliding window."},
+	{"policy.breaker.ratio", "number", "0.5", "rate: failure ratio that opens the breaker, in (0, 1]."},
+	{"policy.breaker.min_calls", "integer", "10", "rate: calls in the window before the ratio counts; at least 1."},
+	{"policy.breaker.cooldown", "duration", `"30s"`, "How long the breaker stays open before probing; above 0."},
+	{"policy.breaker.probes", "integer", "1", "Trial calls let through half-open; at least 1."},
+	{"policy.breaker.on_open", "string", `"hold"`, "Deliveries to an open breaker: `hold` (wait for it) or `dead-letter` (circuit-open)."},
+
+	{"policy.budget.scope", "string", `"partner"`, "Retry budget per `partner` or `global`."},
+	{"policy.budget.max_tokens", "number", "0", "Token bucket size; 0 = no budget."},
+	{"policy.budget.token_ratio", "number", "0.1", "Tokens a success earns back; at least 0."},
+	{"policy.budget.on_exhausted", "string", `"defer"`, "A retry with no token left: `defer` it or `dead-letter` it (budget-exhausted)."},
+
+	{"dispatcher.workers", "integer", "10", "Worker slots: attempts in flight at once; at least 1."},
+	{"dispatcher.per_partner_concurrency", "integer", "0", "Attempts in flight to one subscriber at once; 0 = no limit."},
+	{"dispatcher.queue_capacity", "integer", "100000", "Deliveries the queue holds; at least 1."},
+	{"dispatcher.on_full", "string", `"block"`, "A full queue: `block` the source (back-pressure) or `reject` (dead-letter, queue-full)."},
+	{"dispatcher.attempt_timeout", "duration", `"10s"`, "Timeout of one attempt; above 0."},
+	{"dispatcher.lease_timeout", "duration", `"30s"`, "Live: a claimed delivery's lease; when it expires another worker may take it."},
+	{"dispatcher.claim_batch", "integer", "64", "Live: deliveries claimed per query."},
+	{"dispatcher.alert_interval", "duration", `"1s"`, "Live: dead-letter alerts at most this often."},
+
+	{"faults[].kind", "string", "required", "A fault of the pipeline itself: `restart` (kill the dispatcher) or `graceful-restart`."},
+	{"faults[].at", "duration", "required", "When, before duration."},
+	{"faults[].down", "duration", `"10s"`, "How long the dispatcher stays down."},
+
+	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
+
+	{"gates", "array of strings", "", "Pass/fail conditions such as `\"lost == 0\"` or `\"healthy.latency.p99 < 30m\"`; a failed gate makes the run exit with 1."},
+}
+
+// KeysMarkdown renders Keys as a Markdown table.
+func KeysMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| key | type | default | meaning |\n| --- | --- | --- | --- |\n")
+	for _, k := range Keys {
+		def := k.Default
+		if def == "" {
+			def = "—"
+		}
+		b.WriteString("| `" + k.Key + "` | " + k.Type + " | " + mdCell(def) + " | " + mdCell(k.Doc) + " |\n")
+	}
+	return b.String()
+}
+
+// mdCell escapes the one character that breaks a table cell.
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// schemaKey is one key of the Drill struct, found through its toml tags.
+type schemaKey struct {
+	Path  string // with [] for arrays of tables
+	Kind  schemaKind
+	Type  reflect.Type
+	Names []string // keys of the table (tables and arrays of tables)
+}
+
+type schemaKind uint8
+
+const (
+	leafKey schemaKind = iota
+	tableKey
+	tableArrayKey
+)
+
+var (
+	durationType = reflect.TypeFor[Duration]()
+	rateType     = reflect.TypeFor[Rate]()
+)
+
+// isTableType reports whether t decodes from a TOML table (a struct that is
+// not one of the string-valued unit types).
+func isTableType(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && t != durationType && t != rateType
+}
+
+// schema maps every key path ("" is the root) to its description.
+var schema = sync.OnceValue(func() map[string]schemaKey {
+	m := map[string]schemaKey{}
+	var walk func(path string, t reflect.Type)
+	walk = func(path string, t reflect.Type) {
+		var names []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("toml"), ",")[0]
+			if tag == "" || tag == "-" || !f.IsExported() {
+				continue
+			}
+			names = append(names, tag)
+			p := joinKey(path, tag)
+			switch {
+			case isTableType(f.Type):
+				m[p] = schemaKey{Path: p, Kind: tableKey, Type: f.Type}
+				walk(p, f.Type)
+			case f.Type.Kind() == reflect.Slice && isTableType(f.Type.Elem()):
+				p += "[]"
+				m[p] = schemaKey{Path: p, Kind: tableArrayKey, Type: f.Type}
+				walk(p, f.Type.Elem())
+			default:
+				m[p] = schemaKey{Path: p, Kind: leafKey, Type: f.Type}
+			}
+		}
+		k := m[path]
+		k.Names = names
+		m[path] = k
+	}
+	m[""] = schemaKey{Kind: tableKey, Type: reflect.TypeFor[Drill]()}
+	walk("", reflect.TypeFor[Drill]())
+	return m
+})
+
+// typeName is how Keys and error messages name a Go type.
+func typeName(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "duration"
+	case t == rateType:
+		return "rate"
+	case isTableType(t):
+		return "table"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "bool"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint64, reflect.Uint32, reflect.Uint:
+		return "integer"
+	case reflect.Float64, reflect.Float32:
+		return "number"
+	case reflect.Slice:
+		if isTableType(t.Elem()) {
+			return "array of tables"
+		}
+		e := typeName(t.Elem())
+		if e == "bool" {
+			return "array of bools"
+		}
+		return "array of " + e + "s"
+	}
+	return t.String()
+}

@@ -1,0 +1,95 @@
+package drills
+
+import (
+	"fmt"
+
+	"github.com/stormdrill/stormdrill/model"
+)
+
+// ModelPolicy converts the drill's retry policy into the policy core's.
+func (d *Drill) ModelPolicy() (*model.Policy, error) {
+	r := &d.Policy.Retry
+	j, err := model.ParseJitter(r.Jitter)
+	if err != nil {
+		return nil, err
+	}
+	p := &model.Policy{
+		MaxAttempts: r.MaxAttempts,
+		Backoff: model.Backoff{
+			Base: r.Base.D, Cap: r.Cap.D, Multiplier: r.Multiplier,
+			Jitter: j, JitterRatio: r.JitterRatio,
+		},
+		DeliveryWindow:        r.DeliveryWindow.D,
+		IgnoreRetryAfter:      r.RetryAfter == "ignore",
+		RetryAfterMax:         r.RetryAfterMax.D,
+		OnOpenDeadLetter:      d.Policy.Breaker.OnOpen == "dead-letter",
+		OnExhaustedDeadLetter: d.Policy.Budget.OnExhausted == "dead-letter",
+	}
+	if len(r.RetryableStatus)+len(r.PermanentStatus) > 0 {
+		p.Classifier.Overrides = map[int]model.Class{}
+		for _, s := range r.RetryableStatus {
+			p.Classifier.Overrides[s] = model.ClassRetryable
+		}
+		for _, s := range r.PermanentStatus {
+			p.Classifier.Overrides[s] = model.ClassPermanent
+		}
+	}
+	return p, nil
+}
+
+// BreakerEnabled reports whether the drill has a circuit breaker.
+func (d *Drill) BreakerEnabled() bool {
+	t := d.Policy.Breaker.Trip
+	return t != "" && t != "none"
+}
+
+// ModelBreakerSettings converts the breaker settings.
+func (d *Drill) ModelBreakerSettings() (model.BreakerSettings, error) {
+	b := &d.Policy.Breaker
+	rule, err := model.ParseTripRule(b.Trip)
+	if err != nil {
+		return model.BreakerSettings{}, err
+	}
+	return model.BreakerSettings{
+		Trip: rule, Threshold: b.Threshold, Window: b.Window.D, Ratio: b.Ratio,
+		MinCalls: b.MinCalls, Cooldown: b.Cooldown.D, Probes: b.Probes,
+	}, nil
+}
+
+// BudgetEnabled reports whether the drill has a retry budget.
+func (d *Drill) BudgetEnabled() bool { return d.Policy.Budget.MaxTokens > 0 }
+
+// PolicyEcho is the drill's policy as rows for reports.
+func (d *Drill) PolicyEcho() [][2]string {
+	r, b, bu, ds := &d.Policy.Retry, &d.Policy.Breaker, &d.Policy.Budget, &d.Dispatcher
+	rows := [][2]string{
+		{"retry", fmt.Sprintf("max_attempts %d, base %s, cap %s, ×%g, jitter %s", r.MaxAttempts, r.Base.D, r.Cap.D, r.Multiplier, r.Jitter)},
+		{"delivery window", windowText(r.DeliveryWindow.D.String(), r.DeliveryWindow.D == 0)},
+		{"Retry-After", fmt.Sprintf("%s, at most %s", r.RetryAfter, r.RetryAfterMax.D)},
+	}
+	if d.BreakerEnabled() {
+		rows = append(rows, [2]string{"breaker", fmt.Sprintf("%s threshold %d, window %s, ratio %g, min_calls %d, cooldown %s, probes %d, on_open %s",
+			b.Trip, b.Threshold, b.Window.D, b.Ratio, b.MinCalls, b.Cooldown.D, b.Probes, b.OnOpen)})
+	} else {
+		rows = append(rows, [2]string{"breaker", "none"})
+	}
+	if d.BudgetEnabled() {
+		rows = append(rows, [2]string{"retry budget", fmt.Sprintf("%s, max_tokens %g, token_ratio %g, on_exhausted %s", bu.Scope, bu.MaxTokens, bu.TokenRatio, bu.OnExhausted)})
+	} else {
+		rows = append(rows, [2]string{"retry budget", "none"})
+	}
+	rows = append(rows,
+		[2]string{"dispatcher", fmt.Sprintf("%d workers, per-partner concurrency %d, queue %d (%s), attempt timeout %s",
+			ds.Workers, ds.PerPartnerConcurrency, ds.QueueCapacity, ds.OnFull, ds.AttemptTimeout.D)},
+		[2]string{"source", fmt.Sprintf("%s at %g/s for %s", d.Source.Arrival, d.Source.Rate.PerSecond, d.Duration.D)},
+		[2]string{"SLO", "delivery latency " + d.SLO.DeliveryLatency.D.String()},
+	)
+	return rows
+}
+
+func windowText(s string, none bool) string {
+	if none {
+		return "none"
+	}
+	return s
+}

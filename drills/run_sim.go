@@ -1,0 +1,610 @@
+package drills
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/model/dispatch"
+	"github.com/stormdrill/stormdrill/model/sim"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// Limits that keep a simulated run bounded whatever the drill says.
+const (
+	// MaxSamples bounds the time series; the sample interval grows to fit.
+	MaxSamples = 20_000
+	// MaxHeldEvents bounds events the source holds back under back-pressure.
+	MaxHeldEvents = 10_000_000
+	// MaxBreakerColumns bounds the breaker-state columns of the series.
+	MaxBreakerColumns = 8
+	// MaxTransitions bounds the breaker transitions kept for the summary.
+	MaxTransitions = 10_000
+	// MaxSimEvents bounds one run's event loop.
+	MaxSimEvents = 2_000_000_000
+)
+
+// ErrAccounting is returned when a run breaks the accounting identity
+// created = delivered + dead-lettered + pending.
+var ErrAccounting = errors.New("accounting identity broken")
+
+// Progress is reported while a run goes on.
+type Progress struct {
+	DrillTime, Total time.Duration
+	Created, DLQ     int64
+}
+
+// SimOptions tune a simulated run.
+type SimOptions struct {
+	// Progress, if set, is called now and then from the run's goroutine.
+	Progress func(Progress)
+}
+
+type evKind uint8
+
+const (
+	evArrival evKind = iota
+	evComplete
+	evWake
+	evSample
+	evOutageEnd
+	evDown
+	evUp
+)
+
+// simEvent is small on purpose: the heap copies it on every move.
+type simEvent struct {
+	kind  evKind
+	epoch uint32
+	slot  int32 // evComplete: in-flight slot; evOutageEnd: outage index; evDown/evUp: fault index
+}
+
+// inflight is an attempt under way.
+type inflight struct {
+	it       *dispatch.Item
+	call     fakepartner.Call
+	timedOut bool
+	started  int64
+}
+
+type subscriber struct {
+	cohort  int32
+	member  int32
+	name    string
+	healthy bool
+	partner *fakepartner.Sim
+	pending int64 // non-terminal deliveries
+}
+
+type outageTrack struct {
+	cohort      int
+	lo, hi      int // affected subscriber indexes [lo, hi)
+	kind        string
+	start, end  int64 // drill ns
+	remaining   int64
+	draining    bool
+	drained     bool
+	drainTimeNs int64
+}
+
+type simRun struct {
+	d      *Drill
+	pol    *model.Policy
+	specs  []fakepartner.Spec
+	subs   []subscriber
+	fanout []int32 // subscriber indexes each event fans out to
+	core   *dispatch.Core
+	q      sim.Queue[simEvent]
+	rng    *rand.Rand // dispatcher's jitter stream
+	src    *rand.Rand // source's arrival stream
+	epoch0 int64      // unix ns of drill time 0
+	needID bool
+
+	slots     []inflight
+	freeSlots []int32
+	pool      []*dispatch.Item
+
+	epoch      uint32
+	down       bool
+	wakeAt     int64 // earliest evWake scheduled (drill ns); math.MaxInt64 if none
+	eventSeq   int64
+	endNs      int64 // source stops
+	hardEndNs  int64 // drill stops
+	sourceDone bool
+
+	// back-pressure
+	held        []int64 // scheduled times of events not yet fully enqueued
+	heldHead    int
+	heldSub     int // fan-out progress of held[heldHead]
+	heldBackSum float64
+	heldBackMax float64
+
+	outages []outageTrack
+	rec     *recorder
+}
+
+// RunSim runs a drill under the deterministic simulation.
+func RunSim(d *Drill, opt SimOptions) (*reports.Run, error) {
+	r, err := newSimRun(d)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.run(opt); err != nil {
+		return nil, err
+	}
+	return r.rec.finish(r)
+}
+
+func newSimRun(d *Drill) (*simRun, error) {
+	pol, err := d.ModelPolicy()
+	if err != nil {
+		return nil, err
+	}
+	specs, err := d.PartnerSpecs()
+	if err != nil {
+		return nil, err
+	}
+	r := &simRun{d: d, pol: pol, specs: specs, epoch0: fakepartner.SimEpoch.UnixNano(), wakeAt: math.MaxInt64}
+	r.needID = pol.Backoff.Jitter == model.JitterHash
+	r.rng = sim.NewRand(d.Seed, "dispatcher")
+	r.src = sim.NewRand(d.Seed, "source")
+	targets := map[string]bool{}
+	for _, n := range d.Source.To {
+		targets[n] = true
+	}
+	var pcs []dispatch.PartnerConfig
+	var global *model.Budget
+	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
+		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
+	}
+	for ci := range specs {
+		sp := &specs[ci]
+		for m := 0; m < sp.Count; m++ {
+			name := sp.Name + "-" + strconv.Itoa(m)
+			healthy := true
+			for _, o := range sp.Outages {
+				if o.Hits(m) {
+					healthy = false
+				}
+			}
+			idx := int32(len(r.subs))
+			r.subs = append(r.subs, subscriber{
+				cohort: int32(ci), member: int32(m), name: name, healthy: healthy,
+				partner: fakepartner.NewSim(sp, m, sim.NewRand(d.Seed, "partner/"+name)),
+			})
+			if len(targets) == 0 || targets[sp.Name] {
+				r.fanout = append(r.fanout, idx)
+			}
+			pc := dispatch.PartnerConfig{Name: name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency}
+			pcs = append(pcs, pc)
+		}
+	}
+	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
+	if err != nil {
+		return nil, err
+	}
+	r.rec = newRecorder(r)
+	r.freshGuards(global, 0)
+	// Outage tracks, in drill order.
+	base := 0
+	for ci := range specs {
+		sp := &specs[ci]
+		for _, o := range sp.Outages {
+			hi := sp.Count
+			if o.Members > 0 {
+				hi = min(o.Members, sp.Count)
+			}
+			r.outages = append(r.outages, outageTrack{cohort: ci, lo: base, hi: base + hi, kind: o.Kind.String(),
+				start: int64(o.Start), end: int64(o.Start + o.For)})
+		}
+		base += sp.Count
+	}
+	r.endNs = int64(d.Duration.D)
+	r.hardEndNs = r.endNs + int64(d.Drain.D)
+	return r, nil
+}
+
+// freshGuards gives every partner a new breaker and budget, as a (re)started
+// dispatcher process has.
+func (r *simRun) freshGuards(global *model.Budget, now int64) {
+	d := r.d
+	var bs model.BreakerSettings
+	if d.BreakerEnabled() {
+		bs, _ = d.ModelBreakerSettings()
+	}
+	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" && global == nil {
+		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
+	}
+	for i := range r.subs {
+		var br *model.Breaker
+		if d.BreakerEnabled() {
+			br = model.NewBreaker(bs)
+			br.OnTransition = r.rec.transitionHook(i)
+		}
+		bud := global
+		if d.BudgetEnabled() && bud == nil {
+			bud = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
+		}
+		r.core.SetGuards(i, br, bud, r.wall(now))
+	}
+}
+
+func (r *simRun) wall(t int64) time.Time { return time.Unix(0, r.epoch0+t) }
+
+func (r *simRun) run(opt SimOptions) error {
+	d := r.d
+	// Source.
+	switch d.Source.Arrival {
+	case "burst":
+		r.q.Push(int64(d.Source.At.D), simEvent{kind: evArrival})
+	default:
+		r.q.Push(r.firstArrival(), simEvent{kind: evArrival})
+	}
+	r.q.Push(r.rec.intervalNs, simEvent{kind: evSample})
+	for i := range r.outages {
+		r.q.Push(r.outages[i].end, simEvent{kind: evOutageEnd, slot: int32(i)})
+	}
+	for i, f := range d.Faults {
+		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
+	}
+	var events int64
+	lastProgress := int64(0)
+	for r.q.Len() > 0 {
+		t, ev := r.q.Pop()
+		if t > r.hardEndNs {
+			break
+		}
+		events++
+		if events > MaxSimEvents {
+			return fmt.Errorf("simulation exceeded %d events", int64(MaxSimEvents))
+		}
+		switch ev.kind {
+		case evArrival:
+			r.arrival(t)
+		case evComplete:
+			r.complete(t, ev)
+		case evWake:
+			if t == r.wakeAt {
+				r.wakeAt = math.MaxInt64
+			}
+		case evSample:
+			r.rec.sample(r, t)
+			if r.finished(t) {
+				r.rec.endNs = t
+				return nil
+			}
+			r.q.Push(t+r.rec.intervalNs, simEvent{kind: evSample})
+		case evOutageEnd:
+			r.outageEnd(t, int(ev.slot))
+		case evDown:
+			r.goDown(t, int(ev.slot))
+		case evUp:
+			r.down = false
+			r.freshGuards(nil, t)
+		}
+		r.pump(t)
+		if opt.Progress != nil && events-lastProgress >= 1<<16 {
+			lastProgress = events
+			opt.Progress(Progress{DrillTime: time.Duration(t), Total: time.Duration(r.endNs), Created: r.rec.created, DLQ: r.rec.dlqTotal})
+		}
+	}
+	r.rec.endNs = min(r.q.Now(), r.hardEndNs)
+	return nil
+}
+
+// finished: the source is done, nothing is pending and every outage is over.
+func (r *simRun) finished(t int64) bool {
+	if !r.sourceDone || r.heldHead < len(r.held) || r.core.Queued()+r.core.InFlight() > 0 || r.down {
+		return false
+	}
+	for i := range r.outages {
+		if t < r.outages[i].end {
+			return false
+		}
+	}
+	for _, f := range r.d.Faults {
+		if t < int64(f.At.D+f.Down.D) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *simRun) firstArrival() int64 {
+	if r.d.Source.Arrival == "poisson" {
+		return r.nextGap(0)
+	}
+	return 0
+}
+
+// nextGap is the time from t to the next arrival.
+func (r *simRun) nextGap(t int64) int64 {
+	s := &r.d.Source
+	rate := s.Rate.PerSecond
+	if s.Arrival == "ramp" {
+		frac := float64(t) / float64(r.endNs)
+		rate = s.Rate.PerSecond + (s.RateTo.PerSecond-s.Rate.PerSecond)*frac
+	}
+	if rate <= 0 {
+		return math.MaxInt64 / 2
+	}
+	gap := 1 / rate
+	if s.Arrival == "poisson" {
+		gap = r.src.ExpFloat64() / rate
+	}
+	return max(1, int64(gap*1e9))
+}
+
+func (r *simRun) arrival(t int64) {
+	s := &r.d.Source
+	n := 1
+	if s.Arrival == "burst" {
+		n = max(1, s.Events)
+	}
+	for i := 0; i < n; i++ {
+		if len(r.held)-r.heldHead >= MaxHeldEvents {
+			break
+		}
+		r.held = append(r.held, t)
+	}
+	r.feedSource(t)
+	if s.Arrival != "burst" {
+		next := t + r.nextGap(t)
+		if next < r.endNs {
+			r.q.Push(next, simEvent{kind: evArrival})
+			return
+		}
+	}
+	r.sourceDone = true
+}
+
+// feedSource enqueues held events' deliveries while the queue has room.
+func (r *simRun) feedSource(t int64) {
+	block := r.d.Dispatcher.OnFull != "reject"
+	for r.heldHead < len(r.held) {
+		created := r.held[r.heldHead]
+		eventNo := r.rec.events
+		for r.heldSub < len(r.fanout) {
+			if block && r.core.Full() {
+				return
+			}
+			si := r.fanout[r.heldSub]
+			it := r.newItem(si, created, eventNo)
+			r.rec.created++
+			r.rec.cohorts[r.subs[si].cohort].deliveries++
+			r.subs[si].pending++
+			if r.subs[si].healthy {
+				r.rec.healthyCreated++
+			}
+			if err := r.core.Offer(it, r.wall(t)); err != nil {
+				r.deadLetter(t, it, model.ReasonQueueFull, false)
+			}
+			r.heldSub++
+		}
+		held := float64(t-created) / 1e9
+		r.heldBackSum += held
+		r.heldBackMax = max(r.heldBackMax, held)
+		r.rec.events++
+		r.heldSub = 0
+		r.heldHead++
+		if r.heldHead > 4096 && r.heldHead*2 > len(r.held) {
+			r.held = append(r.held[:0], r.held[r.heldHead:]...)
+			r.heldHead = 0
+		}
+	}
+}
+
+func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item {
+	var it *dispatch.Item
+	if n := len(r.pool); n > 0 {
+		it = r.pool[n-1]
+		r.pool = r.pool[:n-1]
+		*it = dispatch.Item{}
+	} else {
+		it = &dispatch.Item{}
+	}
+	sub := &r.subs[si]
+	it.Partner, it.Cohort, it.Member = si, sub.cohort, sub.member
+	it.FirstSeen = r.epoch0 + created
+	it.RunAt = it.FirstSeen
+	if r.needID {
+		it.ID = DeliveryID(eventNo, sub.name)
+	}
+	return it
+}
+
+// DeliveryID is the stable id of a delivery: event number and subscriber.
+func DeliveryID(event int64, subscriber string) string {
+	return fmt.Sprintf("evt-%06d:%s", event, subscriber)
+}
+
+// pump starts everything the dispatcher wants to start at t, then makes
+// sure a wake-up is scheduled for the next delayed delivery.
+func (r *simRun) pump(t int64) {
+	if r.down {
+		return
+	}
+	now := r.wall(t)
+	for {
+		it, verdict, reason := r.core.Next(now)
+		if it == nil {
+			break
+		}
+		if verdict == dispatch.DeadLetter {
+			r.deadLetter(t, it, reason, true)
+			continue
+		}
+		r.start(t, it)
+	}
+	if r.heldHead < len(r.held) {
+		r.feedSource(t)
+	}
+	if w, ok := r.core.NextWake(); ok {
+		wt := w.UnixNano() - r.epoch0
+		if wt < r.wakeAt {
+			r.wakeAt = wt
+			r.q.Push(wt, simEvent{kind: evWake})
+		}
+	}
+}
+
+func (r *simRun) start(t int64, it *dispatch.Item) {
+	sub := &r.subs[it.Partner]
+	call := sub.partner.Begin(time.Duration(t))
+	timeout := int64(r.d.Dispatcher.AttemptTimeout.D)
+	var slot int32
+	if n := len(r.freeSlots); n > 0 {
+		slot = r.freeSlots[n-1]
+		r.freeSlots = r.freeSlots[:n-1]
+	} else {
+		slot = int32(len(r.slots))
+		r.slots = append(r.slots, inflight{})
+	}
+	end := t + int64(call.Latency)
+	timedOut := call.NoAnswer || int64(call.Latency) > timeout
+	if timedOut {
+		end = t + timeout
+	}
+	r.slots[slot] = inflight{it: it, call: call, timedOut: timedOut, started: t}
+	it.Slot, it.Epoch = slot, r.epoch
+	r.rec.attemptStarted(t, it)
+	r.q.Push(end, simEvent{kind: evComplete, epoch: r.epoch, slot: slot})
+}
+
+func (r *simRun) complete(t int64, ev simEvent) {
+	f := &r.slots[ev.slot]
+	it := f.it
+	if it == nil || ev.epoch != it.Epoch || it.Slot != ev.slot {
+		return // the attempt was lost in a restart
+	}
+	sub := &r.subs[it.Partner]
+	var o model.Outcome
+	if f.timedOut {
+		o.Err = model.ErrTimeout
+		if f.call.Processed {
+			it.Accepted = true // a success the timeout hid
+		}
+	} else {
+		res := sub.partner.Finish(&f.call, time.Duration(t))
+		o = outcomeOf(res)
+	}
+	f.it = nil
+	r.freeSlots = append(r.freeSlots, ev.slot)
+	it.Slot = -1
+	success := r.pol.Classifier.Classify(o) == model.ClassSuccess
+	if success {
+		if it.Accepted {
+			r.rec.duplicates++
+		}
+		it.Accepted = true
+	}
+	dec := r.core.Complete(it, o, r.wall(t), r.rng.Float64())
+	r.rec.attemptEnded(t, it, o, dec)
+	switch dec.Action {
+	case model.ActAck:
+		r.rec.delivered(t, it)
+		r.terminal(t, it)
+	case model.ActDeadLetter:
+		r.deadLetter(t, it, dec.Reason, false)
+	}
+}
+
+func outcomeOf(res fakepartner.Result) model.Outcome {
+	switch res.Kind {
+	case fakepartner.ResultTimeout:
+		return model.Outcome{Err: model.ErrTimeout}
+	case fakepartner.ResultReset:
+		return model.Outcome{Err: model.ErrReset}
+	case fakepartner.ResultRefused:
+		return model.Outcome{Err: model.ErrRefused}
+	}
+	return model.Outcome{Status: res.Status, RetryAfter: res.RetryAfter}
+}
+
+func (r *simRun) deadLetter(t int64, it *dispatch.Item, reason model.Reason, noAttempt bool) {
+	r.rec.deadLettered(t, it, reason)
+	r.terminal(t, it)
+}
+
+// terminal accounts for a delivery that reached delivered or dead-lettered.
+func (r *simRun) terminal(t int64, it *dispatch.Item) {
+	r.subs[it.Partner].pending--
+	created := it.FirstSeen - r.epoch0
+	for i := range r.outages {
+		o := &r.outages[i]
+		if o.draining && int(it.Partner) >= o.lo && int(it.Partner) < o.hi && created < o.end {
+			o.remaining--
+			if o.remaining <= 0 {
+				o.draining, o.drained, o.drainTimeNs = false, true, t-o.end
+			}
+		}
+	}
+	r.pool = append(r.pool, it)
+}
+
+func (r *simRun) outageEnd(t int64, i int) {
+	o := &r.outages[i]
+	var n int64
+	for s := o.lo; s < o.hi; s++ {
+		n += r.subs[s].pending
+	}
+	// Deliveries to these subscribers still held back by the source.
+	if held := len(r.held) - r.heldHead; held > 0 {
+		per := int64(0)
+		headLeft := int64(0)
+		for k, si := range r.fanout {
+			if int(si) >= o.lo && int(si) < o.hi {
+				per++
+				if k >= r.heldSub {
+					headLeft++
+				}
+			}
+		}
+		n += headLeft + int64(held-1)*per
+	}
+	if n == 0 {
+		o.drained, o.drainTimeNs = true, 0
+		return
+	}
+	o.remaining, o.draining = n, true
+}
+
+// goDown carries out a restart fault: the dispatcher stops; a hard restart
+// loses the attempts in flight, whose deliveries come back when their
+// leases expire.
+func (r *simRun) goDown(t int64, i int) {
+	f := r.d.Faults[i]
+	graceful := f.Kind == "graceful-restart"
+	var inFlight int64
+	if !graceful {
+		r.epoch++ // completions of the lost attempts will be discarded
+		lease := int64(r.d.Dispatcher.LeaseTimeout.D)
+		back := max(t+lease, t+int64(f.Down.D))
+		for s := range r.slots {
+			fl := &r.slots[s]
+			if fl.it == nil {
+				continue
+			}
+			it := fl.it
+			// The partner carries on with the request it already has.
+			if fl.call.Processed && !fl.call.NoAnswer {
+				it.Accepted = true
+			}
+			it.Slot = -1
+			fl.it = nil
+			r.freeSlots = append(r.freeSlots, int32(s))
+			r.core.Abandon(it, r.wall(back), r.wall(t))
+			inFlight++
+		}
+	} else {
+		inFlight = int64(r.core.InFlight())
+	}
+	r.rec.restarts = append(r.rec.restarts, reports.Restart{AtS: float64(t) / 1e9, DownS: f.Down.D.Seconds(), Graceful: graceful, InFlight: inFlight})
+	r.down = true
+	r.q.Push(t+int64(f.Down.D), simEvent{kind: evUp, slot: int32(i)})
+}

@@ -1,0 +1,472 @@
+package drills
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// Limits checked by validation, so that a typo cannot ask for a run that
+// never ends or a machine's worth of memory.
+const (
+	limPartnerCount   = 100000
+	limDrillDuration  = 1000 * time.Hour
+	limWorkers        = 100000
+	limQueueCapacity  = 100_000_000
+	limAttemptsLimit  = 1000
+	limBurstEvents    = 10_000_000
+	limPayloadBytes   = 1 << 20
+	limRatePerSecond  = 1_000_000
+	limClaimBatch     = 10000
+	limOutagesPerPeer = 1000
+)
+
+// problem is one validation failure on a key (with indices).
+type problem struct{ key, msg string }
+
+// Validate checks a drill that already has its defaults (see SetDefaults)
+// and returns Errors naming the keys, without file positions.
+func (d *Drill) Validate() error {
+	ps := validate(d, nil)
+	if len(ps) == 0 {
+		return nil
+	}
+	es := make(Errors, len(ps))
+	for i, p := range ps {
+		es[i] = &Error{Key: p.key, Msg: p.msg}
+	}
+	return boundErrors(es)
+}
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+func oneOf(v string, kinds ...string) bool {
+	for _, k := range kinds {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
+
+// choices writes kinds as "a, b or c".
+func choices(kinds ...string) string {
+	if len(kinds) == 1 {
+		return kinds[0]
+	}
+	return strings.Join(kinds[:len(kinds)-1], ", ") + " or " + kinds[len(kinds)-1]
+}
+
+// validate returns every problem of d. has reports whether a key was in the
+// file; nil means unknown (a drill built in Go).
+func validate(d *Drill, has func(string) bool) []problem {
+	var ps []problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
+	}
+	kind := func(key, v string, kinds ...string) bool {
+		if oneOf(v, kinds...) {
+			return true
+		}
+		bad(key, "%q is not one of %s", v, choices(kinds...))
+		return false
+	}
+	positive := func(key string, v Duration) {
+		if v.D <= 0 {
+			bad(key, "must be greater than 0 (got %v)", v.D)
+		}
+	}
+	prob := func(key string, p float64) {
+		if !(p >= 0 && p <= 1) {
+			bad(key, "must be a probability in [0, 1] (got %v)", p)
+		}
+	}
+
+	switch {
+	case d.Name == "":
+		bad("name", "required")
+	case !safeName.MatchString(d.Name):
+		bad("name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (it names the output directory)", clip(d.Name))
+	}
+	if !d.Duration.Set || d.Duration.D <= 0 {
+		bad("duration", "must be set and greater than 0 (how long the source produces events)")
+	} else if d.Duration.D > limDrillDuration {
+		bad("duration", "at most %v (got %v)", limDrillDuration, d.Duration.D)
+	}
+	kind("mode", d.Mode, "sim", "live")
+	positive("sample_interval", d.SampleInterval)
+	if !(d.Speed > 0) || d.Speed > 1e6 {
+		bad("speed", "must be greater than 0 and at most 1e6 (got %v)", d.Speed)
+	} else if d.Mode != "live" && ((has != nil && has("speed")) || (has == nil && d.Speed != 1)) {
+		bad("speed", "applies only to mode = \"live\"")
+	}
+
+	// Source.
+	s := &d.Source
+	if kind("source.arrival", s.Arrival, "constant", "poisson", "ramp", "burst") {
+		switch s.Arrival {
+		case "constant", "poisson", "ramp":
+			if !s.Rate.Set || s.Rate.PerSecond <= 0 {
+				bad("source.rate", "%s arrivals need a rate greater than 0, like \"12/s\"", s.Arrival)
+			}
+			if s.Arrival == "ramp" && !s.RateTo.Set {
+				bad("source.rate_to", "ramp arrivals need rate_to, the rate at the end")
+			}
+		case "burst":
+			if s.Events < 1 || s.Events > limBurstEvents {
+				bad("source.events", "burst arrivals need events between 1 and %d (got %d)", limBurstEvents, s.Events)
+			}
+			if d.Duration.D > 0 && s.At.D >= d.Duration.D {
+				bad("source.at", "%v is not before duration (%v)", s.At.D, d.Duration.D)
+			}
+		}
+	}
+	if s.Rate.PerSecond > limRatePerSecond {
+		bad("source.rate", "at most %d/s", limRatePerSecond)
+	}
+	if s.RateTo.PerSecond > limRatePerSecond {
+		bad("source.rate_to", "at most %d/s", limRatePerSecond)
+	}
+	if s.Payload < 0 || s.Payload > limPayloadBytes {
+		bad("source.payload_bytes", "must be between 0 and %d (got %d)", limPayloadBytes, s.Payload)
+	}
+
+	// Partners.
+	if len(d.Partners) == 0 {
+		bad("partners", "a drill needs at least one partner ([[partners]])")
+	}
+	names := map[string]int{}
+	for i := range d.Partners {
+		ps = append(ps, validatePartner(d, i, names)...)
+	}
+	seenTo := map[string]bool{}
+	for i, to := range s.To {
+		key := "source.to[" + strconv.Itoa(i) + "]"
+		if _, ok := names[to]; !ok {
+			bad(key, "%q names no partner cohort", clip(to))
+		}
+		if seenTo[to] {
+			bad(key, "%q is listed twice", clip(to))
+		}
+		seenTo[to] = true
+	}
+
+	// Retry policy.
+	r := &d.Policy.Retry
+	if r.MaxAttempts < 0 || r.MaxAttempts > limAttemptsLimit {
+		bad("policy.retry.max_attempts", "must be between 0 (no limit) and %d (got %d)", limAttemptsLimit, r.MaxAttempts)
+	}
+	positive("policy.retry.base", r.Base)
+	if r.Cap.D < r.Base.D {
+		bad("policy.retry.cap", "%v is below base (%v); cap must be at least base", r.Cap.D, r.Base.D)
+	}
+	if !(r.Multiplier >= 1) || r.Multiplier > 1000 {
+		bad("policy.retry.multiplier", "must be at least 1 and at most 1000 (got %v)", r.Multiplier)
+	}
+	kind("policy.retry.jitter", r.Jitter, "none", "full", "equal", "decorrelated", "proportional", "hash")
+	prob("policy.retry.jitter_ratio", r.JitterRatio)
+	kind("policy.retry.retry_after", r.RetryAfter, "honour", "ignore")
+	retryable := map[int]bool{}
+	for i, c := range r.RetryableStatus {
+		if c < 100 || c > 599 {
+			bad("policy.retry.retryable_status["+strconv.Itoa(i)+"]", "%d is not an HTTP status (100..599)", c)
+		}
+		retryable[c] = true
+	}
+	for i, c := range r.PermanentStatus {
+		key := "policy.retry.permanent_status[" + strconv.Itoa(i) + "]"
+		if c < 100 || c > 599 {
+			bad(key, "%d is not an HTTP status (100..599)", c)
+		} else if retryable[c] {
+			bad(key, "%d is also in retryable_status", c)
+		}
+	}
+
+	// Breaker.
+	b := &d.Policy.Breaker
+	if kind("policy.breaker.trip", b.Trip, "none", "consecutive", "window", "rate") && b.Trip != "none" {
+		if b.Threshold < 1 {
+			bad("policy.breaker.threshold", "must be at least 1 (got %d)", b.Threshold)
+		}
+		if b.Trip == "window" || b.Trip == "rate" {
+			positive("policy.breaker.window", b.Window)
+		}
+		if !(b.Ratio > 0 && b.Ratio <= 1) {
+			bad("policy.breaker.ratio", "must be in (0, 1] (got %v)", b.Ratio)
+		}
+		if b.MinCalls < 1 {
+			bad("policy.breaker.min_calls", "must be at least 1 (got %d)", b.MinCalls)
+		}
+		positive("policy.breaker.cooldown", b.Cooldown)
+		if b.Probes < 1 {
+			bad("policy.breaker.probes", "must be at least 1 (got %d)", b.Probes)
+		}
+		kind("policy.breaker.on_open", b.OnOpen, "hold", "dead-letter")
+	}
+
+	// Budget.
+	g := &d.Policy.Budget
+	kind("policy.budget.scope", g.Scope, "partner", "global")
+	if g.MaxTokens < 0 {
+		bad("policy.budget.max_tokens", "must be at least 0 (got %v)", g.MaxTokens)
+	}
+	if g.TokenRatio < 0 {
+		bad("policy.budget.token_ratio", "must be at least 0 (got %v)", g.TokenRatio)
+	}
+	kind("policy.budget.on_exhausted", g.OnExhausted, "defer", "dead-letter")
+
+	// Dispatcher.
+	w := &d.Dispatcher
+	if w.Workers < 1 || w.Workers > limWorkers {
+		bad("dispatcher.workers", "must be between 1 and %d (got %d)", limWorkers, w.Workers)
+	}
+	if w.PerPartnerConcurrency < 0 {
+		bad("dispatcher.per_partner_concurrency", "must be 0 (no limit) or more (got %d)", w.PerPartnerConcurrency)
+	}
+	if w.QueueCapacity < 1 || w.QueueCapacity > limQueueCapacity {
+		bad("dispatcher.queue_capacity", "must be between 1 and %d (got %d)", limQueueCapacity, w.QueueCapacity)
+	}
+	kind("dispatcher.on_full", w.OnFull, "block", "reject")
+	positive("dispatcher.attempt_timeout", w.AttemptTimeout)
+	positive("dispatcher.lease_timeout", w.LeaseTimeout)
+	if w.ClaimBatch < 1 || w.ClaimBatch > limClaimBatch {
+		bad("dispatcher.claim_batch", "must be between 1 and %d (got %d)", limClaimBatch, w.ClaimBatch)
+	}
+
+	// Pipeline faults.
+	for i, f := range d.Faults {
+		key := "faults[" + strconv.Itoa(i) + "]"
+		kind(key+".kind", f.Kind, "restart", "graceful-restart")
+		if !f.At.Set {
+			bad(key+".at", "required: when the fault happens")
+		} else if d.Duration.D > 0 && f.At.D >= d.Duration.D {
+			bad(key+".at", "%v is not before duration (%v)", f.At.D, d.Duration.D)
+		}
+	}
+
+	positive("slo.delivery_latency", d.SLO.DeliveryLatency)
+
+	for i, expr := range d.Gates {
+		if _, err := reports.ParseGate(expr); err != nil {
+			bad("gates["+strconv.Itoa(i)+"]", "%v", err)
+		}
+	}
+	return ps
+}
+
+// validatePartner checks partners[i]; names collects cohort names.
+func validatePartner(d *Drill, i int, names map[string]int) []problem {
+	var ps []problem
+	p := &d.Partners[i]
+	pre := "partners[" + strconv.Itoa(i) + "]."
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, problem{pre + key, fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case p.Name == "":
+		bad("name", "required")
+	case !safeName.MatchString(p.Name):
+		bad("name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit", clip(p.Name))
+	default:
+		if j, dup := names[p.Name]; dup {
+			bad("name", "%q is also the name of partners[%d]", p.Name, j)
+		} else {
+			names[p.Name] = i
+		}
+	}
+	if p.Count < 1 || p.Count > limPartnerCount {
+		bad("count", "must be between 1 and %d (got %d)", limPartnerCount, p.Count)
+	}
+	for _, e := range []struct {
+		key string
+		v   float64
+	}{{"transient_errors", p.TransientErrors}, {"permanent_errors", p.PermanentErrors}} {
+		if !(e.v >= 0 && e.v <= 1) {
+			bad(e.key, "must be a probability in [0, 1] (got %v)", e.v)
+		}
+	}
+	if p.TransientErrors+p.PermanentErrors > 1 {
+		bad("permanent_errors", "transient_errors + permanent_errors is %v; at most 1", p.TransientErrors+p.PermanentErrors)
+	}
+	ps = append(ps, validateLatency(pre+"latency", &p.Latency)...)
+	if p.Concurrency < 0 {
+		bad("concurrency", "must be 0 (unlimited) or more (got %d)", p.Concurrency)
+	}
+	if oneOf(p.OnBusy, "queue", "reject") {
+		if p.OnBusy == "reject" && p.Concurrency == 0 {
+			bad("on_busy", "reject needs a concurrency limit (concurrency is 0, unlimited)")
+		}
+	} else {
+		bad("on_busy", "%q is not one of queue or reject", p.OnBusy)
+	}
+	switch {
+	case p.Contended && p.NetworkDelay.isZero():
+		bad("network_delay", "contended partners need network_delay, the delay of one hop")
+	case !p.NetworkDelay.isZero():
+		ps = append(ps, validateLatency(pre+"network_delay", &p.NetworkDelay)...)
+	}
+	if len(p.Outages) > limOutagesPerPeer {
+		bad("outages", "at most %d outages (got %d)", limOutagesPerPeer, len(p.Outages))
+	}
+	for j := range p.Outages {
+		o := &p.Outages[j]
+		okey := "outages[" + strconv.Itoa(j) + "]."
+		if !oneOf(o.Kind, "unavailable", "timeout", "reset", "throttle", "slow", "flap") {
+			if o.Kind == "" {
+				bad(okey+"kind", "required: unavailable, timeout, reset, throttle, slow or flap")
+			} else {
+				bad(okey+"kind", "%q is not one of unavailable, timeout, reset, throttle, slow or flap", clip(o.Kind))
+			}
+		}
+		if !o.For.Set {
+			bad(okey+"for", "required: how long the outage lasts")
+		} else if o.For.D <= 0 {
+			bad(okey+"for", "must be greater than 0 (got %v): the outage would end before it starts", o.For.D)
+		}
+		if o.Kind == "throttle" {
+			if err := checkRetryAfter(o.RetryAfter); err != "" {
+				bad(okey+"retry_after", "%s", err)
+			}
+		} else if o.RetryAfter != "" {
+			bad(okey+"retry_after", "applies only to kind throttle")
+		}
+		if o.Kind == "slow" {
+			if !(o.Factor >= 1) || o.Factor > 1e6 {
+				bad(okey+"factor", "slow outages need a factor of at least 1 and at most 1e6 (got %v)", o.Factor)
+			}
+		} else if o.Factor != 0 {
+			bad(okey+"factor", "applies only to kind slow")
+		}
+		if o.Kind == "flap" {
+			if o.Period.D <= 0 {
+				bad(okey+"period", "flap outages need a period greater than 0 (one down+up cycle)")
+			}
+		} else if o.Period.Set {
+			bad(okey+"period", "applies only to kind flap")
+		}
+		if o.Members < 0 || o.Members > p.Count {
+			bad(okey+"members", "must be between 0 (all) and count (%d) (got %d)", p.Count, o.Members)
+		}
+	}
+	return ps
+}
+
+// checkRetryAfter checks a throttle's retry_after: "", "N", "date:DUR" or
+// "garbage".
+func checkRetryAfter(s string) string {
+	switch {
+	case s == "", s == "garbage":
+		return ""
+	case strings.HasPrefix(s, "date:"):
+		if _, err := ParseDuration(strings.TrimPrefix(s, "date:")); err != nil {
+			return fmt.Sprintf("%q: after \"date:\" put a duration with a unit, like \"date:30s\"", clip(s))
+		}
+		return ""
+	}
+	if n, err := strconv.ParseUint(s, 10, 32); err != nil || n > 1_000_000 {
+		return fmt.Sprintf("%q: want seconds (\"5\"), \"date:30s\" or \"garbage\"", clip(s))
+	}
+	return ""
+}
+
+// validateLatency checks a latency table at key.
+func validateLatency(key string, l *Latency) []problem {
+	var ps []problem
+	bad := func(k, format string, args ...any) {
+		ps = append(ps, problem{key + "." + k, fmt.Sprintf(format, args...)})
+	}
+	// needs lists the keys the kind uses; any other key given is a mistake.
+	var uses []string
+	switch l.Dist {
+	case "constant":
+		uses = []string{"value"}
+		if !l.Value.Set {
+			bad("value", "constant latency needs value")
+		}
+	case "uniform":
+		uses = []string{"min", "max"}
+		if !l.Min.Set || !l.Max.Set {
+			bad("max", "uniform latency needs min and max")
+		} else if l.Min.D >= l.Max.D {
+			bad("max", "%v must be above min (%v)", l.Max.D, l.Min.D)
+		}
+	case "normal", "abs-normal":
+		uses = []string{"mean", "stddev"}
+		if !l.Mean.Set || !l.Stddev.Set {
+			bad("stddev", "%s latency needs mean and stddev", l.Dist)
+		} else if l.Stddev.D <= 0 {
+			bad("stddev", "must be greater than 0")
+		}
+	case "lognormal":
+		uses = []string{"p50", "p99"}
+		switch {
+		case !l.P50.Set || !l.P99.Set:
+			bad("p99", "lognormal latency needs p50 and p99")
+		case l.P50.D <= 0:
+			bad("p50", "must be greater than 0")
+		case l.P99.D <= l.P50.D:
+			bad("p99", "%v must be above p50 (%v)", l.P99.D, l.P50.D)
+		}
+	case "pareto":
+		uses = []string{"alpha", "min", "p50", "max"}
+		if !(l.Alpha > 0) {
+			bad("alpha", "pareto latency needs alpha greater than 0 (got %v)", l.Alpha)
+		}
+		switch {
+		case l.Min.D > 0 && l.P50.D > 0:
+			bad("p50", "give either min (the scale) or p50, not both")
+		case l.Min.D <= 0 && l.P50.D <= 0:
+			bad("min", "pareto latency needs min (the scale) or p50, greater than 0")
+		case l.Max.Set && l.Max.D < max(l.Min.D, l.P50.D):
+			bad("max", "%v is below the scale", l.Max.D)
+		}
+	case "empirical":
+		uses = []string{"quantiles"}
+		qs := l.Quantiles
+		if len(qs) < 2 {
+			bad("quantiles", "empirical latency needs at least 2 quantiles (got %d)", len(qs))
+			break
+		}
+		for i, q := range qs {
+			qk := "quantiles[" + strconv.Itoa(i) + "]"
+			switch {
+			case i == 0 && !(q.Q >= 0):
+				bad(qk+".q", "the first q must be at least 0 (got %v)", q.Q)
+			case i > 0 && !(q.Q > qs[i-1].Q):
+				bad(qk+".q", "%v must be above the previous q (%v)", q.Q, qs[i-1].Q)
+			case i > 0 && q.Value.D < qs[i-1].Value.D:
+				bad(qk+".value", "%v must not be below the previous value (%v)", q.Value.D, qs[i-1].Value.D)
+			}
+			if !q.Value.Set {
+				bad(qk+".value", "required")
+			}
+		}
+		if last := qs[len(qs)-1]; last.Q != 1 {
+			bad("quantiles["+strconv.Itoa(len(qs)-1)+"].q", "the last q must be 1 (got %v)", last.Q)
+		}
+	case "":
+		bad("dist", "required: constant, uniform, normal, lognormal, pareto or empirical")
+		return ps
+	default:
+		bad("dist", "%q is not one of constant, uniform, normal, abs-normal, lognormal, pareto or empirical", clip(l.Dist))
+		return ps
+	}
+	given := []struct {
+		name string
+		set  bool
+	}{
+		{"value", l.Value.Set}, {"min", l.Min.Set}, {"max", l.Max.Set}, {"mean", l.Mean.Set},
+		{"stddev", l.Stddev.Set}, {"p50", l.P50.Set}, {"p99", l.P99.Set}, {"alpha", l.Alpha != 0},
+		{"quantiles", len(l.Quantiles) > 0},
+	}
+	for _, g := range given {
+		if g.set && !oneOf(g.name, uses...) {
+			bad(g.name, "does not apply to %s latency (it uses %s)", l.Dist, choices(uses...))
+		}
+	}
+	return ps
+}

@@ -1,0 +1,842 @@
+package fakepartner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Server defaults and limits.
+const (
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultMaxConns       = 4096
+	DefaultReadTimeout    = 30 * time.Second
+	DefaultTimeoutHoldMax = 60 * time.Second
+	DefaultMaxAcceptedIDs = 1_000_000
+	MaxAlerts             = 10_000   // alerts kept; later ones are counted, not kept
+	MaxAlertBodyBytes     = 64 << 10 // one alert
+	MaxControlBodyBytes   = 16 << 10 // one control request
+	MaxManualOutages      = 16       // per cohort at a time
+	MaxIDBytes            = 512      // Idempotency-Key
+	maxHeaderBytes        = 64 << 10
+)
+
+// Header names the partner reads.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderAttempt        = "X-Attempt"
+)
+
+// MaxAttemptBucket is the last per-ordinal bucket: attempts with ordinal
+// MaxAttemptBucket or more share it.
+const MaxAttemptBucket = 16
+
+// LatencyBucketBounds are the upper bounds of PartnerStats.Latency buckets;
+// one more bucket counts everything slower.
+var LatencyBucketBounds = [...]time.Duration{
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second,
+	20 * time.Second, 60 * time.Second,
+}
+
+// ServerOptions configures a Server. Zero fields take the defaults above.
+type ServerOptions struct {
+	// Start is the wall-clock instant of drill time 0; zero means Now() at
+	// NewServer. SetStart moves it.
+	Start time.Time
+	// Now is the wall clock; nil means time.Now. Tests inject a fake one.
+	Now func() time.Time
+	// Speed divides every scripted time: outage starts and lengths, flap
+	// periods and latencies. 0 means 1. Manual outages and Retry-After
+	// delta-seconds are wall time and are not divided.
+	Speed          float64
+	MaxBodyBytes   int64         // request body limit; 413 beyond it
+	MaxConns       int           // open connections; more wait in Accept
+	ReadTimeout    time.Duration // whole request read, default 30s
+	WriteTimeout   time.Duration // 0: none (latency and holds are bounded by TimeoutHoldMax)
+	TimeoutHoldMax time.Duration // longest a `timeout` outage (or any latency) holds a request
+	MaxAcceptedIDs int           // accepted delivery ids remembered for duplicates
+	Seed           uint64        // each subscriber's stream is derived from it
+}
+
+// ReceivedAlert is one alert posted to /alerts.
+type ReceivedAlert struct {
+	At      time.Time `json:"at"`
+	Count   int       `json:"count"`
+	Reason  string    `json:"reason"`
+	Partner string    `json:"partner"`
+	OldestS float64   `json:"oldest_s"`
+}
+
+// LatencyBucket counts requests whose handling took at most UpTo (the last
+// bucket has UpTo 0 and counts the rest).
+type LatencyBucket struct {
+	UpTo  time.Duration `json:"up_to_ns"`
+	Count int64         `json:"count"`
+}
+
+// PartnerStats is what one cohort observed.
+type PartnerStats struct {
+	Partner    string        `json:"partner"`
+	Requests   int64         `json:"requests"`
+	ByStatus   map[int]int64 `json:"by_status"` // answered requests by HTTP status
+	Resets     int64         `json:"resets"`    // connections reset on purpose
+	Held       int64         `json:"held"`      // requests held by a timeout outage
+	Abandoned  int64         `json:"abandoned"` // the caller left before the answer
+	Accepted   int64         `json:"accepted"`  // distinct delivery ids processed successfully
+	Duplicates int64         `json:"duplicates"`
+	NoKey      int64         `json:"no_key"`  // successful requests without Idempotency-Key
+	Evicted    int64         `json:"evicted"` // accepted ids forgotten to bound memory
+	// ByAttempt[i] counts requests with X-Attempt i+1; the last bucket
+	// holds every ordinal from MaxAttemptBucket up; ordinal 0 or missing is
+	// counted in the first.
+	ByAttempt []int64         `json:"by_attempt"`
+	Latency   []LatencyBucket `json:"latency"`
+	FirstSeen time.Time       `json:"first_seen,omitzero"`
+	LastSeen  time.Time       `json:"last_seen,omitzero"`
+}
+
+// ActiveOutage is an outage in force now, as reported by the control API.
+type ActiveOutage struct {
+	Kind      string  `json:"kind"`
+	Manual    bool    `json:"manual"`
+	Members   int     `json:"members"`   // 0 = all
+	Effective bool    `json:"effective"` // false in a flap's up half
+	EndsInS   float64 `json:"ends_in_s"` // wall seconds
+}
+
+// PartnerState is one cohort in GET /control/partners.
+type PartnerState struct {
+	Name   string         `json:"name"`
+	Count  int            `json:"count"`
+	Active []ActiveOutage `json:"active"`
+	Stats  PartnerStats   `json:"stats"`
+}
+
+// Server plays cohorts of fake partners over HTTP on one listener:
+// /p/<cohort>/<member> (or /p/<cohort> for member 0), an alert sink at
+// /alerts and a control API under /control/.
+type Server struct {
+	opts    ServerOptions
+	now     func() time.Time
+	speed   float64
+	cohorts []*cohort
+	byName  map[string]*cohort
+	mux     *http.ServeMux
+
+	startMu sync.Mutex
+	start   time.Time
+
+	idsMu sync.Mutex
+	ids   *idSet
+
+	alertsMu      sync.Mutex
+	alerts        []ReceivedAlert
+	alertsDropped int64
+
+	httpMu    sync.Mutex
+	http      *http.Server
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+type cohort struct {
+	index int
+	spec  Spec
+
+	subsMu sync.Mutex
+	subs   []*subscriber // created on first request
+
+	mu     sync.Mutex // guards manual and stats
+	manual []manualOutage
+	stats  PartnerStats
+}
+
+type manualOutage struct {
+	o     Outage // Start 0; evaluated on wall time since began
+	began time.Time
+}
+
+type subscriber struct {
+	mu      sync.Mutex // guards rng and version
+	rng     *rand.Rand
+	version uint64        // contended: the row's version
+	slots   chan struct{} // capacity; nil when unlimited
+}
+
+// SubscriberRand returns the random stream of one subscriber derived from a
+// drill seed. The stream depends only on the seed, the cohort's name and the
+// member, so adding a cohort reshuffles no other stream.
+func SubscriberRand(seed uint64, cohort string, member int) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(cohort))
+	return rand.New(rand.NewPCG(seed^h.Sum64(), uint64(member)*0x9E3779B97F4A7C15+1))
+}
+
+// NewServer validates the specs and returns a server for them; it does not
+// listen until Serve.
+func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if !(opts.Speed > 0) {
+		if opts.Speed != 0 {
+			return nil, fmt.Errorf("speed must be greater than 0 (got %v)", opts.Speed)
+		}
+		opts.Speed = 1
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.TimeoutHoldMax <= 0 {
+		opts.TimeoutHoldMax = DefaultTimeoutHoldMax
+	}
+	if opts.MaxAcceptedIDs <= 0 {
+		opts.MaxAcceptedIDs = DefaultMaxAcceptedIDs
+	}
+	if opts.Start.IsZero() {
+		opts.Start = opts.Now()
+	}
+	s := &Server{
+		opts: opts, now: opts.Now, speed: opts.Speed, start: opts.Start,
+		byName: map[string]*cohort{}, ids: newIDSet(opts.MaxAcceptedIDs),
+		closing: make(chan struct{}),
+	}
+	var errs []error
+	for i := range specs {
+		if err := specs[i].Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := s.byName[specs[i].Name]; dup {
+			errs = append(errs, fmt.Errorf("partner %q: name used twice", specs[i].Name))
+			continue
+		}
+		c := &cohort{index: len(s.cohorts), spec: specs[i], subs: make([]*subscriber, specs[i].Count)}
+		c.spec.Outages = append([]Outage(nil), specs[i].Outages...) // the caller may reuse its slice
+		c.stats = PartnerStats{Partner: c.spec.Name, ByStatus: map[int]int64{}, ByAttempt: make([]int64, MaxAttemptBucket)}
+		c.stats.Latency = make([]LatencyBucket, len(LatencyBucketBounds)+1)
+		for j, b := range LatencyBucketBounds {
+			c.stats.Latency[j].UpTo = b
+		}
+		s.cohorts = append(s.cohorts, c)
+		s.byName[c.spec.Name] = c
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/p/{cohort}", s.handlePartner)
+	mux.HandleFunc("/p/{cohort}/{member}", s.handlePartner)
+	mux.HandleFunc("POST /alerts", s.handleAlert)
+	mux.HandleFunc("GET /control/partners", s.handleControlPartners)
+	mux.HandleFunc("POST /control/outage", s.handleStartOutage)
+	mux.HandleFunc("DELETE /control/outage", s.handleEndOutage)
+	s.mux = mux
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler (for httptest).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// SetStart sets the wall-clock instant of drill time 0.
+func (s *Server) SetStart(t time.Time) {
+	s.startMu.Lock()
+	s.start = t
+	s.startMu.Unlock()
+}
+
+// DrillTime is the drill time at wall time t: (t - Start) × Speed.
+func (s *Server) DrillTime(t time.Time) time.Duration {
+	s.startMu.Lock()
+	start := s.start
+	s.startMu.Unlock()
+	return time.Duration(float64(t.Sub(start)) * s.speed)
+}
+
+// wall converts a drill duration to wall time.
+func (s *Server) wall(d time.Duration) time.Duration { return time.Duration(float64(d) / s.speed) }
+
+// Serve serves on l (see ListenLoopback) until Close. It returns
+// http.ErrServerClosed after Close.
+func (s *Server) Serve(l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadTimeout:       s.opts.ReadTimeout,
+		ReadHeaderTimeout: s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+	s.httpMu.Lock()
+	select {
+	case <-s.closing:
+		s.httpMu.Unlock()
+		l.Close()
+		return http.ErrServerClosed
+	default:
+	}
+	s.http = hs
+	s.httpMu.Unlock()
+	return hs.Serve(newLimitListener(l, s.opts.MaxConns))
+}
+
+// Close stops serving, ends held requests and closes every connection.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.httpMu.Lock()
+	hs := s.http
+	s.httpMu.Unlock()
+	if hs != nil {
+		return hs.Close()
+	}
+	return nil
+}
+
+// Stats returns each cohort's counters, in the order of the specs.
+func (s *Server) Stats() []PartnerStats {
+	out := make([]PartnerStats, len(s.cohorts))
+	for i, c := range s.cohorts {
+		c.mu.Lock()
+		out[i] = c.snapshot()
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// Accepted reports whether the cohort has accepted the delivery id (and still
+// remembers it).
+func (s *Server) Accepted(partner, id string) bool {
+	c := s.byName[partner]
+	if c == nil {
+		return false
+	}
+	s.idsMu.Lock()
+	defer s.idsMu.Unlock()
+	return s.ids.has(idKey{c.index, id})
+}
+
+// Alerts returns the alerts received so far, oldest first.
+func (s *Server) Alerts() []ReceivedAlert {
+	s.alertsMu.Lock()
+	defer s.alertsMu.Unlock()
+	return append([]ReceivedAlert(nil), s.alerts...)
+}
+
+// AlertsDropped is how many alerts arrived after MaxAlerts were kept.
+func (s *Server) AlertsDropped() int64 {
+	s.alertsMu.Lock()
+	defer s.alertsMu.Unlock()
+	return s.alertsDropped
+}
+
+func (c *cohort) snapshot() PartnerStats {
+	st := c.stats
+	st.ByStatus = make(map[int]int64, len(c.stats.ByStatus))
+	for k, v := range c.stats.ByStatus {
+		st.ByStatus[k] = v
+	}
+	st.ByAttempt = append([]int64(nil), c.stats.ByAttempt...)
+	st.Latency = append([]LatencyBucket(nil), c.stats.Latency...)
+	return st
+}
+
+func (c *cohort) subscriber(member int, seed uint64) *subscriber {
+	c.subsMu.Lock()
+	defer c.subsMu.Unlock()
+	if sub := c.subs[member]; sub != nil {
+		return sub
+	}
+	sub := &subscriber{rng: SubscriberRand(seed, c.spec.Name, member)}
+	if c.spec.Concurrency > 0 {
+		sub.slots = make(chan struct{}, c.spec.Concurrency)
+	}
+	c.subs[member] = sub
+	return sub
+}
+
+// faultAt returns the outage governing member at wall time now: a manual
+// outage first, then the script.
+func (s *Server) faultAt(c *cohort, member int, now time.Time) (Outage, bool) {
+	c.mu.Lock()
+	for _, m := range c.manual {
+		if m.o.Hits(member) && m.o.EffectiveAt(now.Sub(m.began)) {
+			c.mu.Unlock()
+			return m.o, true
+		}
+	}
+	c.mu.Unlock()
+	return c.spec.FaultAt(member, s.DrillTime(now))
+}
+
+// outcome is how one request to a partner ended, for the counters.
+type outcome struct {
+	status    int // 0 when not answered
+	reset     bool
+	held      bool
+	abandoned bool
+	commit    bool // the partner processed the delivery successfully
+}
+
+func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
+	arrived := s.now()
+	c := s.byName[r.PathValue("cohort")]
+	if c == nil {
+		writeJSONError(w, http.StatusNotFound, fmt.Sprintf("no partner %q", r.PathValue("cohort")))
+		return
+	}
+	member := 0
+	if m := r.PathValue("member"); m != "" {
+		n, err := strconv.Atoi(m)
+		if err != nil || n < 0 || n >= c.spec.Count {
+			writeJSONError(w, http.StatusNotFound, fmt.Sprintf("partner %q has members 0..%d, not %q", c.spec.Name, c.spec.Count-1, m))
+			return
+		}
+		member = n
+	}
+	id := r.Header.Get(HeaderIdempotencyKey)
+	attempt, _ := strconv.Atoi(r.Header.Get(HeaderAttempt))
+	if len(id) > MaxIDBytes {
+		s.finish(c, id, attempt, arrived, outcome{status: http.StatusBadRequest})
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s is longer than %d bytes", HeaderIdempotencyKey, MaxIDBytes))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		status := http.StatusBadRequest
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		s.finish(c, id, attempt, arrived, outcome{status: status})
+		writeJSONError(w, status, "reading the body: "+err.Error())
+		return
+	}
+	// ReadTimeout bounds reading the request; past it the connection's read
+	// deadline would cancel the request context and cut latencies and holds
+	// short, so clear it once the body is in.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	out := s.serveCall(w, r, c, member, arrived)
+	s.finish(c, id, attempt, arrived, out)
+}
+
+// serveCall plays the partner's behaviour for one request and writes the
+// answer (or resets, or holds).
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, arrived time.Time) outcome {
+	ctx := r.Context()
+	factor := 1.0
+	if o, ok := s.faultAt(c, member, arrived); ok {
+		switch o.Kind {
+		case OutageSlow:
+			factor = o.Factor
+		case OutageTimeout:
+			s.wait(ctx, s.opts.TimeoutHoldMax)
+			hijackClose(w, false) // never answer: drop the connection
+			return outcome{held: true}
+		case OutageReset:
+			if !hijackClose(w, true) {
+				writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
+				return outcome{status: http.StatusServiceUnavailable}
+			}
+			return outcome{reset: true}
+		case OutageThrottle:
+			if ra := s.retryAfter(o.RetryAfter, arrived); ra != "" {
+				w.Header().Set("Retry-After", ra)
+			}
+			writeJSONError(w, http.StatusTooManyRequests, "throttled")
+			return outcome{status: http.StatusTooManyRequests}
+		default: // unavailable, flap (down half)
+			writeJSONError(w, http.StatusServiceUnavailable, "unavailable")
+			return outcome{status: http.StatusServiceUnavailable}
+		}
+	}
+
+	sub := c.subscriber(member, s.opts.Seed)
+	spec := &c.spec
+	// Draw everything at once, in the simulation's order, under the lock.
+	sub.mu.Lock()
+	var hop1, hop2 time.Duration
+	if spec.Contended {
+		hop1 = spec.NetworkDelay.Sample(sub.rng)
+	}
+	service := scaleDuration(spec.Latency.Sample(sub.rng), factor)
+	u := sub.rng.Float64()
+	if spec.Contended {
+		hop2 = spec.NetworkDelay.Sample(sub.rng)
+	}
+	sub.mu.Unlock()
+
+	status := http.StatusOK
+	pe, te := spec.PermanentErrors, spec.TransientErrors
+	switch {
+	case u < pe:
+		status = http.StatusUnprocessableEntity
+	case pe < 1 && (u-pe)/(1-pe) < te:
+		status = http.StatusServiceUnavailable
+	}
+
+	if spec.Contended && !s.wait(ctx, s.wall(hop1)) {
+		return outcome{abandoned: true}
+	}
+	if sub.slots != nil {
+		if spec.RejectWhenBusy {
+			select {
+			case sub.slots <- struct{}{}:
+			default:
+				writeJSONError(w, http.StatusServiceUnavailable, "busy")
+				return outcome{status: http.StatusServiceUnavailable}
+			}
+		} else {
+			select {
+			case sub.slots <- struct{}{}:
+			case <-ctx.Done():
+				return outcome{abandoned: true}
+			case <-s.closing:
+				return outcome{abandoned: true}
+			}
+		}
+	}
+	sub.mu.Lock()
+	readVersion := sub.version
+	sub.mu.Unlock()
+
+	// The server is busy for the service time; the write's hop back does
+	// not hold it, as in the simulation.
+	served := s.wait(ctx, s.wall(service))
+	if sub.slots != nil {
+		<-sub.slots
+	}
+	if !served || !s.wait(ctx, s.wall(hop2)) {
+		// The caller left; the partner finishes the work regardless, as in
+		// the simulation, so a hidden success is still a success.
+		return outcome{abandoned: true, commit: status == http.StatusOK && !spec.Contended}
+	}
+	if spec.Contended && status == http.StatusOK {
+		sub.mu.Lock()
+		if sub.version != readVersion {
+			status = http.StatusConflict
+		} else {
+			sub.version++
+		}
+		sub.mu.Unlock()
+	}
+	if status == http.StatusOK {
+		writeJSON(w, status, map[string]any{"ok": true})
+	} else {
+		writeJSONError(w, status, http.StatusText(status))
+	}
+	return outcome{status: status, commit: status == http.StatusOK}
+}
+
+// finish counts one request.
+func (s *Server) finish(c *cohort, id string, attempt int, arrived time.Time, out outcome) {
+	done := s.now()
+	dup, evicted := false, -1
+	if out.commit && id != "" {
+		s.idsMu.Lock()
+		dup, evicted = s.ids.add(idKey{c.index, id})
+		s.idsMu.Unlock()
+	}
+	if evicted >= 0 && evicted != c.index {
+		o := s.cohorts[evicted]
+		o.mu.Lock()
+		o.stats.Evicted++
+		o.mu.Unlock()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &c.stats
+	st.Requests++
+	if out.status != 0 {
+		st.ByStatus[out.status]++
+	}
+	switch {
+	case out.reset:
+		st.Resets++
+	case out.held:
+		st.Held++
+	}
+	if out.abandoned {
+		st.Abandoned++
+	}
+	if out.commit {
+		switch {
+		case id == "":
+			st.NoKey++
+		case dup:
+			st.Duplicates++
+		default:
+			st.Accepted++
+		}
+	}
+	if evicted == c.index {
+		st.Evicted++
+	}
+	st.ByAttempt[min(max(attempt, 1), MaxAttemptBucket)-1]++
+	took := done.Sub(arrived)
+	b := len(LatencyBucketBounds)
+	for i, ub := range LatencyBucketBounds {
+		if took <= ub {
+			b = i
+			break
+		}
+	}
+	st.Latency[b].Count++
+	if st.FirstSeen.IsZero() {
+		st.FirstSeen = arrived
+	}
+	if arrived.After(st.LastSeen) {
+		st.LastSeen = arrived
+	}
+}
+
+// wait sleeps d (at most TimeoutHoldMax); false if the caller left or the
+// server closed first.
+func (s *Server) wait(ctx context.Context, d time.Duration) bool {
+	d = min(d, s.opts.TimeoutHoldMax)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+// retryAfter renders a throttle's Retry-After at wall time now.
+func (s *Server) retryAfter(spec string, now time.Time) string {
+	mode, offset, err := parseRetryAfter(spec)
+	if err != nil {
+		return GarbageRetryAfter
+	}
+	switch mode {
+	case retryAfterSeconds:
+		return spec
+	case retryAfterGarbage:
+		return GarbageRetryAfter
+	case retryAfterDate:
+		return now.Add(s.wall(offset)).UTC().Format(http.TimeFormat)
+	}
+	return ""
+}
+
+// hijackClose takes the connection over and closes it, with a TCP RST when
+// reset is true. It reports false if the connection cannot be hijacked
+// (HTTP/2).
+func hijackClose(w http.ResponseWriter, reset bool) bool {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	if l, ok := conn.(interface{ SetLinger(int) error }); ok && reset {
+		_ = l.SetLinger(0) // linger 0: Close sends RST instead of FIN
+	}
+	_ = conn.Close()
+	return true
+}
+
+func (s *Server) handleAlert(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Count   *int     `json:"count"`
+		Reason  string   `json:"reason"`
+		Partner string   `json:"partner"`
+		OldestS *float64 `json:"oldest_s"`
+	}
+	if err := decodeJSON(w, r, MaxAlertBodyBytes, &a); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	switch {
+	case a.Count == nil || *a.Count < 0:
+		writeJSONError(w, http.StatusBadRequest, "count must be present and not negative")
+		return
+	case a.OldestS != nil && !(*a.OldestS >= 0):
+		writeJSONError(w, http.StatusBadRequest, "oldest_s must not be negative")
+		return
+	}
+	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: a.Reason, Partner: a.Partner}
+	if a.OldestS != nil {
+		ra.OldestS = *a.OldestS
+	}
+	s.alertsMu.Lock()
+	if len(s.alerts) < MaxAlerts {
+		s.alerts = append(s.alerts, ra)
+	} else {
+		s.alertsDropped++
+	}
+	s.alertsMu.Unlock()
+	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true})
+}
+
+func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
+	now := s.now()
+	t := s.DrillTime(now)
+	out := struct {
+		DrillTimeS float64        `json:"drill_time_s"`
+		Partners   []PartnerState `json:"partners"`
+	}{DrillTimeS: t.Seconds(), Partners: make([]PartnerState, 0, len(s.cohorts))}
+	for _, c := range s.cohorts {
+		ps := PartnerState{Name: c.spec.Name, Count: c.spec.Count, Active: []ActiveOutage{}}
+		c.mu.Lock()
+		c.pruneManual(now)
+		for _, m := range c.manual {
+			since := now.Sub(m.began)
+			ps.Active = append(ps.Active, ActiveOutage{
+				Kind: m.o.Kind.String(), Manual: true, Members: m.o.Members,
+				Effective: m.o.EffectiveAt(since), EndsInS: (m.o.End() - since).Seconds(),
+			})
+		}
+		ps.Stats = c.snapshot()
+		c.mu.Unlock()
+		for i := range c.spec.Outages {
+			o := &c.spec.Outages[i]
+			if o.ActiveAt(t) {
+				ps.Active = append(ps.Active, ActiveOutage{
+					Kind: o.Kind.String(), Members: o.Members,
+					Effective: o.EffectiveAt(t), EndsInS: s.wall(o.End() - t).Seconds(),
+				})
+			}
+		}
+		out.Partners = append(out.Partners, ps)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pruneManual drops manual outages that have ended; c.mu must be held.
+func (c *cohort) pruneManual(now time.Time) {
+	kept := c.manual[:0]
+	for _, m := range c.manual {
+		if now.Sub(m.began) < m.o.End() {
+			kept = append(kept, m)
+		}
+	}
+	clear(c.manual[len(kept):])
+	c.manual = kept
+}
+
+// outageRequest is the body of POST /control/outage; durations are wall time.
+type outageRequest struct {
+	Partner    string  `json:"partner"`
+	Kind       string  `json:"kind"`
+	For        string  `json:"for"`
+	Members    int     `json:"members"`
+	RetryAfter string  `json:"retry_after"`
+	Factor     float64 `json:"factor"`
+	Period     string  `json:"period"`
+}
+
+func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
+	var req outageRequest
+	if err := decodeJSON(w, r, MaxControlBodyBytes, &req); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	c := s.byName[req.Partner]
+	if c == nil {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("no partner %q", req.Partner))
+		return
+	}
+	kind, err := ParseOutageKind(req.Kind)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	o := Outage{Kind: kind, Members: req.Members, RetryAfter: req.RetryAfter, Factor: req.Factor}
+	if o.For, err = parseWallDuration("for", req.For); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.Period != "" {
+		if o.Period, err = parseWallDuration("period", req.Period); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	if err := o.Validate(c.spec.Count); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	now := s.now()
+	c.mu.Lock()
+	c.pruneManual(now)
+	if len(c.manual) >= MaxManualOutages {
+		c.mu.Unlock()
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("partner %q already has %d manual outages; end them first", c.spec.Name, MaxManualOutages))
+		return
+	}
+	c.manual = append(c.manual, manualOutage{o: o, began: now})
+	c.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"partner": c.spec.Name, "kind": kind.String(), "ends_at": now.Add(o.For)})
+}
+
+func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("partner")
+	c := s.byName[name]
+	if c == nil {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("no partner %q (give ?partner=NAME)", name))
+		return
+	}
+	c.mu.Lock()
+	c.pruneManual(s.now())
+	n := len(c.manual)
+	c.manual = nil
+	c.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n})
+}
+
+func parseWallDuration(key, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d > MaxSample {
+		return 0, fmt.Errorf("%s: want a positive duration with a unit, like \"30s\" (got %q)", key, v)
+	}
+	return d, nil
+}
+
+// decodeJSON decodes one JSON object of at most limit bytes, refusing
+// unknown fields and trailing data.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			return fmt.Errorf("body is larger than %d bytes", limit)
+		}
+		return fmt.Errorf("bad JSON body: %v", err)
+	}
+	if dec.More() {
+		return errors.New("bad JSON body: more than one value")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do
+}
+
+func writeJSONError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

@@ -1,0 +1,408 @@
+package dispatch
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stormdrill/stormdrill/model"
+)
+
+// Item is one delivery inside the dispatcher. The caller allocates it and
+// gets the same pointer back from Next and passes it to Complete.
+type Item struct {
+	ID        string // delivery id: the idempotency key
+	Partner   int32  // index into Config.Partners
+	Attempts  int    // attempts made so far, including one in flight
+	FirstSeen int64  // unix ns: when the event was created (scheduled)
+	RunAt     int64  // unix ns: not before this
+	PrevDelay time.Duration
+
+	// Caller-owned fields the core carries but never reads.
+	Cohort   int32
+	Member   int32
+	Accepted bool   // the partner has already accepted this delivery once
+	Epoch    uint32 // caller's dispatcher generation for the attempt in flight
+	Slot     int32  // caller's index for the attempt in flight
+	Payload  []byte
+
+	seq     uint64 // FIFO tie-break among equal RunAt
+	gen     uint64 // breaker generation that admitted the attempt in flight
+	heapIdx int
+}
+
+// Delivery returns the policy's view of the item.
+func (it *Item) Delivery() model.Delivery {
+	return model.Delivery{ID: it.ID, Attempts: it.Attempts, FirstSeen: time.Unix(0, it.FirstSeen), PrevDelay: it.PrevDelay}
+}
+
+// PartnerConfig is one partner endpoint (a subscriber).
+type PartnerConfig struct {
+	Name    string
+	Policy  *model.Policy
+	Breaker *model.Breaker // nil: no breaker
+	Budget  *model.Budget  // nil: no budget; may be shared between partners (global scope)
+	// Concurrency limits attempts in flight to this partner; 0: no limit.
+	Concurrency int
+}
+
+// Config is the dispatcher's shape.
+type Config struct {
+	Workers       int // global worker slots; must be ≥ 1
+	QueueCapacity int // queued deliveries (not in flight) Offer accepts; 0: no limit
+	Partners      []PartnerConfig
+}
+
+// ErrQueueFull is returned by Offer when the queue is at capacity.
+var ErrQueueFull = errors.New("queue full")
+
+// where a partner is parked.
+const (
+	parkNone    uint8 = iota // no queued items
+	parkRing                 // head is due: in the round-robin ring
+	parkTimer                // waiting for a time: in the timer heap
+	parkBlocked              // due, but waits for one of its own attempts to end
+)
+
+type partner struct {
+	cfg      PartnerConfig
+	q        itemHeap
+	inFlight int
+	park     uint8
+	wakeAt   int64 // parkTimer: when
+	timerIdx int
+}
+
+// Core is the sans-I/O dispatcher. It is not safe for concurrent use.
+type Core struct {
+	workers  int
+	capacity int
+	busy     int
+	queued   int
+	seq      uint64
+	partners []partner
+
+	ring      []int32 // round-robin ring of partners with due work (FIFO)
+	ringHead  int
+	timers    timerHeap
+	Deferrals int64 // retries held back because the budget refused them
+}
+
+// New returns a dispatcher core.
+func New(cfg Config) (*Core, error) {
+	if cfg.Workers < 1 {
+		return nil, errors.New("dispatch: workers must be at least 1")
+	}
+	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: make([]partner, len(cfg.Partners))}
+	for i, pc := range cfg.Partners {
+		if pc.Policy == nil {
+			return nil, errors.New("dispatch: partner " + pc.Name + " has no policy")
+		}
+		c.partners[i] = partner{cfg: pc, timerIdx: -1}
+	}
+	c.timers.c = c
+	return c, nil
+}
+
+// Queued is the number of deliveries waiting (due or delayed).
+func (c *Core) Queued() int { return c.queued }
+
+// InFlight is the number of attempts in flight.
+func (c *Core) InFlight() int { return c.busy }
+
+// Full reports whether Offer would refuse a delivery now.
+func (c *Core) Full() bool { return c.capacity > 0 && c.queued >= c.capacity }
+
+// Breaker returns partner p's breaker (nil if none).
+func (c *Core) Breaker(p int) *model.Breaker { return c.partners[p].cfg.Breaker }
+
+// SetGuards replaces partner p's breaker and budget, as a restarted
+// dispatcher process would start with fresh ones.
+func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Time) {
+	c.partners[p].cfg.Breaker, c.partners[p].cfg.Budget = b, bud
+	c.unpark(p)
+	c.place(p, now.UnixNano())
+}
+
+// Offer queues a new delivery, due at it.RunAt. It refuses with ErrQueueFull
+// at capacity; the caller decides between back-pressure and dead-lettering.
+func (c *Core) Offer(it *Item, now time.Time) error {
+	if c.Full() {
+		return ErrQueueFull
+	}
+	c.push(it, now.UnixNano())
+	return nil
+}
+
+// Requeue puts back a delivery that is already inside the pipeline (a lost
+// attempt, a replay) regardless of capacity.
+func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano()) }
+
+func (c *Core) push(it *Item, now int64) {
+	c.seq++
+	it.seq = c.seq
+	p := &c.partners[it.Partner]
+	p.q.push(it)
+	c.queued++
+	if p.q[0] == it || p.park == parkNone {
+		c.place(int(it.Partner), now)
+	}
+}
+
+// place parks partner i where its head item says it belongs.
+func (c *Core) place(i int, now int64) {
+	p := &c.partners[i]
+	if len(p.q) == 0 {
+		c.unpark(i)
+		return
+	}
+	if p.cfg.Concurrency > 0 && p.inFlight >= p.cfg.Concurrency {
+		c.unpark(i)
+		p.park = parkBlocked
+		return
+	}
+	wake := p.q[0].RunAt
+	if b := p.cfg.Breaker; b != nil {
+		switch b.State(time.Unix(0, now)) {
+		case model.StateOpen:
+			if !p.cfg.Policy.OnOpenDeadLetter {
+				wake = max(wake, b.OpenUntil().UnixNano())
+			}
+		case model.StateHalfOpen:
+			if p.inFlight > 0 && !p.cfg.Policy.OnOpenDeadLetter {
+				// Probes are out; wait for their results.
+				c.unpark(i)
+				p.park = parkBlocked
+				return
+			}
+		}
+	}
+	if wake <= now {
+		if p.park != parkRing {
+			c.unpark(i)
+			p.park = parkRing
+			c.ring = append(c.ring, int32(i))
+		}
+		return
+	}
+	if p.park == parkTimer {
+		p.wakeAt = wake
+		c.timers.fix(p.timerIdx)
+		return
+	}
+	c.unpark(i)
+	p.park, p.wakeAt = parkTimer, wake
+	c.timers.push(i)
+}
+
+func (c *Core) unpark(i int) {
+	p := &c.partners[i]
+	switch p.park {
+	case parkTimer:
+		c.timers.remove(p.timerIdx)
+	case parkRing:
+		// Left in the ring; Next skips entries whose partner is no longer
+		// parked there.
+	}
+	p.park = parkNone
+}
+
+// Verdict says what Next wants done with the item it returns.
+type Verdict uint8
+
+const (
+	Start      Verdict = iota // make an attempt now
+	DeadLetter                // dead-letter without an attempt (Reason says why)
+)
+
+// Next returns the next delivery to act on at now, or nil when nothing can
+// start: no free worker, or nothing due. Call it until it returns nil after
+// every arrival, completion and wake-up.
+func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
+	n := now.UnixNano()
+	for c.timers.Len() > 0 && c.partners[c.timers.h[0]].wakeAt <= n {
+		i := c.timers.h[0]
+		c.timers.remove(0)
+		c.partners[i].park = parkNone
+		c.place(i, n)
+	}
+	for c.busy < c.workers && c.ringHead < len(c.ring) {
+		i := int(c.ring[c.ringHead])
+		c.ringHead++
+		if c.ringHead > 1024 && c.ringHead*2 > len(c.ring) {
+			c.ring = append(c.ring[:0], c.ring[c.ringHead:]...)
+			c.ringHead = 0
+		}
+		p := &c.partners[i]
+		if p.park != parkRing {
+			continue // stale entry
+		}
+		p.park = parkNone
+		it := p.q[0]
+		if it.RunAt > n {
+			c.place(i, n)
+			continue
+		}
+		if p.cfg.Concurrency > 0 && p.inFlight >= p.cfg.Concurrency {
+			p.park = parkBlocked
+			continue
+		}
+		var gen uint64
+		if b := p.cfg.Breaker; b != nil {
+			g, ok := b.Admit(now)
+			if !ok {
+				if p.cfg.Policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
+					p.q.pop()
+					c.queued--
+					c.place(i, n)
+					return it, DeadLetter, model.ReasonCircuitOpen
+				}
+				if b.State(now) == model.StateHalfOpen {
+					// Every probe is out: wait for a result.
+					p.park = parkBlocked
+					continue
+				}
+				c.place(i, n)
+				continue
+			}
+			gen = g
+		}
+		if bud := p.cfg.Budget; bud != nil && it.Attempts > 0 && !bud.AllowRetry() {
+			if p.cfg.Policy.OnExhaustedDeadLetter {
+				p.q.pop()
+				c.queued--
+				c.place(i, n)
+				return it, DeadLetter, model.ReasonBudgetExhausted
+			}
+			// Defer: spend no attempt, look again after the backoff delay.
+			p.q.pop()
+			d := it.PrevDelay
+			if d <= 0 {
+				d = max(p.cfg.Policy.Backoff.Base, time.Millisecond)
+			}
+			it.RunAt = n + int64(d)
+			p.q.push(it)
+			c.Deferrals++
+			c.place(i, n)
+			continue
+		}
+		p.q.pop()
+		c.queued--
+		it.gen = gen
+		it.Attempts++
+		p.inFlight++
+		c.busy++
+		c.place(i, n)
+		return it, Start, model.ReasonNone
+	}
+	return nil, Start, model.ReasonNone
+}
+
+// NextWake is the earliest time at which Next may have something new to do
+// without an arrival or a completion; ok is false when there is none.
+func (c *Core) NextWake() (t time.Time, ok bool) {
+	if c.timers.Len() == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, c.partners[c.timers.h[0]].wakeAt), true
+}
+
+// Complete reports that it's attempt ended with o at now, records it on the
+// partner's breaker and budget, and returns the policy's decision. For
+// ActReschedule the item is queued again; for ActAck and ActDeadLetter it
+// has left the dispatcher. u is the caller's uniform number for jitter.
+func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) model.Decision {
+	i := int(it.Partner)
+	p := &c.partners[i]
+	p.inFlight--
+	c.busy--
+	pol := p.cfg.Policy
+	success := pol.Classifier.Classify(o) == model.ClassSuccess
+	if b := p.cfg.Breaker; b != nil {
+		b.Record(it.gen, success, now)
+	}
+	if bud := p.cfg.Budget; bud != nil {
+		if success {
+			bud.RecordSuccess()
+		} else {
+			bud.RecordFailure()
+		}
+	}
+	dec := pol.Decide(it.Delivery(), o, now, u, model.Guards{Breaker: p.cfg.Breaker, Budget: p.cfg.Budget})
+	n := now.UnixNano()
+	if dec.Action == model.ActReschedule {
+		it.RunAt = dec.RunAt.UnixNano()
+		it.PrevDelay = dec.Delay
+		c.seq++
+		it.seq = c.seq
+		p.q.push(it)
+		c.queued++
+	}
+	c.place(i, n)
+	return dec
+}
+
+// Abandon takes back an attempt whose result will never be known (the
+// dispatcher died): the attempt slot is freed, nothing is recorded on the
+// breaker or budget, and the delivery is due again at runAt (when its lease
+// expires). The lost attempt still counts: the partner may have processed
+// it, and the next attempt carries the next ordinal.
+func (c *Core) Abandon(it *Item, runAt time.Time, now time.Time) {
+	p := &c.partners[it.Partner]
+	p.inFlight--
+	c.busy--
+	it.RunAt = runAt.UnixNano()
+	c.seq++
+	it.seq = c.seq
+	p.q.push(it)
+	c.queued++
+	c.place(int(it.Partner), now.UnixNano())
+}
+
+// Stats is a snapshot of what is waiting.
+type Stats struct {
+	Ready, Delayed, InFlight int
+	// Oldest ages (now − first seen) of a due delivery waiting for a worker
+	// and of a delivery waiting out a delay or an open breaker; 0 if none.
+	OldestReadyAge, OldestDelayedAge time.Duration
+}
+
+// Snapshot walks the queue. It costs O(queued); call it at the sampling
+// interval, not per event.
+func (c *Core) Snapshot(now time.Time) Stats {
+	n := now.UnixNano()
+	s := Stats{InFlight: c.busy}
+	var oldReady, oldDelayed int64 = n, n
+	for i := range c.partners {
+		p := &c.partners[i]
+		if len(p.q) == 0 {
+			continue
+		}
+		// A breaker that is not closed holds the partner's deliveries: they
+		// wait out the breaker, not a worker.
+		held := false
+		if b := p.cfg.Breaker; b != nil && b.State(now) != model.StateClosed {
+			held = true
+		}
+		for _, it := range p.q {
+			if !held && it.RunAt <= n {
+				s.Ready++
+				oldReady = min(oldReady, it.FirstSeen)
+			} else {
+				s.Delayed++
+				oldDelayed = min(oldDelayed, it.FirstSeen)
+			}
+		}
+	}
+	s.OldestReadyAge = time.Duration(n - oldReady)
+	s.OldestDelayedAge = time.Duration(n - oldDelayed)
+	return s
+}
+
+// Each calls f for every queued delivery (not those in flight).
+func (c *Core) Each(f func(*Item)) {
+	for i := range c.partners {
+		for _, it := range c.partners[i].q {
+			f(it)
+		}
+	}
+}

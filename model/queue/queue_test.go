@@ -1,0 +1,626 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// t0 is the fixed start of every test's timeline.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// opener makes a fresh store; reopen (nil where the store is not durable)
+// closes it and opens the same data again.
+type opener struct {
+	name string
+	open func(t *testing.T) (s Store, reopen func(Store) Store)
+}
+
+var openers = []opener{
+	// memory: the test double; no reopen.
+	{"memory", func(t *testing.T) (Store, func(Store) Store) {
+		return NewMemory(), nil
+	}},
+	// sqlite: a fresh file per test; reopen closes and opens it again.
+	{"sqlite", func(t *testing.T) (Store, func(Store) Store) {
+		path := filepath.Join(t.TempDir(), "queue.db")
+		s, err := OpenSQLite(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reopen := func(old Store) Store {
+			if err := old.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenSQLite(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		return s, reopen
+	}},
+}
+
+// forEach runs fn once per store implementation and closes the store.
+func forEach(t *testing.T, fn func(t *testing.T, s Store, reopen func(Store) Store) Store) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			s, reopen := o.open(t)
+			s = fn(t, s, reopen)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func delivery(id string, runAt time.Time) Delivery {
+	return Delivery{
+		ID: id, Event: strings.Split(id, ":")[0], Partner: "acme-0", Cohort: "acme",
+		Payload: []byte(`{"id":"` + id + `"}`), Created: runAt, RunAt: runAt,
+	}
+}
+
+func mustEnqueue(t *testing.T, s Store, ds ...Delivery) {
+	t.Helper()
+	n, err := s.Enqueue(context.Background(), ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(ds) {
+		t.Fatalf("enqueue accepted %d of %d", n, len(ds))
+	}
+}
+
+func mustClaim(t *testing.T, s Store, owner string, now time.Time, lease time.Duration, limit int) []Delivery {
+	t.Helper()
+	got, err := s.Claim(context.Background(), owner, now, lease, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func mustComplete(t *testing.T, s Store, cs ...Completion) CompleteResult {
+	t.Helper()
+	r, err := s.Complete(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func mustCounts(t *testing.T, s Store, now time.Time) Counts {
+	t.Helper()
+	c, err := s.Counts(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func mustGet(t *testing.T, s Store, id string) Delivery {
+	t.Helper()
+	d, err := s.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func ids(ds []Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
+
+func TestEnqueueClaimAck(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s,
+			delivery("evt-2:acme-0", t0.Add(2*time.Second)),
+			delivery("evt-1:acme-0", t0.Add(1*time.Second)),
+			delivery("evt-3:acme-0", t0.Add(1*time.Second)),
+		)
+		// Same id again: the idempotency key makes it a no-op.
+		if n, err := s.Enqueue(ctx, []Delivery{delivery("evt-1:acme-0", t0)}); err != nil || n != 0 {
+			t.Fatalf("duplicate enqueue: accepted %d, err %v", n, err)
+		}
+		now := t0.Add(5 * time.Second)
+		got := mustClaim(t, s, "w1", now, 30*time.Second, 10)
+		want := []string{"evt-1:acme-0", "evt-3:acme-0", "evt-2:acme-0"} // run_at order, id breaks ties
+		if fmt.Sprint(ids(got)) != fmt.Sprint(want) {
+			t.Fatalf("claim order %v, want %v", ids(got), want)
+		}
+		for _, d := range got {
+			if d.State != StateLeased || d.LeaseOwner != "w1" || !d.LeaseUntil.Equal(now.Add(30*time.Second)) || !d.FirstSeen.Equal(now) {
+				t.Fatalf("claimed row %+v", d)
+			}
+		}
+		if string(got[0].Payload) != `{"id":"evt-1:acme-0"}` || got[0].Partner != "acme-0" || got[0].Cohort != "acme" || got[0].Event != "evt-1" {
+			t.Fatalf("claimed fields %+v", got[0])
+		}
+		if c := mustCounts(t, s, now); c != (Counts{Leased: 3}) {
+			t.Fatalf("counts after claim %+v", c)
+		}
+		r := mustComplete(t, s, Completion{ID: "evt-1:acme-0", Owner: "w1", Kind: KindAck, At: now.Add(time.Second),
+			Attempt: 1, Started: now, Status: 200, RecordAttempt: true})
+		if r != (CompleteResult{Applied: 1}) {
+			t.Fatalf("complete %+v", r)
+		}
+		d := mustGet(t, s, "evt-1:acme-0")
+		if d.State != StateDelivered || d.Attempt != 1 || d.LeaseOwner != "" || !d.LeaseUntil.IsZero() {
+			t.Fatalf("after ack %+v", d)
+		}
+		if c := mustCounts(t, s, now); c != (Counts{Leased: 2, Delivered: 1}) {
+			t.Fatalf("counts after ack %+v", c)
+		}
+		hist, err := s.Attempts(ctx, "evt-1:acme-0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHist := AttemptRecord{DeliveryID: "evt-1:acme-0", Ordinal: 1, Started: now, Ended: now.Add(time.Second), Status: 200, Owner: "w1"}
+		if len(hist) != 1 || hist[0] != wantHist {
+			t.Fatalf("history %+v, want %+v", hist, wantHist)
+		}
+		if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("get unknown: %v", err)
+		}
+		return s
+	})
+}
+
+func TestClaimOnlyDue(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		now := t0.Add(time.Minute)
+		mustEnqueue(t, s,
+			delivery("past", now.Add(-time.Second)),
+			delivery("now", now),
+			delivery("future", now.Add(time.Nanosecond)),
+		)
+		if c := mustCounts(t, s, now); c != (Counts{Ready: 2, Delayed: 1}) {
+			t.Fatalf("counts %+v", c)
+		}
+		got := mustClaim(t, s, "w1", now, time.Second, 10)
+		if fmt.Sprint(ids(got)) != "[past now]" {
+			t.Fatalf("claimed %v, want [past now]", ids(got))
+		}
+		if got := mustClaim(t, s, "w1", now, time.Second, 10); len(got) != 0 {
+			t.Fatalf("second claim got %v", ids(got))
+		}
+		// limit bounds the batch.
+		got = mustClaim(t, s, "w2", now.Add(time.Hour), time.Second, 1)
+		if len(got) != 1 {
+			t.Fatalf("limit 1 claimed %d", len(got))
+		}
+		return s
+	})
+}
+
+func TestLeaseExpiryAndStaleCompletion(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		mustEnqueue(t, s, delivery("d1", t0))
+		lease := 10 * time.Second
+		if got := mustClaim(t, s, "old", t0, lease, 5); len(got) != 1 {
+			t.Fatalf("old claimed %d", len(got))
+		}
+		// Lease still held: nothing for the new owner.
+		if got := mustClaim(t, s, "new", t0.Add(lease-time.Nanosecond), lease, 5); len(got) != 0 {
+			t.Fatalf("claimed a live lease: %v", ids(got))
+		}
+		got := mustClaim(t, s, "new", t0.Add(lease), lease, 5)
+		if len(got) != 1 || got[0].LeaseOwner != "new" || !got[0].FirstSeen.Equal(t0) {
+			t.Fatalf("reclaim %+v", got)
+		}
+		// The old owner's late result is stale and changes nothing.
+		r := mustComplete(t, s, Completion{ID: "d1", Owner: "old", Kind: KindReschedule, At: t0.Add(11 * time.Second),
+			Attempt: 1, RunAt: t0.Add(time.Hour), RecordAttempt: true})
+		if r != (CompleteResult{Stale: 1}) {
+			t.Fatalf("stale complete %+v", r)
+		}
+		d := mustGet(t, s, "d1")
+		if d.State != StateLeased || d.LeaseOwner != "new" || d.Attempt != 0 || !d.RunAt.Equal(t0) {
+			t.Fatalf("after stale complete %+v", d)
+		}
+		if h, _ := s.Attempts(context.Background(), "d1"); len(h) != 0 {
+			t.Fatalf("stale completion recorded history %+v", h)
+		}
+		r = mustComplete(t, s, Completion{ID: "d1", Owner: "new", Kind: KindAck, At: t0.Add(12 * time.Second), Attempt: 1})
+		if r != (CompleteResult{Applied: 1}) {
+			t.Fatalf("new owner complete %+v", r)
+		}
+		// A completion for an unknown id is stale too, not an error.
+		if r := mustComplete(t, s, Completion{ID: "ghost", Owner: "new", Kind: KindAck}); r != (CompleteResult{Stale: 1}) {
+			t.Fatalf("ghost complete %+v", r)
+		}
+		return s
+	})
+}
+
+func TestRescheduleSurvivesReopen(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, reopen func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s, delivery("d1", t0), delivery("d2", t0.Add(time.Second)))
+		mustClaim(t, s, "w1", t0.Add(2*time.Second), time.Minute, 10)
+		next := t0.Add(17*time.Second + 123456789)
+		mustComplete(t, s,
+			Completion{ID: "d1", Owner: "w1", Kind: KindReschedule, At: t0.Add(3 * time.Second), Attempt: 2,
+				RunAt: next, PrevDelay: 4*time.Second + 7, LastError: "503 Service Unavailable", Status: 503,
+				Started: t0.Add(2 * time.Second), RecordAttempt: true},
+		)
+		want := mustGet(t, s, "d1")
+		if want.State != StateReady || want.Attempt != 2 || !want.RunAt.Equal(next) || want.PrevDelay != 4*time.Second+7 ||
+			want.LastError != "503 Service Unavailable" || want.LeaseOwner != "" {
+			t.Fatalf("after reschedule %+v", want)
+		}
+		before, err := s.RunAts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(before) != 2 || !before["d1"].Equal(next) || !before["d2"].Equal(t0.Add(time.Second)) {
+			t.Fatalf("run_ats %v", before)
+		}
+		if reopen == nil {
+			return s // not durable: nothing more to check
+		}
+		s = reopen(s)
+		after, err := s.RunAts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Fatalf("run_ats after reopen %v, before %v", after, before)
+		}
+		for id, at := range before {
+			if !after[id].Equal(at) {
+				t.Fatalf("%s run_at %v after reopen, was %v", id, after[id], at)
+			}
+		}
+		got := mustGet(t, s, "d1")
+		if !got.RunAt.Equal(want.RunAt) || got.Attempt != want.Attempt || got.PrevDelay != want.PrevDelay ||
+			got.LastError != want.LastError || got.State != want.State || !got.FirstSeen.Equal(want.FirstSeen) {
+			t.Fatalf("after reopen %+v, want %+v", got, want)
+		}
+		// d2 is still leased by w1 across the restart; its lease, not the restart, decides.
+		if d2 := mustGet(t, s, "d2"); d2.State != StateLeased || d2.LeaseOwner != "w1" {
+			t.Fatalf("d2 after reopen %+v", d2)
+		}
+		hist, err := s.Attempts(ctx, "d1")
+		if err != nil || len(hist) != 1 || hist[0].Ordinal != 2 || hist[0].Status != 503 {
+			t.Fatalf("history after reopen %+v %v", hist, err)
+		}
+		return s
+	})
+}
+
+func TestDeadLetter(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s, delivery("evt-9:acme-0", t0))
+		mustClaim(t, s, "w1", t0, time.Minute, 1)
+		deadAt := t0.Add(2 * time.Second)
+		mustComplete(t, s, Completion{ID: "evt-9:acme-0", Owner: "w1", Kind: KindDeadLetter, At: deadAt, Attempt: 1,
+			Reason: "permanent", LastError: "422 Unprocessable Entity", Status: 422, Started: t0, RecordAttempt: true})
+		dl, err := s.DeadLetters(ctx, DLQFilter{Reason: "permanent"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := DeadLetter{ID: "evt-9:acme-0", Event: "evt-9", Partner: "acme-0", Cohort: "acme", Reason: "permanent",
+			LastError: "422 Unprocessable Entity", Attempts: 1, Created: t0, FirstSeen: t0, DeadAt: deadAt}
+		if len(dl) != 1 || string(dl[0].Payload) != `{"id":"evt-9:acme-0"}` {
+			t.Fatalf("dead letters %+v", dl)
+		}
+		want.Payload = dl[0].Payload
+		if !reflect.DeepEqual(dl[0], want) {
+			t.Fatalf("dead letter %+v, want %+v", dl[0], want)
+		}
+		if d := mustGet(t, s, "evt-9:acme-0"); d.State != StateDead {
+			t.Fatalf("delivery state %v", d.State)
+		}
+		if c := mustCounts(t, s, deadAt); c != (Counts{Dead: 1}) {
+			t.Fatalf("counts %+v", c)
+		}
+		// Other reasons and partners do not match; a re-enqueue is a no-op.
+		for _, f := range []DLQFilter{{Reason: "max-attempts"}, {Partner: "other"}} {
+			if dl, _ := s.DeadLetters(ctx, f); len(dl) != 0 {
+				t.Fatalf("filter %+v matched %d", f, len(dl))
+			}
+		}
+		if n, _ := s.Enqueue(ctx, []Delivery{delivery("evt-9:acme-0", t0)}); n != 0 {
+			t.Fatalf("re-enqueue of a dead delivery accepted")
+		}
+		return s
+	})
+}
+
+func TestDeadLettersOlderThan(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		makeDead(t, s, "old", 3, "max-attempts", t0)
+		makeDead(t, s, "new", 2, "max-attempts", t0.Add(time.Hour))
+		now := t0.Add(90 * time.Minute)
+		cases := []struct {
+			f    DLQFilter
+			want int
+		}{
+			{DLQFilter{}, 5}, // everything
+			{DLQFilter{OlderThan: time.Hour, Now: now}, 3},                      // only the first three died an hour before now
+			{DLQFilter{OlderThan: time.Hour, Now: now, Limit: 2}, 2},            // limit bounds the list
+			{DLQFilter{Reason: "max-attempts", Partner: "acme-0", Limit: 0}, 5}, // both fields match all
+		}
+		for _, c := range cases {
+			got, err := s.DeadLetters(ctx, c.f)
+			if err != nil || len(got) != c.want {
+				t.Fatalf("filter %+v: %d rows, %v; want %d", c.f, len(got), err, c.want)
+			}
+		}
+		if _, err := s.DeadLetters(ctx, DLQFilter{OlderThan: time.Hour}); err == nil {
+			t.Fatal("older_than without now accepted")
+		}
+		return s
+	})
+}
+
+func TestRelease(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s, delivery("a1", t0), delivery("a2", t0.Add(time.Second)), delivery("b1", t0.Add(2*time.Second)), delivery("c1", t0))
+		mustClaim(t, s, "A", t0.Add(time.Second), time.Minute, 2) // a1, c1 (run_at t0)
+		mustClaim(t, s, "B", t0.Add(5*time.Second), time.Minute, 2)
+		before, _ := s.RunAts(ctx)
+		n, err := s.Release(ctx, "A")
+		if err != nil || n != 2 {
+			t.Fatalf("release A: %d, %v", n, err)
+		}
+		after, _ := s.RunAts(ctx)
+		for id, at := range before {
+			if !after[id].Equal(at) {
+				t.Fatalf("%s run_at moved from %v to %v", id, at, after[id])
+			}
+		}
+		for _, id := range []string{"a1", "c1"} {
+			if d := mustGet(t, s, id); d.State != StateReady || d.Attempt != 0 || d.LeaseOwner != "" {
+				t.Fatalf("%s after release %+v", id, d)
+			}
+		}
+		if d := mustGet(t, s, "a2"); d.State != StateLeased || d.LeaseOwner != "B" {
+			t.Fatalf("B's lease touched: %+v", d)
+		}
+		// A per-delivery release through Complete keeps run_at and attempt too.
+		r := mustComplete(t, s, Completion{ID: "a2", Owner: "B", Kind: KindRelease, At: t0.Add(6 * time.Second), Attempt: 9})
+		if d := mustGet(t, s, "a2"); r.Applied != 1 || d.State != StateReady || d.Attempt != 0 || !d.RunAt.Equal(t0.Add(time.Second)) {
+			t.Fatalf("release completion %+v -> %+v", r, d)
+		}
+		return s
+	})
+}
+
+// makeDead enqueues n deliveries and dead-letters them with reason, dying
+// one millisecond apart from deadAt on.
+func makeDead(t *testing.T, s Store, prefix string, n int, reason string, deadAt time.Time) []string {
+	t.Helper()
+	var ds []Delivery
+	for i := range n {
+		ds = append(ds, delivery(fmt.Sprintf("%s-%03d:acme-0", prefix, i), deadAt.Add(-time.Minute)))
+	}
+	mustEnqueue(t, s, ds...)
+	owner := "dlq-maker-" + prefix
+	got := mustClaim(t, s, owner, deadAt, time.Minute, n)
+	if len(got) != n {
+		t.Fatalf("claimed %d of %d", len(got), n)
+	}
+	var cs []Completion
+	for i, d := range got {
+		cs = append(cs, Completion{ID: d.ID, Owner: owner, Kind: KindDeadLetter, At: deadAt.Add(time.Duration(i) * time.Millisecond),
+			Attempt: 6, Reason: reason, LastError: "503"})
+	}
+	if r := mustComplete(t, s, cs...); r.Applied != n {
+		t.Fatalf("dead-lettered %d of %d", r.Applied, n)
+	}
+	return ids(got)
+}
+
+func TestReplay(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		maxed := makeDead(t, s, "m", 25, "max-attempts", t0)
+		makeDead(t, s, "p", 5, "permanent", t0)
+		clock := t0.Add(time.Hour)
+		var slept []time.Duration
+		res, err := s.Replay(ctx, DLQFilter{Reason: "max-attempts"}, ReplayOptions{
+			Batch: 10, Rate: 2, Who: "ops@test",
+			Now:   func() time.Time { return clock },
+			Sleep: func(d time.Duration) { slept = append(slept, d); clock = clock.Add(d) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != (ReplayResult{Matched: 25, Moved: 25, Batches: 3}) {
+			t.Fatalf("replay %+v", res)
+		}
+		// Rate 2 batches/s: a 500ms pause between batches, none before the first.
+		if fmt.Sprint(slept) != "[500ms 500ms]" {
+			t.Fatalf("slept %v", slept)
+		}
+		audit, err := s.Audit(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(audit) != 3 {
+			t.Fatalf("audit %+v", audit)
+		}
+		for i, want := range []int{10, 10, 5} {
+			a := audit[i]
+			at := t0.Add(time.Hour + time.Duration(i)*500*time.Millisecond)
+			if a.Count != want || a.Batch != i+1 || a.DryRun || a.Who != "ops@test" || !a.At.Equal(at) ||
+				a.Filter != `{"reason":"max-attempts"}` {
+				t.Fatalf("audit[%d] %+v", i, a)
+			}
+		}
+		left, _ := s.DeadLetters(ctx, DLQFilter{})
+		if len(left) != 5 {
+			t.Fatalf("%d dead letters left", len(left))
+		}
+		for _, d := range left {
+			if d.Reason != "permanent" {
+				t.Fatalf("left %+v", d)
+			}
+		}
+		for i, id := range maxed {
+			d := mustGet(t, s, id)
+			batchAt := t0.Add(time.Hour + time.Duration(i/10)*500*time.Millisecond)
+			if d.State != StateReady || d.Attempt != 0 || !d.RunAt.Equal(batchAt) || d.LeaseOwner != "" {
+				t.Fatalf("replayed %s: %+v", id, d)
+			}
+		}
+		if c := mustCounts(t, s, clock); c != (Counts{Ready: 25, Dead: 5}) {
+			t.Fatalf("counts after replay %+v", c)
+		}
+		// Replayed deliveries are claimable again under their old ids.
+		got := mustClaim(t, s, "w9", clock, time.Minute, 100)
+		if fmt.Sprint(ids(got)) != fmt.Sprint(maxed) {
+			t.Fatalf("claimed after replay %v", ids(got))
+		}
+		return s
+	})
+}
+
+func TestReplayDryRunAndLimit(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		makeDead(t, s, "m", 25, "max-attempts", t0)
+		now := func() time.Time { return t0.Add(time.Hour) }
+		res, err := s.Replay(ctx, DLQFilter{Reason: "max-attempts"}, ReplayOptions{Batch: 10, DryRun: true, Who: "ops", Now: now})
+		if err != nil || res != (ReplayResult{Matched: 25, Batches: 3}) {
+			t.Fatalf("dry run %+v, %v", res, err)
+		}
+		if dl, _ := s.DeadLetters(ctx, DLQFilter{}); len(dl) != 25 {
+			t.Fatalf("dry run moved: %d left", len(dl))
+		}
+		audit, _ := s.Audit(ctx)
+		if len(audit) != 1 || !audit[0].DryRun || audit[0].Count != 25 {
+			t.Fatalf("dry-run audit %+v", audit)
+		}
+		// Limit caps the total moved; Now falls back to the filter's.
+		res, err = s.Replay(ctx, DLQFilter{Reason: "max-attempts", Limit: 7, Now: t0.Add(time.Hour)}, ReplayOptions{Batch: 5})
+		if err != nil || res != (ReplayResult{Matched: 7, Moved: 7, Batches: 2}) {
+			t.Fatalf("limited replay %+v, %v", res, err)
+		}
+		if dl, _ := s.DeadLetters(ctx, DLQFilter{}); len(dl) != 18 {
+			t.Fatalf("%d left after limited replay", len(dl))
+		}
+		bad := []struct {
+			f DLQFilter
+			o ReplayOptions
+		}{
+			{DLQFilter{}, ReplayOptions{}},                                 // no clock at all
+			{DLQFilter{Now: t0}, ReplayOptions{Batch: MaxReplayBatch + 1}}, // batch too large
+			{DLQFilter{Now: t0}, ReplayOptions{Rate: 1e-9}},                // rate too slow to bound
+			{DLQFilter{Now: t0, OlderThan: -time.Second}, ReplayOptions{}}, // negative age
+		}
+		for _, b := range bad {
+			if _, err := s.Replay(ctx, b.f, b.o); err == nil {
+				t.Fatalf("replay %+v %+v accepted", b.f, b.o)
+			}
+		}
+		return s
+	})
+}
+
+func TestInvalidInputChangesNothing(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s, delivery("d1", t0))
+		mustClaim(t, s, "w1", t0, time.Minute, 1)
+		badCompletions := []Completion{
+			{ID: "d1", Owner: "w1"},                                   // no kind
+			{ID: "d1", Owner: "w1", Kind: KindReschedule},             // reschedule without run_at
+			{ID: "d1", Owner: "w1", Kind: KindDeadLetter},             // dead letter without reason
+			{ID: "d1", Kind: KindAck},                                 // no owner
+			{ID: "d1", Owner: "w1", Kind: KindAck, Attempt: -1},       // negative attempt
+			{ID: "d1", Owner: "w1", Kind: CompletionKind(99), At: t0}, // unknown kind
+		}
+		for _, c := range badCompletions {
+			// A valid ack first in the batch proves the batch is all or nothing.
+			ok := Completion{ID: "d1", Owner: "w1", Kind: KindAck, Attempt: 1}
+			if _, err := s.Complete(ctx, []Completion{ok, c}); err == nil {
+				t.Fatalf("completion %+v accepted", c)
+			}
+		}
+		if d := mustGet(t, s, "d1"); d.State != StateLeased {
+			t.Fatalf("invalid batch changed state to %v", d.State)
+		}
+		badClaims := []struct {
+			owner string
+			lease time.Duration
+			limit int
+		}{
+			{"", time.Second, 1},  // no owner
+			{"w", 0, 1},           // no lease
+			{"w", time.Second, 0}, // no limit
+		}
+		for _, c := range badClaims {
+			if _, err := s.Claim(ctx, c.owner, t0, c.lease, c.limit); err == nil {
+				t.Fatalf("claim %+v accepted", c)
+			}
+		}
+		if _, err := s.Enqueue(ctx, []Delivery{{ID: "", Created: t0}}); err == nil {
+			t.Fatal("empty id accepted")
+		}
+		if _, err := s.Enqueue(ctx, []Delivery{{ID: "x"}}); err == nil {
+			t.Fatal("delivery without times accepted")
+		}
+		return s
+	})
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		dsn     string
+		wantErr string // "" means it must open
+	}{
+		{"memory:", ""}, // the test store
+		{"sqlite:" + filepath.Join(dir, "q.db"), ""},       // a file store
+		{"bogus:x", "unknown store"},                       // unknown scheme
+		{"postgres://u@127.0.0.1/db", "not built"},         // known but not in this version
+		{"sqlite:", "needs a file path"},                   // no path
+		{"nocolon", "want sqlite:PATH"},                    // no scheme
+		{"memory:extra", "takes no argument"},              // junk after memory:
+		{"sqlite:" + filepath.Join(dir, "q?x.db"), "path"}, // a ? would be read as DSN options
+	}
+	for _, c := range cases {
+		s, err := Open(c.dsn)
+		if c.wantErr == "" {
+			if err != nil {
+				t.Fatalf("Open(%q): %v", c.dsn, err)
+			}
+			s.Close()
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+			t.Fatalf("Open(%q) error %v, want one containing %q", c.dsn, err, c.wantErr)
+		}
+	}
+}
+
+func TestClosedStoreErrors(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, reopen func(Store) Store) Store {
+		s.Close()
+		if _, err := s.Counts(context.Background(), t0); err == nil {
+			t.Fatal("counts on a closed store succeeded")
+		}
+		if reopen != nil {
+			return reopen(NewMemory()) // fresh handle for forEach to close
+		}
+		return NewMemory()
+	})
+}

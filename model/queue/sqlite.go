@@ -1,0 +1,654 @@
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// DefaultBusyTimeout is how long a statement waits for another process's
+// write lock before failing with SQLITE_BUSY.
+const DefaultBusyTimeout = 5 * time.Second
+
+// SQLiteOption tunes OpenSQLite.
+type SQLiteOption func(*sqliteConfig)
+
+type sqliteConfig struct {
+	busyTimeout time.Duration
+}
+
+// WithBusyTimeout sets the busy timeout (default DefaultBusyTimeout).
+func WithBusyTimeout(d time.Duration) SQLiteOption {
+	return func(c *sqliteConfig) { c.busyTimeout = d }
+}
+
+// SQLite is the durable Store: one database file in WAL mode. It keeps one
+// connection, because SQLite has one writer and a single connection lets
+// every batch reuse its prepared statements; other processes on the same
+// file wait up to the busy timeout.
+type SQLite struct {
+	db   *sql.DB
+	path string
+	st   sqliteStmts
+}
+
+var _ Store = (*SQLite)(nil)
+
+type sqliteStmts struct {
+	insert, selReady, selExpired, lease, transition, release *sql.Stmt
+	insDead, insAttempt, get                                 *sql.Stmt
+}
+
+// deliveryCols is the column list scanDelivery reads, in order.
+const deliveryCols = `id, event, partner, cohort, payload, attempt, first_seen, created, run_at,
+	prev_delay, lease_owner, lease_until, state, last_error`
+
+// OpenSQLite opens or creates the database at path, switches it to WAL and
+// applies the embedded migrations that are not yet applied.
+func OpenSQLite(path string, opts ...SQLiteOption) (*SQLite, error) {
+	cfg := sqliteConfig{busyTimeout: DefaultBusyTimeout}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("queue: sqlite path %q: want a plain file path without ? or #", path)
+	}
+	if cfg.busyTimeout < 0 {
+		return nil, fmt.Errorf("queue: sqlite: negative busy timeout %v", cfg.busyTimeout)
+	}
+	// _txlock=immediate: every write transaction takes the write lock at
+	// BEGIN, so two processes never deadlock upgrading a read lock.
+	dsn := path + "?_txlock=immediate" +
+		"&_pragma=busy_timeout(" + strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10) + ")" +
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("queue: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	s := &SQLite{db: db, path: path}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("queue: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *SQLite) init() error {
+	ctx := context.Background()
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	if err := migrate(ctx, s.db); err != nil {
+		return err
+	}
+	prep := func(dst **sql.Stmt, q string) error {
+		st, err := s.db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", q, err)
+		}
+		*dst = st
+		return nil
+	}
+	st := &s.st
+	return errors.Join(
+		prep(&st.insert, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
+			first_seen, created, run_at, prev_delay, state, last_error, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?) ON CONFLICT (id) DO NOTHING`),
+		prep(&st.selReady, `SELECT `+deliveryCols+` FROM deliveries
+			WHERE state = 'ready' AND run_at <= ? ORDER BY run_at, id LIMIT ?`),
+		prep(&st.selExpired, `SELECT `+deliveryCols+` FROM deliveries
+			WHERE state = 'leased' AND lease_until <= ? ORDER BY run_at, id LIMIT ?`),
+		prep(&st.lease, `UPDATE deliveries SET state = 'leased', lease_owner = ?1, lease_until = ?2,
+			updated = ?3, first_seen = CASE WHEN first_seen = 0 THEN ?3 ELSE first_seen END WHERE id = ?4`),
+		// NULL parameters keep the column: a release changes only the state.
+		prep(&st.transition, `UPDATE deliveries SET state = ?1, attempt = COALESCE(?2, attempt),
+			run_at = COALESCE(?3, run_at), prev_delay = COALESCE(?4, prev_delay),
+			last_error = COALESCE(?5, last_error), lease_owner = '', lease_until = 0,
+			updated = COALESCE(?6, updated)
+			WHERE id = ?7 AND state = 'leased' AND lease_owner = ?8`),
+		prep(&st.release, `UPDATE deliveries SET state = 'ready', lease_owner = '', lease_until = 0
+			WHERE state = 'leased' AND lease_owner = ?`),
+		prep(&st.insDead, `INSERT OR REPLACE INTO dead_letters (id, event, partner, cohort, reason,
+			last_error, attempts, created, first_seen, dead_at, payload)
+			SELECT id, event, partner, cohort, ?1, ?2, ?3, created, first_seen, ?4, payload
+			FROM deliveries WHERE id = ?5`),
+		prep(&st.insAttempt, `INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		prep(&st.get, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`),
+	)
+}
+
+// migration is one embedded schema file, NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", base)
+		}
+		body, err := migrationFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: base, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share a version", out[i-1].name, out[i].name)
+		}
+	}
+	return out, nil
+}
+
+// migrate applies each missing migration in its own transaction. The
+// applied check is inside the transaction, so two processes opening the same
+// new file apply each migration once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if err := applyMigration(ctx, db, m); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES (?, ?)`, m.version, m.name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Path is the database file.
+func (s *SQLite) Path() string { return s.path }
+
+// DB exposes the handle for checks such as PRAGMA integrity_check.
+func (s *SQLite) DB() *sql.DB { return s.db }
+
+// Close implements Store.
+func (s *SQLite) Close() error {
+	for _, st := range []*sql.Stmt{s.st.insert, s.st.selReady, s.st.selExpired, s.st.lease,
+		s.st.transition, s.st.release, s.st.insDead, s.st.insAttempt, s.st.get} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	return s.db.Close()
+}
+
+// inTx runs fn in one write transaction.
+func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Enqueue implements Store.
+func (s *SQLite) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
+	for _, d := range ds {
+		if err := validateDelivery(d); err != nil {
+			return 0, err
+		}
+	}
+	accepted := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		ins := tx.StmtContext(ctx, s.st.insert)
+		for _, d := range ds {
+			updated := toNS(d.FirstSeen)
+			if updated == 0 {
+				updated = toNS(d.Created)
+			}
+			r, err := ins.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, d.Payload, d.Attempt,
+				toNS(d.FirstSeen), toNS(d.Created), toNS(runAtOf(d)), int64(d.PrevDelay), d.LastError, updated)
+			if err != nil {
+				return fmt.Errorf("enqueue %s: %w", d.ID, err)
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			accepted += int(n)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue: %w", err)
+	}
+	return accepted, nil
+}
+
+type rowScanner interface{ Scan(...any) error }
+
+func scanDelivery(r rowScanner) (Delivery, error) {
+	var d Delivery
+	var firstSeen, created, runAt, prevDelay, leaseUntil int64
+	var state string
+	err := r.Scan(&d.ID, &d.Event, &d.Partner, &d.Cohort, &d.Payload, &d.Attempt, &firstSeen, &created,
+		&runAt, &prevDelay, &d.LeaseOwner, &leaseUntil, &state, &d.LastError)
+	if err != nil {
+		return d, err
+	}
+	d.FirstSeen, d.Created, d.RunAt = fromNS(firstSeen), fromNS(created), fromNS(runAt)
+	d.PrevDelay, d.LeaseUntil, d.State = time.Duration(prevDelay), fromNS(leaseUntil), State(state)
+	return d, nil
+}
+
+func queryDeliveries(ctx context.Context, st *sql.Stmt, args ...any) ([]Delivery, error) {
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Claim implements Store. Due ready rows and expired leases are read by two
+// indexed queries and merged, so a large backlog costs limit rows, not a scan.
+func (s *SQLite) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error) {
+	limit, err := validateClaim(owner, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	nowNS := toNS(now)
+	untilNS := now.Add(lease).UnixNano()
+	var out []Delivery
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		ready, err := queryDeliveries(ctx, tx.StmtContext(ctx, s.st.selReady), nowNS, limit)
+		if err != nil {
+			return err
+		}
+		expired, err := queryDeliveries(ctx, tx.StmtContext(ctx, s.st.selExpired), nowNS, limit)
+		if err != nil {
+			return err
+		}
+		out = mergeByRunAt(ready, expired, limit)
+		upd := tx.StmtContext(ctx, s.st.lease)
+		for i := range out {
+			if _, err := upd.ExecContext(ctx, owner, untilNS, nowNS, out[i].ID); err != nil {
+				return err
+			}
+			out[i].State, out[i].LeaseOwner, out[i].LeaseUntil = StateLeased, owner, fromNS(untilNS)
+			if out[i].FirstSeen.IsZero() {
+				out[i].FirstSeen = fromNS(nowNS)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: claim: %w", err)
+	}
+	return out, nil
+}
+
+// mergeByRunAt merges two lists sorted by (run_at, id), keeping at most limit.
+func mergeByRunAt(a, b []Delivery, limit int) []Delivery {
+	out := make([]Delivery, 0, min(len(a)+len(b), limit))
+	for len(out) < limit && (len(a) > 0 || len(b) > 0) {
+		takeA := len(b) == 0 || (len(a) > 0 && (a[0].RunAt.Before(b[0].RunAt) ||
+			(a[0].RunAt.Equal(b[0].RunAt) && a[0].ID < b[0].ID)))
+		if takeA {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// Complete implements Store.
+func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
+	var res CompleteResult
+	for _, c := range cs {
+		if err := validateCompletion(c); err != nil {
+			return res, err
+		}
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res = CompleteResult{} // a retried closure must not double count
+		tr := tx.StmtContext(ctx, s.st.transition)
+		var insDead, insAttempt *sql.Stmt
+		for _, c := range cs {
+			var r sql.Result
+			var err error
+			at := toNS(c.At)
+			switch c.Kind {
+			case KindRelease:
+				r, err = tr.ExecContext(ctx, StateReady, nil, nil, nil, nil, nil, c.ID, c.Owner)
+			case KindAck:
+				r, err = tr.ExecContext(ctx, StateDelivered, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
+			case KindReschedule:
+				r, err = tr.ExecContext(ctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
+			case KindDeadLetter:
+				r, err = tr.ExecContext(ctx, StateDead, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
+			}
+			if err != nil {
+				return fmt.Errorf("%v %s: %w", c.Kind, c.ID, err)
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				res.Stale++
+				continue
+			}
+			res.Applied++
+			if c.Kind == KindDeadLetter {
+				if insDead == nil {
+					insDead = tx.StmtContext(ctx, s.st.insDead)
+				}
+				if _, err := insDead.ExecContext(ctx, c.Reason, c.LastError, c.Attempt, at, c.ID); err != nil {
+					return fmt.Errorf("dead-letter %s: %w", c.ID, err)
+				}
+			}
+			if c.RecordAttempt && c.Kind != KindRelease {
+				if insAttempt == nil {
+					insAttempt = tx.StmtContext(ctx, s.st.insAttempt)
+				}
+				if _, err := insAttempt.ExecContext(ctx, c.ID, c.Attempt, toNS(c.Started), at, c.Status, c.LastError, c.Owner); err != nil {
+					return fmt.Errorf("attempt %s: %w", c.ID, err)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return CompleteResult{}, fmt.Errorf("queue: complete: %w", err)
+	}
+	return res, nil
+}
+
+// Release implements Store.
+func (s *SQLite) Release(ctx context.Context, owner string) (int, error) {
+	r, err := s.st.release.ExecContext(ctx, owner)
+	if err != nil {
+		return 0, fmt.Errorf("queue: release: %w", err)
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
+// Counts implements Store. One statement, so one consistent snapshot; each
+// count is an index range.
+func (s *SQLite) Counts(ctx context.Context, now time.Time) (Counts, error) {
+	var c Counts
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= ?1),
+		(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at > ?1),
+		(SELECT count(*) FROM deliveries WHERE state = 'leased'),
+		(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
+		(SELECT count(*) FROM deliveries WHERE state = 'dead')`, toNS(now)).
+		Scan(&c.Ready, &c.Delayed, &c.Leased, &c.Delivered, &c.Dead)
+	if err != nil {
+		return c, fmt.Errorf("queue: counts: %w", err)
+	}
+	return c, nil
+}
+
+// Get implements Store.
+func (s *SQLite) Get(ctx context.Context, id string) (Delivery, error) {
+	d, err := scanDelivery(s.st.get.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Delivery{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("queue: get %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// RunAts implements Store.
+func (s *SQLite) RunAts(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, run_at FROM deliveries WHERE state IN ('ready', 'leased')`)
+	if err != nil {
+		return nil, fmt.Errorf("queue: run_ats: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var id string
+		var ns int64
+		if err := rows.Scan(&id, &ns); err != nil {
+			return nil, err
+		}
+		out[id] = fromNS(ns)
+	}
+	return out, rows.Err()
+}
+
+// Attempts implements Store.
+func (s *SQLite) Attempts(ctx context.Context, id string) ([]AttemptRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT delivery_id, ordinal, started, ended, status, error, owner
+		FROM attempts WHERE delivery_id = ? ORDER BY rowid LIMIT ?`, id, MaxList)
+	if err != nil {
+		return nil, fmt.Errorf("queue: attempts %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []AttemptRecord
+	for rows.Next() {
+		var a AttemptRecord
+		var started, ended int64
+		if err := rows.Scan(&a.DeliveryID, &a.Ordinal, &started, &ended, &a.Status, &a.Error, &a.Owner); err != nil {
+			return nil, err
+		}
+		a.Started, a.Ended = fromNS(started), fromNS(ended)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// dlqWhere is the filter condition on dead_letters; ?1 reason, ?2 partner,
+// ?3 dead_at cutoff (0: none).
+const dlqWhere = `(?1 = '' OR reason = ?1) AND (?2 = '' OR partner = ?2) AND (?3 = 0 OR dead_at <= ?3)`
+
+const dlqCols = `id, event, partner, cohort, reason, last_error, attempts, created, first_seen, dead_at, payload`
+
+func scanDeadLetter(r rowScanner) (DeadLetter, error) {
+	var d DeadLetter
+	var created, firstSeen, deadAt int64
+	err := r.Scan(&d.ID, &d.Event, &d.Partner, &d.Cohort, &d.Reason, &d.LastError, &d.Attempts,
+		&created, &firstSeen, &deadAt, &d.Payload)
+	d.Created, d.FirstSeen, d.DeadAt = fromNS(created), fromNS(firstSeen), fromNS(deadAt)
+	return d, err
+}
+
+// DeadLetters implements Store.
+func (s *SQLite) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, error) {
+	cut, err := cutoff(f)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+dlqCols+` FROM dead_letters WHERE `+dlqWhere+
+		` ORDER BY dead_at, id LIMIT ?4`, f.Reason, f.Partner, cut, listLimit(f.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("queue: dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []DeadLetter
+	for rows.Next() {
+		d, err := scanDeadLetter(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Replay implements Store. Each batch is one transaction that moves rows and
+// writes its audit record, so a crash mid-replay leaves whole batches.
+func (s *SQLite) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (ReplayResult, error) {
+	var res ReplayResult
+	p, err := planReplay(f, o)
+	if err != nil {
+		return res, err
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM dead_letters WHERE `+dlqWhere,
+		f.Reason, f.Partner, p.cutoffNS).Scan(&res.Matched); err != nil {
+		return res, fmt.Errorf("queue: replay: %w", err)
+	}
+	if p.limit > 0 {
+		res.Matched = min(res.Matched, p.limit)
+	}
+	audit := func(tx *sql.Tx, at time.Time, count, batch int, dry bool) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO replays (at, who, filter, count, batch, dry_run)
+			VALUES (?, ?, ?, ?, ?, ?)`, toNS(at), o.Who, p.filter, count, batch, dry)
+		return err
+	}
+	if o.DryRun {
+		res.Batches = (res.Matched + p.batch - 1) / p.batch
+		err := s.inTx(ctx, func(tx *sql.Tx) error { return audit(tx, p.now(), res.Matched, 0, true) })
+		if err != nil {
+			return res, fmt.Errorf("queue: replay: %w", err)
+		}
+		return res, nil
+	}
+	for res.Moved < res.Matched {
+		if res.Batches > 0 {
+			if err := p.pause(ctx); err != nil {
+				return res, err
+			}
+		}
+		moved := 0
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			moved = 0
+			now := toNS(p.now())
+			rows, err := tx.QueryContext(ctx, `SELECT id FROM dead_letters WHERE `+dlqWhere+
+				` ORDER BY dead_at, id LIMIT ?4`, f.Reason, f.Partner, p.cutoffNS, min(p.batch, res.Matched-res.Moved))
+			if err != nil {
+				return err
+			}
+			var ids []string
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			for _, id := range ids {
+				// Same id, fresh attempt budget, due now.
+				if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (id, event, partner, cohort,
+					payload, attempt, first_seen, created, run_at, prev_delay, state, last_error, updated)
+					SELECT id, event, partner, cohort, payload, 0, first_seen, created, ?1, 0, 'ready',
+					last_error, ?1 FROM dead_letters WHERE id = ?2
+					ON CONFLICT (id) DO UPDATE SET state = 'ready', attempt = 0, run_at = excluded.run_at,
+					prev_delay = 0, lease_owner = '', lease_until = 0, updated = excluded.updated`, now, id); err != nil {
+					return fmt.Errorf("replay %s: %w", id, err)
+				}
+				if _, err := tx.ExecContext(ctx, `DELETE FROM dead_letters WHERE id = ?`, id); err != nil {
+					return err
+				}
+			}
+			moved = len(ids)
+			return audit(tx, fromNS(now), moved, res.Batches+1, false)
+		})
+		if err != nil {
+			return res, fmt.Errorf("queue: replay: %w", err)
+		}
+		if moved == 0 {
+			break // someone else drained the DLQ meanwhile
+		}
+		res.Batches++
+		res.Moved += moved
+	}
+	return res, nil
+}
+
+// Audit implements Store.
+func (s *SQLite) Audit(ctx context.Context) ([]ReplayAudit, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, at, who, filter, count, batch, dry_run
+		FROM replays ORDER BY id LIMIT ?`, MaxList)
+	if err != nil {
+		return nil, fmt.Errorf("queue: audit: %w", err)
+	}
+	defer rows.Close()
+	var out []ReplayAudit
+	for rows.Next() {
+		var a ReplayAudit
+		var at int64
+		if err := rows.Scan(&a.ID, &at, &a.Who, &a.Filter, &a.Count, &a.Batch, &a.DryRun); err != nil {
+			return nil, err
+		}
+		a.At = fromNS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

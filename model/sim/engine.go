@@ -1,0 +1,114 @@
+package sim
+
+import "math/rand/v2"
+
+// Queue is the event heap: events of type E ordered by (At, insertion), so
+// that events at the same virtual time run in the order they were
+// scheduled and a run is deterministic. At is in nanoseconds of virtual time.
+type Queue[E any] struct {
+	h   []entry[E]
+	seq uint64
+	now int64
+}
+
+type entry[E any] struct {
+	at  int64
+	seq uint64
+	ev  E
+}
+
+// Now is the virtual time of the event last popped.
+func (q *Queue[E]) Now() int64 { return q.now }
+
+// Len is the number of scheduled events.
+func (q *Queue[E]) Len() int { return len(q.h) }
+
+// Push schedules ev at virtual time at. An event in the past runs at now:
+// virtual time never goes backwards.
+func (q *Queue[E]) Push(at int64, ev E) {
+	if at < q.now {
+		at = q.now
+	}
+	q.seq++
+	q.h = append(q.h, entry[E]{at: at, seq: q.seq, ev: ev})
+	h := q.h
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !less(&h[i], &h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+// Peek returns the time of the next event; ok is false when there is none.
+func (q *Queue[E]) Peek() (at int64, ok bool) {
+	if len(q.h) == 0 {
+		return 0, false
+	}
+	return q.h[0].at, true
+}
+
+// Pop removes the next event, advances the clock to it and returns it.
+func (q *Queue[E]) Pop() (at int64, ev E) {
+	h := q.h
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	var zero entry[E]
+	h[last] = zero
+	h = h[:last]
+	q.h = h
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && less(&h[r], &h[l]) {
+			m = r
+		}
+		if !less(&h[m], &h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	q.now = top.at
+	return top.at, top.ev
+}
+
+func less[E any](a, b *entry[E]) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+// Derive returns the sub-seed of a named component: a SplitMix64 mix of the
+// drill seed and an FNV-1a hash of the name. Each component derives its own
+// stream by name, so adding a partner does not reshuffle every other stream.
+func Derive(seed uint64, name string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return splitmix(seed ^ splitmix(h))
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// NewRand returns the random stream of a named component of a drill.
+func NewRand(seed uint64, name string) *rand.Rand {
+	s := Derive(seed, name)
+	return rand.New(rand.NewPCG(s, splitmix(s)))
+}

@@ -1,0 +1,90 @@
+package sim
+
+import "testing"
+
+func TestQueueOrdersByTimeThenInsertion(t *testing.T) {
+	var q Queue[string]
+	q.Push(30, "c")
+	q.Push(10, "a1")
+	q.Push(20, "b")
+	q.Push(10, "a2") // same time as a1: runs after it
+	want := []string{"a1", "a2", "b", "c"}
+	for i, w := range want {
+		at, ev := q.Pop()
+		if ev != w {
+			t.Fatalf("pop %d = %q at %d, want %q", i, ev, at, w)
+		}
+		if q.Now() != at {
+			t.Fatalf("clock %d after popping an event at %d", q.Now(), at)
+		}
+	}
+	if q.Len() != 0 {
+		t.Fatalf("queue not empty")
+	}
+}
+
+func TestQueuePastEventRunsNow(t *testing.T) {
+	var q Queue[int]
+	q.Push(100, 1)
+	q.Pop()
+	q.Push(50, 2) // in the past: clamped to now
+	if at, _ := q.Pop(); at != 100 {
+		t.Fatalf("past event ran at %d, want 100 (time went backwards)", at)
+	}
+}
+
+func TestQueueManyRandom(t *testing.T) {
+	r := NewRand(7, "test")
+	var q Queue[int]
+	for i := 0; i < 10000; i++ {
+		q.Push(r.Int64N(1_000_000), i)
+	}
+	last := int64(-1)
+	for q.Len() > 0 {
+		at, _ := q.Pop()
+		if at < last {
+			t.Fatalf("out of order: %d after %d", at, last)
+		}
+		last = at
+	}
+}
+
+func TestDeriveIndependentAndStable(t *testing.T) {
+	tests := []struct {
+		seed      uint64
+		a, b      string
+		wantEqual bool
+	}{
+		{42, "partner/acme/0", "partner/acme/0", true},  // same name, same seed
+		{42, "partner/acme/0", "partner/acme/1", false}, // another member
+		{42, "source", "partner/acme/0", false},         // another component
+	}
+	for _, tt := range tests {
+		if got := Derive(tt.seed, tt.a) == Derive(tt.seed, tt.b); got != tt.wantEqual {
+			t.Errorf("Derive(%d,%q)==Derive(%d,%q) is %v", tt.seed, tt.a, tt.seed, tt.b, got)
+		}
+	}
+	if Derive(1, "x") == Derive(2, "x") {
+		t.Error("different seeds gave the same sub-seed")
+	}
+	a, b := NewRand(9, "s"), NewRand(9, "s")
+	for i := 0; i < 100; i++ {
+		if a.Uint64() != b.Uint64() {
+			t.Fatal("same seed and name gave different streams")
+		}
+	}
+}
+
+func BenchmarkQueuePushPop(b *testing.B) {
+	var q Queue[int]
+	r := NewRand(1, "bench")
+	for i := 0; i < 10000; i++ {
+		q.Push(r.Int64N(1e9), i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		at, ev := q.Pop()
+		q.Push(at+r.Int64N(1e6), ev)
+	}
+}

@@ -1,0 +1,273 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+)
+
+// maxInlinePlotBytes bounds one plot file embedded in report.html.
+const maxInlinePlotBytes = 8 << 20
+
+// htmlPlot is one plot as the page shows it: a data: URI image, or a note
+// saying why it is missing.
+type htmlPlot struct {
+	Title string
+	// Src is the whole src="data:…" attribute. It is built here from a
+	// fixed MIME type and base64 text only, so it is safe to mark trusted;
+	// as a plain URL html/template would write every "+" as "&#43;".
+	Src  template.HTMLAttr // empty when the plot could not be read
+	Note string
+}
+
+type htmlData struct {
+	*reportView
+	Doc        string
+	HTMLPlots  []htmlPlot
+	HasSummary bool
+}
+
+// WriteHTML writes report.html: the content of report.md as one
+// self-contained page. Plots are embedded as data: URI images (SVG when
+// readFile gives it, else PNG) rather than inline <svg>, because several
+// inline SVGs on one page can clash on element ids; an <img> also keeps the
+// plot's own size and aspect ratio. readFile reads a file of the run
+// directory by the name in PlotRef; it may be nil, and then plots are
+// listed without images.
+func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) ([]byte, error)) error {
+	v := buildView(r, plots)
+	d := htmlData{reportView: v, Doc: DefinitionsDoc, HasSummary: r != nil && r.Summary != nil}
+	for _, p := range v.Plots {
+		d.HTMLPlots = append(d.HTMLPlots, embedPlot(p, readFile))
+	}
+	var buf bytes.Buffer
+	if err := reportTemplate.Execute(&buf, d); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// embedPlot reads the SVG (or failing that the PNG) of p and makes it a
+// data: URI. The content is checked to be what its name says, so that a
+// wrong file does not end up as a broken image.
+func embedPlot(p PlotRef, readFile func(string) ([]byte, error)) htmlPlot {
+	hp := htmlPlot{Title: p.Title}
+	if readFile == nil {
+		hp.Note = "plot files were not available to embed"
+		return hp
+	}
+	var problems []string
+	try := func(name, mime string, valid func([]byte) bool) bool {
+		if name == "" {
+			return false
+		}
+		data, err := readFile(name)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
+		case len(data) == 0:
+			problems = append(problems, name+": empty")
+		case len(data) > maxInlinePlotBytes:
+			problems = append(problems, fmt.Sprintf("%s: larger than %d bytes", name, maxInlinePlotBytes))
+		case !valid(data):
+			problems = append(problems, name+": not a "+mime+" file")
+		default:
+			hp.Src = template.HTMLAttr(`src="data:` + mime + `;base64,` + base64.StdEncoding.EncodeToString(data) + `"`)
+			return true
+		}
+		return false
+	}
+	if try(p.SVG, "image/svg+xml", looksLikeSVG) || try(p.PNG, "image/png", looksLikePNG) {
+		return hp
+	}
+	hp.Note = "plot not embedded"
+	if len(problems) > 0 {
+		hp.Note += ": " + oneLine(problems[0])
+	}
+	return hp
+}
+
+func looksLikeSVG(b []byte) bool {
+	head := b[:min(len(b), 4096)]
+	return bytes.Contains(head, []byte("<svg"))
+}
+
+func looksLikePNG(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n"))
+}
+
+var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} — stormdrill report</title>
+<style>
+:root { --pass: #1a7f37; --fail: #cf222e; --line: #d0d7de; --muted: #57606a; --head: #f6f8fa; }
+* { box-sizing: border-box; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1f2328; background: #fff; margin: 0; }
+main { max-width: 1100px; margin: 0 auto; padding: 1.5rem 1.25rem 3rem; }
+h1 { font-size: 1.7rem; margin: 0 0 .25rem; }
+h2 { font-size: 1.25rem; margin: 2rem 0 .6rem; padding-bottom: .25rem; border-bottom: 1px solid var(--line); }
+h3 { font-size: 1.05rem; margin: 1.25rem 0 .5rem; }
+p.desc { color: var(--muted); margin: 0 0 .75rem; }
+.verdict { display: inline-block; font-weight: 700; padding: .35rem .8rem; border-radius: 6px; color: #fff; }
+.verdict.pass { background: var(--pass); }
+.verdict.fail { background: var(--fail); }
+.meta { color: var(--muted); margin-left: .6rem; }
+table { border-collapse: collapse; margin: .5rem 0; font-size: 14px; max-width: 100%; }
+th, td { border: 1px solid var(--line); padding: .3rem .6rem; text-align: left; vertical-align: top; }
+th { background: var(--head); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+tbody tr:nth-child(even) { background: #fbfcfd; }
+td.ok { color: var(--pass); font-weight: 600; }
+td.bad { color: var(--fail); font-weight: 700; }
+code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: var(--head); padding: .05rem .3rem; border-radius: 4px; }
+a { color: #0969da; }
+.scroll { overflow-x: auto; }
+figure { margin: 1rem 0 1.5rem; }
+figure img { display: block; width: 100%; max-width: 900px; height: auto; min-height: 200px; object-fit: contain; border: 1px solid var(--line); background: #fff; }
+figcaption { font-weight: 600; margin-bottom: .35rem; }
+.note, .omitted { color: var(--muted); font-style: italic; }
+</style>
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+{{with .Description}}<p class="desc">{{.}}</p>{{end}}
+<p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</span><span class="meta">{{.Meta}}</span></p>
+{{if .HasSummary}}
+<section>
+<h2>Gates</h2>
+<div class="scroll">
+<table id="gates">
+<thead><tr><th>gate</th><th class="num">measured</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Gates}}<tr><td><code>{{.Expr}}</code></td><td class="num">{{.Measured}}</td>{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
+{{else}}<tr><td colspan="3" class="note">No gates.</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+{{if .GatesOmitted}}<p class="omitted">… and {{.GatesOmitted}} more gates not shown.</p>{{end}}
+</section>
+
+<section id="figures">
+<h2>Key figures</h2>
+<table>
+<thead><tr><th>figure</th><th class="num">value</th></tr></thead>
+<tbody>
+{{range .Figures}}<tr><td><a href="{{$.Doc}}#{{.Anchor}}">{{.Label}}</a></td><td class="num">{{.Value}}</td></tr>
+{{end}}</tbody>
+</table>
+</section>
+
+{{if .Cohorts}}<section id="cohorts">
+<h2>Cohorts</h2>
+<div class="scroll">
+<table>
+<thead><tr><th>cohort</th><th class="num">subscribers</th><th>faulty</th><th class="num">deliveries</th><th class="num">delivered</th><th class="num">DLQ</th><th class="num">pending</th><th class="num">attempts</th><th class="num">amplification</th><th class="num">p99</th></tr></thead>
+<tbody>
+{{range .Cohorts}}<tr><td>{{.Name}}</td><td class="num">{{.Subscribers}}</td><td>{{.Faulty}}</td><td class="num">{{.Deliveries}}</td><td class="num">{{.Delivered}}</td><td class="num">{{.DLQ}}</td><td class="num">{{.Pending}}</td><td class="num">{{.Attempts}}</td><td class="num">{{.Amplification}}</td><td class="num">{{.P99}}</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+{{if .CohortsOmitted}}<p class="omitted">… and {{.CohortsOmitted}} more cohorts not shown.</p>{{end}}
+</section>{{end}}
+
+<section id="dead-letters">
+<h2><a href="{{.Doc}}#dead-lettered">Dead letters</a></h2>
+{{if .DeadLetters}}<table>
+<thead><tr><th>reason</th><th class="num">count</th><th class="num">share</th></tr></thead>
+<tbody>
+{{range .DeadLetters}}<tr><td><code>{{.Reason}}</code></td><td class="num">{{.Count}}</td><td class="num">{{.Share}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .DeadLettersOmitted}}<p class="omitted">… and {{.DeadLettersOmitted}} more reasons not shown.</p>{{end}}
+{{else}}<p class="note">No dead letters.</p>{{end}}
+</section>
+
+{{if .Outages}}<section id="outages">
+<h2>Outages and <a href="{{.Doc}}#drain-time">drain time</a></h2>
+<table>
+<thead><tr><th>partner</th><th>kind</th><th class="num">start</th><th class="num">end</th><th class="num">drain time</th></tr></thead>
+<tbody>
+{{range .Outages}}<tr><td>{{.Partner}}</td><td>{{.Kind}}</td><td class="num">{{.Start}}</td><td class="num">{{.End}}</td><td class="num">{{.Drain}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .OutagesOmitted}}<p class="omitted">… and {{.OutagesOmitted}} more outages not shown.</p>{{end}}
+</section>{{end}}
+
+{{if .Breaker}}<section id="breaker">
+<h2><a href="{{.Doc}}#circuit-breaker">Breaker</a> transitions</h2>
+<table>
+<thead><tr><th class="num">at</th><th>partner</th><th>from</th><th>to</th></tr></thead>
+<tbody>
+{{range .Breaker}}<tr><td class="num">{{.At}}</td><td>{{.Partner}}</td><td>{{.From}}</td><td>{{.To}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .BreakerOmitted}}<p class="omitted">… and {{.BreakerOmitted}} more transitions not shown.</p>{{end}}
+</section>{{end}}
+
+{{if .HTMLPlots}}<section id="plots">
+<h2>Plots</h2>
+{{range .HTMLPlots}}<figure>
+<figcaption>{{.Title}}</figcaption>
+{{if .Src}}<img {{.Src}} alt="{{.Title}}">{{else}}<p class="note">{{.Note}}</p>{{end}}
+</figure>
+{{end}}{{if .PlotsOmitted}}<p class="omitted">… and {{.PlotsOmitted}} more plots not shown.</p>{{end}}
+</section>{{end}}
+
+{{if .Policy}}<section id="policy">
+<h2>Policy</h2>
+<table>
+<thead><tr><th>setting</th><th>value</th></tr></thead>
+<tbody>
+{{range .Policy}}<tr><td><code>{{.Key}}</code></td><td>{{.Value}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .PolicyOmitted}}<p class="omitted">… and {{.PolicyOmitted}} more settings not shown.</p>{{end}}
+</section>{{end}}
+
+{{with .Baseline}}<section id="baseline">
+<h2>Compared with the baseline</h2>
+<p>Base: <code>{{.Base}}</code> · candidate: <code>{{.Candidate}}</code> — <strong>{{.Verdict}}</strong></p>
+<div class="scroll">
+<table>
+<thead><tr><th>metric</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th class="num">% change</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Rows}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td class="num">{{.Percent}}</td><td{{if .Exceeded}} class="bad"{{end}}>{{.Verdict}}</td></tr>
+{{else}}<tr><td colspan="6" class="note">All figures are the same in both runs.</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+{{if .Same}}<p class="omitted">{{.Same}} more figures are the same in both runs and not shown.</p>{{end}}
+</section>{{end}}
+
+{{if or .Lateness .Alerts .Restarts}}<section id="live">
+<h2>Live run</h2>
+{{with .Lateness}}<p><a href="{{$.Doc}}#lateness">Arrival lateness</a> p50 / p90 / p99 / p99.9 / max: {{.}}</p>{{end}}
+{{if .Restarts}}<h3>Dispatcher restarts</h3>
+<table>
+<thead><tr><th class="num">at</th><th class="num">down for</th><th>kind</th><th class="num">in flight</th></tr></thead>
+<tbody>
+{{range .Restarts}}<tr><td class="num">{{.At}}</td><td class="num">{{.Down}}</td><td>{{.Kind}}</td><td class="num">{{.InFlight}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .RestartsOmitted}}<p class="omitted">… and {{.RestartsOmitted}} more restarts not shown.</p>{{end}}{{end}}
+{{if .Alerts}}<h3>DLQ alerts</h3>
+<table>
+<thead><tr><th class="num">at</th><th>partner</th><th>reason</th><th class="num">count</th></tr></thead>
+<tbody>
+{{range .Alerts}}<tr><td class="num">{{.At}}</td><td>{{.Partner}}</td><td><code>{{.Reason}}</code></td><td class="num">{{.Count}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .AlertsOmitted}}<p class="omitted">… and {{.AlertsOmitted}} more alerts not shown.</p>{{end}}{{end}}
+</section>{{end}}
+{{end}}
+</main>
+</body>
+</html>
+`))

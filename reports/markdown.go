@@ -1,0 +1,681 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// PlotRef (one plot: its title and the PNG and SVG file names relative to
+// the run directory) belongs here; while the plots code carries a stub of
+// the same type in plotref_stub.go, it is declared there.
+
+// DefinitionsDoc is the document whose anchors the key-figure tables link
+// to (README.md#retry-amplification and so on). The CLI may point it at a
+// published copy.
+var DefinitionsDoc = "README.md"
+
+// Bounds on report tables; what is left out is counted in the report.
+const (
+	maxGateRows    = 200
+	maxCohortRows  = 50
+	maxOutageRows  = 50
+	maxBreakerRows = 50
+	maxPolicyRows  = 100
+	maxAlertRows   = 50
+	maxRestartRows = 50
+	maxReasonRows  = 50
+	maxPlots       = 50
+)
+
+// reportView is a Run reduced to display text, shared by the Markdown,
+// HTML and terminal writers so that they say the same thing.
+type reportView struct {
+	Title, Description string
+	Pass               bool
+	Verdict            string // "PASS: all 3 gates hold"
+	Meta               string // mode, seed, durations
+
+	Gates        []gateRow
+	GatesOmitted int
+	Figures      []figureRow
+
+	Cohorts        []cohortRow
+	CohortsOmitted int
+
+	DeadLetters        []reasonRow
+	DeadLettersOmitted int
+
+	Outages        []outageRow
+	OutagesOmitted int
+
+	Breaker        []breakerRow
+	BreakerOmitted int
+
+	Plots        []PlotRef
+	PlotsOmitted int
+
+	Policy        []KV
+	PolicyOmitted int
+
+	Baseline *comparisonView
+
+	Lateness        string // live: p50 / p90 / p99 / p99.9 / max
+	Alerts          []alertRow
+	AlertsOmitted   int
+	Restarts        []restartRow
+	RestartsOmitted int
+
+	Dir string
+}
+
+type gateRow struct {
+	Expr, Measured string
+	Pass           bool
+}
+
+type figureRow struct {
+	Label, Anchor, Value string
+}
+
+type cohortRow struct {
+	Name, Subscribers, Faulty, Deliveries, Delivered, DLQ, Pending, Attempts, Amplification, P99 string
+}
+
+type reasonRow struct {
+	Reason, Count, Share string
+}
+
+type outageRow struct {
+	Partner, Kind, Start, End, Drain string
+}
+
+type breakerRow struct {
+	At, Partner, From, To string
+}
+
+type alertRow struct {
+	At, Partner, Reason, Count string
+}
+
+type restartRow struct {
+	At, Down, Kind, InFlight string
+}
+
+type comparisonView struct {
+	Base, Candidate, Verdict string
+	Failed                   bool
+	Rows                     []compareRowView
+	Same                     int // unchanged rows left out
+}
+
+// Anchors the key figures link to; the README must carry these headings.
+const (
+	anchorDelivery      = "delivery"
+	anchorAttempt       = "attempt"
+	anchorAmplification = "retry-amplification"
+	anchorDrain         = "drain-time"
+	anchorReadyAge      = "oldest-ready-age"
+	anchorDelayedAge    = "oldest-delayed-age"
+	anchorHealthy       = "healthy-subscriber-latency"
+	anchorDeadLettered  = "dead-lettered"
+	anchorLost          = "lost"
+	anchorDuplicates    = "duplicates"
+	anchorRetryAfter    = "retry-after"
+	anchorBackPressure  = "back-pressure"
+	anchorBreaker       = "circuit-breaker"
+	anchorTimeSeries    = "time-series"
+	anchorLateness      = "lateness"
+)
+
+// buildView turns a run into display text; it never fails, and a nil
+// summary gives an empty report that says so.
+func buildView(r *Run, plots []PlotRef) *reportView {
+	v := &reportView{}
+	if r == nil {
+		r = &Run{}
+	}
+	v.Dir = r.Dir
+	s := r.Summary
+	if s == nil {
+		s = &Summary{}
+		v.Title = "stormdrill run"
+		v.Verdict = "FAIL: no summary"
+		return v
+	}
+	v.Title = s.Drill
+	if v.Title == "" {
+		v.Title = "drill"
+	}
+	v.Description = oneLine(s.Description)
+	v.Pass = s.Pass
+
+	failed := 0
+	for _, g := range s.Gates {
+		if !g.Pass {
+			failed++
+		}
+	}
+	switch {
+	case !s.Pass && failed > 0:
+		v.Verdict = fmt.Sprintf("FAIL: %d of %d gates failed", failed, len(s.Gates))
+	case !s.Pass:
+		v.Verdict = fmt.Sprintf("FAIL: all %d gates hold, but the run did not pass", len(s.Gates))
+	case len(s.Gates) == 0:
+		v.Verdict = "PASS: no gates"
+	case len(s.Gates) == 1:
+		v.Verdict = "PASS: the gate holds"
+	default:
+		v.Verdict = fmt.Sprintf("PASS: all %d gates hold", len(s.Gates))
+	}
+	meta := []string{}
+	if s.Mode != "" {
+		meta = append(meta, s.Mode)
+	}
+	meta = append(meta, "seed "+strconv.FormatUint(s.Seed, 10))
+	meta = append(meta, "arrivals for "+FormatDuration(s.DurationS), "ended at "+FormatDuration(s.DrillTimeS))
+	if s.Speed > 0 && s.Mode == "live" {
+		meta = append(meta, "speed ×"+trimFloat(s.Speed, 2))
+	}
+	v.Meta = strings.Join(meta, " · ")
+
+	for i, g := range s.Gates {
+		if i >= maxGateRows {
+			v.GatesOmitted = len(s.Gates) - i
+			break
+		}
+		v.Gates = append(v.Gates, gateRow{Expr: oneLine(g.Expr), Measured: oneLine(g.Display), Pass: g.Pass})
+	}
+
+	v.Figures = keyFigures(s)
+
+	for i, c := range s.Cohorts {
+		if i >= maxCohortRows {
+			v.CohortsOmitted = len(s.Cohorts) - i
+			break
+		}
+		p99 := "—"
+		if c.LatencyS.Count > 0 {
+			p99 = FormatDuration(c.LatencyS.P99)
+		}
+		faulty := "no"
+		if c.Faulty {
+			faulty = "yes"
+		}
+		v.Cohorts = append(v.Cohorts, cohortRow{
+			Name: oneLine(c.Name), Subscribers: groupDigits(int64(c.Subscribers)), Faulty: faulty,
+			Deliveries: groupDigits(c.Deliveries), Delivered: groupDigits(c.Delivered),
+			DLQ: groupDigits(c.DeadLettered), Pending: groupDigits(c.Pending),
+			Attempts: groupDigits(c.Attempts), Amplification: FormatValue(Ratio, c.Amplification), P99: p99,
+		})
+	}
+
+	v.DeadLetters, v.DeadLettersOmitted = reasonRows(s.DeadLetterReasons, s.Deliveries.DeadLettered)
+
+	for i, o := range s.Outages {
+		if i >= maxOutageRows {
+			v.OutagesOmitted = len(s.Outages) - i
+			break
+		}
+		drain := "not drained"
+		if o.DrainTimeS != nil {
+			drain = FormatDuration(*o.DrainTimeS)
+		}
+		v.Outages = append(v.Outages, outageRow{
+			Partner: oneLine(o.Partner), Kind: oneLine(o.Kind),
+			Start: FormatDuration(o.StartS), End: FormatDuration(o.EndS), Drain: drain,
+		})
+	}
+
+	for i, b := range s.BreakerTransitions {
+		if i >= maxBreakerRows {
+			v.BreakerOmitted = len(s.BreakerTransitions) - i
+			break
+		}
+		v.Breaker = append(v.Breaker, breakerRow{
+			At: FormatDuration(b.AtS), Partner: oneLine(b.Partner), From: oneLine(b.From), To: oneLine(b.To),
+		})
+	}
+
+	for i, p := range plots {
+		if i >= maxPlots {
+			v.PlotsOmitted = len(plots) - i
+			break
+		}
+		v.Plots = append(v.Plots, PlotRef{Title: oneLine(p.Title), PNG: p.PNG, SVG: p.SVG})
+	}
+
+	for i, kv := range r.Policy {
+		if i >= maxPolicyRows {
+			v.PolicyOmitted = len(r.Policy) - i
+			break
+		}
+		v.Policy = append(v.Policy, KV{Key: oneLine(kv.Key), Value: oneLine(kv.Value)})
+	}
+
+	if r.Baseline != nil {
+		v.Baseline = buildComparisonView(r.Baseline)
+	}
+
+	if s.Lateness != nil {
+		v.Lateness = percentileText(*s.Lateness)
+	}
+	for i, a := range s.Alerts {
+		if i >= maxAlertRows {
+			v.AlertsOmitted = len(s.Alerts) - i
+			break
+		}
+		v.Alerts = append(v.Alerts, alertRow{
+			At: FormatDuration(a.AtS), Partner: oneLine(a.Partner), Reason: oneLine(a.Reason), Count: groupDigits(a.Count),
+		})
+	}
+	for i, rs := range s.Restarts {
+		if i >= maxRestartRows {
+			v.RestartsOmitted = len(s.Restarts) - i
+			break
+		}
+		kind := "SIGKILL"
+		if rs.Graceful {
+			kind = "graceful"
+		}
+		v.Restarts = append(v.Restarts, restartRow{
+			At: FormatDuration(rs.AtS), Down: FormatDuration(rs.DownS), Kind: kind, InFlight: groupDigits(rs.InFlight),
+		})
+	}
+	return v
+}
+
+func buildComparisonView(c *Comparison) *comparisonView {
+	cv := &comparisonView{Base: oneLine(c.Base), Candidate: oneLine(c.Candidate), Failed: c.Failed}
+	exceeded := 0
+	rows, same := shownRows(c)
+	cv.Same = same
+	for _, r := range rows {
+		cv.Rows = append(cv.Rows, r.view())
+		if r.Exceeded {
+			exceeded++
+		}
+	}
+	cv.Verdict = "PASS: no tolerance exceeded"
+	if c.Failed {
+		cv.Verdict = fmt.Sprintf("FAIL: %d of the tolerated figures moved too far", exceeded)
+	}
+	return cv
+}
+
+// keyFigures is the key-figure table: what a reviewer reads first, each
+// linked to its definition.
+func keyFigures(s *Summary) []figureRow {
+	d := s.Deliveries
+	share := func(n int64) string {
+		if d.Created == 0 {
+			return groupDigits(n)
+		}
+		return fmt.Sprintf("%s (%s)", groupDigits(n), FormatValue(Fraction, float64(n)/float64(d.Created)))
+	}
+	rows := []figureRow{
+		{"Deliveries created", anchorDelivery, groupDigits(d.Created)},
+		{"Delivered", anchorDelivery, share(d.Delivered)},
+		{"Dead-lettered", anchorDeadLettered, share(d.DeadLettered)},
+		{"Pending at the end", anchorLost, share(d.Pending)},
+		{"Lost", anchorLost, groupDigits(d.Lost)},
+		{"Attempts", anchorAttempt, fmt.Sprintf("%s (first %s, retries %s)",
+			groupDigits(s.Attempts.Total), groupDigits(s.Attempts.First), groupDigits(s.Attempts.Retries))},
+		{"Retry amplification", anchorAmplification, FormatValue(Ratio, s.Amplification)},
+	}
+	drain, _, _ := s.Metric("drain_time")
+	if _, ok, _ := s.Metric("drain_time"); ok {
+		rows = append(rows, figureRow{"Drain time (slowest outage)", anchorDrain, FormatDuration(drain)})
+	} else {
+		rows = append(rows, figureRow{"Drain time (slowest outage)", anchorDrain, notApplicable(s, "drain_time")})
+	}
+	rows = append(rows,
+		figureRow{"Oldest ready age (max)", anchorReadyAge, FormatDuration(s.OldestReadyAgeMaxS)},
+		figureRow{"Oldest delayed age (max)", anchorDelayedAge, FormatDuration(s.OldestDelayedAgeMaxS)},
+	)
+	healthy := "no healthy deliveries"
+	if s.HealthyLatencyS.Count > 0 {
+		healthy = percentileText(s.HealthyLatencyS)
+	}
+	rows = append(rows, figureRow{"Healthy latency p50 / p90 / p99 / p99.9 / max", anchorHealthy, healthy})
+	outage := "no healthy deliveries during outages"
+	if s.HealthyLatencyOutageS.Count > 0 {
+		outage = percentileText(s.HealthyLatencyOutageS)
+	}
+	rows = append(rows, figureRow{"Healthy latency during outages", anchorHealthy, outage})
+	within := "no healthy deliveries"
+	if s.HealthyLatencyS.Count > 0 {
+		within = FormatValue(Fraction, s.HealthyWithinSLO)
+	}
+	label := "Healthy deliveries within the SLO"
+	if s.SLOS > 0 {
+		label += " (" + FormatDuration(s.SLOS) + ")"
+	}
+	rows = append(rows, figureRow{label, anchorHealthy, within})
+	beyond, _, _ := s.Metric("duplicates_beyond_in_flight")
+	dup := groupDigits(s.Duplicates)
+	if len(s.Restarts) > 0 {
+		dup += fmt.Sprintf(" (%s beyond the attempts in flight at restarts)", FormatValue(Count, beyond))
+	}
+	rows = append(rows,
+		figureRow{"Duplicates", anchorDuplicates, dup},
+		figureRow{"Retry-After values ignored", anchorRetryAfter, groupDigits(s.RetryAfterIgnored)},
+		figureRow{"Source held back (total / longest)", anchorBackPressure,
+			FormatDuration(s.SourceHeldBackS) + " / " + FormatDuration(s.SourceHeldBackMaxS)},
+		figureRow{"Peak attempts per second", anchorTimeSeries, FormatValue(Ratio, s.PeakAttemptsPerS)},
+		figureRow{"Peak pending deliveries", anchorTimeSeries, groupDigits(s.PeakPending)},
+		figureRow{"Breaker transitions", anchorBreaker, groupDigits(int64(len(s.BreakerTransitions)))},
+	)
+	if s.Lateness != nil {
+		rows = append(rows, figureRow{"Arrival lateness p99", anchorLateness, FormatDuration(s.Lateness.P99)})
+	}
+	return rows
+}
+
+// reasonRows lists dead-letter reasons with a non-zero count: the known
+// reasons in their fixed order, then any others sorted by name.
+func reasonRows(byReason map[string]int64, total int64) ([]reasonRow, int) {
+	var names []string
+	known := map[string]bool{}
+	for _, r := range DeadLetterReasons {
+		known[r] = true
+		if byReason[r] != 0 {
+			names = append(names, r)
+		}
+	}
+	var other []string
+	for r, n := range byReason {
+		if !known[r] && n != 0 {
+			other = append(other, r)
+		}
+	}
+	sort.Strings(other)
+	names = append(names, other...)
+	if total == 0 {
+		for _, r := range names {
+			total += byReason[r]
+		}
+	}
+	var rows []reasonRow
+	omitted := 0
+	for i, r := range names {
+		if i >= maxReasonRows {
+			omitted = len(names) - i
+			break
+		}
+		share := "—"
+		if total > 0 {
+			share = FormatValue(Fraction, float64(byReason[r])/float64(total))
+		}
+		rows = append(rows, reasonRow{Reason: oneLine(r), Count: groupDigits(byReason[r]), Share: share})
+	}
+	return rows, omitted
+}
+
+func percentileText(p Percentiles) string {
+	return strings.Join([]string{
+		FormatDuration(p.P50), FormatDuration(p.P90), FormatDuration(p.P99),
+		FormatDuration(p.P999), FormatDuration(p.Max),
+	}, " / ")
+}
+
+// groupDigits writes n with thousands separators: 12,345.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// oneLine keeps table cells on one line and bounded in length.
+func oneLine(s string) string {
+	const maxCell = 200
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxCell {
+		cut := maxCell
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// mdWriter writes Markdown lines and keeps the first error.
+type mdWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (m *mdWriter) line(s string) {
+	if m.err != nil {
+		return
+	}
+	_, m.err = io.WriteString(m.w, s+"\n")
+}
+
+// row writes one table row; cells are already escaped (mdCell or mdCode).
+func (m *mdWriter) row(cells ...string) {
+	m.line("| " + strings.Join(cells, " | ") + " |")
+}
+
+func (m *mdWriter) omitted(n int, what string) {
+	if n > 0 {
+		m.line("")
+		m.line(fmt.Sprintf("… and %d more %s not shown.", n, what))
+	}
+}
+
+// mdCell escapes text for a table cell: pipes would end the cell, and
+// Markdown punctuation would change its meaning.
+func mdCell(s string) string {
+	var b strings.Builder
+	for _, r := range oneLine(s) {
+		switch r {
+		case '|', '\\', '*', '_', '`', '[', ']', '<', '>':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode writes s as inline code; a pipe still needs escaping inside a table.
+func mdCode(s string) string {
+	s = strings.ReplaceAll(oneLine(s), "`", "'")
+	if s == "" {
+		return "—"
+	}
+	return "`" + strings.ReplaceAll(s, "|", `\|`) + "`"
+}
+
+// mdLink escapes a relative file name for a Markdown link target.
+func mdLink(name string) string {
+	r := strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E")
+	return r.Replace(name)
+}
+
+// WriteMarkdown writes report.md: verdict, gates, key figures, cohorts,
+// dead letters, outages, breaker transitions, plots, policy, the baseline
+// comparison and the live-mode sections when they apply.
+func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
+	v := buildView(r, plots)
+	m := &mdWriter{w: w}
+	m.line("# " + mdCell(v.Title))
+	m.line("")
+	if v.Description != "" {
+		m.line(mdCell(v.Description))
+		m.line("")
+	}
+	m.line("**" + v.Verdict + "** · " + v.Meta)
+	if r == nil || r.Summary == nil {
+		return m.err
+	}
+
+	m.line("")
+	m.line("## Gates")
+	m.line("")
+	if len(v.Gates) == 0 {
+		m.line("No gates.")
+	} else {
+		m.line("| gate | measured | verdict |")
+		m.line("| --- | ---: | --- |")
+		for _, g := range v.Gates {
+			m.row(mdCode(g.Expr), mdCell(g.Measured), passText(g.Pass))
+		}
+		m.omitted(v.GatesOmitted, "gates")
+	}
+
+	m.line("")
+	m.line("## Key figures")
+	m.line("")
+	m.line("| figure | value |")
+	m.line("| --- | ---: |")
+	for _, f := range v.Figures {
+		m.row(fmt.Sprintf("[%s](%s#%s)", mdCell(f.Label), mdLink(DefinitionsDoc), f.Anchor), mdCell(f.Value))
+	}
+
+	if len(v.Cohorts) > 0 {
+		m.line("")
+		m.line("## Cohorts")
+		m.line("")
+		m.line("| cohort | subscribers | faulty | deliveries | delivered | DLQ | pending | attempts | amplification | p99 |")
+		m.line("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		for _, c := range v.Cohorts {
+			m.row(mdCell(c.Name), c.Subscribers, c.Faulty, c.Deliveries, c.Delivered, c.DLQ, c.Pending, c.Attempts, c.Amplification, c.P99)
+		}
+		m.omitted(v.CohortsOmitted, "cohorts")
+	}
+
+	m.line("")
+	m.line(fmt.Sprintf("## [Dead letters](%s#%s)", mdLink(DefinitionsDoc), anchorDeadLettered))
+	m.line("")
+	if len(v.DeadLetters) == 0 {
+		m.line("No dead letters.")
+	} else {
+		m.line("| reason | count | share |")
+		m.line("| --- | ---: | ---: |")
+		for _, d := range v.DeadLetters {
+			m.row(mdCode(d.Reason), d.Count, d.Share)
+		}
+		m.omitted(v.DeadLettersOmitted, "reasons")
+	}
+
+	if len(v.Outages) > 0 {
+		m.line("")
+		m.line(fmt.Sprintf("## Outages and [drain time](%s#%s)", mdLink(DefinitionsDoc), anchorDrain))
+		m.line("")
+		m.line("| partner | kind | start | end | drain time |")
+		m.line("| --- | --- | ---: | ---: | ---: |")
+		for _, o := range v.Outages {
+			m.row(mdCell(o.Partner), mdCell(o.Kind), o.Start, o.End, o.Drain)
+		}
+		m.omitted(v.OutagesOmitted, "outages")
+	}
+
+	if len(v.Breaker) > 0 {
+		m.line("")
+		m.line(fmt.Sprintf("## [Breaker](%s#%s) transitions", mdLink(DefinitionsDoc), anchorBreaker))
+		m.line("")
+		m.line("| at | partner | from | to |")
+		m.line("| ---: | --- | --- | --- |")
+		for _, b := range v.Breaker {
+			m.row(b.At, mdCell(b.Partner), mdCell(b.From), mdCell(b.To))
+		}
+		m.omitted(v.BreakerOmitted, "transitions")
+	}
+
+	if len(v.Plots) > 0 {
+		m.line("")
+		m.line("## Plots")
+		for _, p := range v.Plots {
+			m.line("")
+			m.line("### " + mdCell(p.Title))
+			m.line("")
+			if p.PNG != "" {
+				m.line(fmt.Sprintf("![%s](%s)", mdCell(p.Title), mdLink(p.PNG)))
+			}
+			if p.SVG != "" {
+				m.line("")
+				m.line(fmt.Sprintf("[SVG](%s)", mdLink(p.SVG)))
+			}
+		}
+		m.omitted(v.PlotsOmitted, "plots")
+	}
+
+	if len(v.Policy) > 0 {
+		m.line("")
+		m.line("## Policy")
+		m.line("")
+		m.line("| setting | value |")
+		m.line("| --- | --- |")
+		for _, kv := range v.Policy {
+			m.row(mdCode(kv.Key), mdCell(kv.Value))
+		}
+		m.omitted(v.PolicyOmitted, "settings")
+	}
+
+	if r.Baseline != nil {
+		m.line("")
+		m.line("## Compared with the baseline")
+		m.line("")
+		writeComparisonBody(m, r.Baseline)
+	}
+
+	if v.Lateness != "" || len(v.Alerts) > 0 || len(v.Restarts) > 0 {
+		m.line("")
+		m.line("## Live run")
+		if v.Lateness != "" {
+			m.line("")
+			m.line(fmt.Sprintf("[Arrival lateness](%s#%s) p50 / p90 / p99 / p99.9 / max: %s", mdLink(DefinitionsDoc), anchorLateness, v.Lateness))
+		}
+		if len(v.Restarts) > 0 {
+			m.line("")
+			m.line("### Dispatcher restarts")
+			m.line("")
+			m.line("| at | down for | kind | in flight |")
+			m.line("| ---: | ---: | --- | ---: |")
+			for _, rs := range v.Restarts {
+				m.row(rs.At, rs.Down, rs.Kind, rs.InFlight)
+			}
+			m.omitted(v.RestartsOmitted, "restarts")
+		}
+		if len(v.Alerts) > 0 {
+			m.line("")
+			m.line("### DLQ alerts")
+			m.line("")
+			m.line("| at | partner | reason | count |")
+			m.line("| ---: | --- | --- | ---: |")
+			for _, a := range v.Alerts {
+				m.row(a.At, mdCell(a.Partner), mdCode(a.Reason), a.Count)
+			}
+			m.omitted(v.AlertsOmitted, "alerts")
+		}
+	}
+	return m.err
+}
+
+func passText(pass bool) string {
+	if pass {
+		return "✅ pass"
+	}
+	return "❌ FAIL"
+}
+
+// isFinite is used by writers that must not print NaN.
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }

@@ -1,0 +1,258 @@
+package reports
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Kind is the unit family of a metric; it decides how gate values are
+// written and how measured values are displayed.
+type Kind int
+
+const (
+	// Count is a whole number of things (deliveries, attempts, transitions).
+	Count Kind = iota + 1
+	// Duration is a time in seconds; gates must write it with a unit.
+	Duration
+	// Fraction is a share in [0, 1]; gates may write it as a percentage.
+	Fraction
+	// Ratio is a plain number (amplification, a rate per second).
+	Ratio
+)
+
+// String names the kind for error messages.
+func (k Kind) String() string {
+	switch k {
+	case Count:
+		return "count"
+	case Duration:
+		return "duration"
+	case Fraction:
+		return "fraction"
+	case Ratio:
+		return "ratio"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// DeadLetterReasons are the reasons a delivery can be dead-lettered, in the
+// order reports list them (DESIGN.md, "dead-lettered").
+var DeadLetterReasons = []string{
+	"permanent",
+	"max-attempts",
+	"window-expired",
+	"circuit-open",
+	"budget-exhausted",
+	"queue-full",
+}
+
+// better says which way a metric should move; compare uses it for its
+// verdict column.
+type better int
+
+const (
+	neutral     better = 0
+	lowerBetter better = -1
+	upperBetter better = 1
+)
+
+// metricDef is one entry of the gate/compare namespace. value reports
+// ok=false when the figure does not apply to this run; na then says why, in
+// words fit for a report cell.
+type metricDef struct {
+	kind   Kind
+	better better
+	value  func(s *Summary) (v float64, ok bool)
+	na     func(s *Summary) string
+}
+
+func always(f func(s *Summary) float64) func(*Summary) (float64, bool) {
+	return func(s *Summary) (float64, bool) { return f(s), true }
+}
+
+func naText(text string) func(*Summary) string {
+	return func(*Summary) string { return text }
+}
+
+// metrics is the namespace; built once in init because the dlq.<reason> and
+// percentile entries are generated.
+var metrics map[string]metricDef
+
+func init() {
+	m := map[string]metricDef{
+		"created":        {kind: Count, better: neutral, value: always(func(s *Summary) float64 { return float64(s.Deliveries.Created) })},
+		"delivered":      {kind: Count, better: upperBetter, value: always(func(s *Summary) float64 { return float64(s.Deliveries.Delivered) })},
+		"dead_lettered":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Deliveries.DeadLettered) })},
+		"pending":        {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Deliveries.Pending) })},
+		"lost":           {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Deliveries.Lost) })},
+		"attempts":       {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Attempts.Total) })},
+		"first_attempts": {kind: Count, better: neutral, value: always(func(s *Summary) float64 { return float64(s.Attempts.First) })},
+		"retries":        {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Attempts.Retries) })},
+		"amplification":  {kind: Ratio, better: lowerBetter, value: always(func(s *Summary) float64 { return s.Amplification })},
+		"drain_time": {kind: Duration, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				if s.DrainTimeS == nil || len(s.Outages) == 0 {
+					return 0, false
+				}
+				return *s.DrainTimeS, true
+			},
+			na: func(s *Summary) string {
+				if len(s.Outages) == 0 {
+					return "no outages"
+				}
+				return "not drained"
+			}},
+		"oldest_ready_age":   {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.OldestReadyAgeMaxS })},
+		"oldest_delayed_age": {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.OldestDelayedAgeMaxS })},
+		"healthy_within_slo": {kind: Fraction, better: upperBetter,
+			value: func(s *Summary) (float64, bool) { return s.HealthyWithinSLO, s.HealthyLatencyS.Count > 0 },
+			na:    naText("no healthy deliveries")},
+		"duplicates": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Duplicates) })},
+		"duplicates_beyond_in_flight": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 {
+			var inFlight int64
+			for _, r := range s.Restarts {
+				inFlight += r.InFlight
+			}
+			return float64(max(0, s.Duplicates-inFlight))
+		})},
+		"retry_after_ignored":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.RetryAfterIgnored) })},
+		"source_held_back":     {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackS })},
+		"source_held_back_max": {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackMaxS })},
+		"peak_attempts_per_s":  {kind: Ratio, better: lowerBetter, value: always(func(s *Summary) float64 { return s.PeakAttemptsPerS })},
+		"peak_pending":         {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.PeakPending) })},
+		"breaker_transitions":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(len(s.BreakerTransitions)) })},
+		"lateness.p99": {kind: Duration, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				if s.Lateness == nil {
+					return 0, false
+				}
+				return s.Lateness.P99, true
+			},
+			na: naText("not measured (sim)")},
+	}
+	percentiles := []struct {
+		name string
+		get  func(p *Percentiles) float64
+	}{
+		{"p50", func(p *Percentiles) float64 { return p.P50 }},
+		{"p90", func(p *Percentiles) float64 { return p.P90 }},
+		{"p99", func(p *Percentiles) float64 { return p.P99 }},
+		{"p999", func(p *Percentiles) float64 { return p.P999 }},
+		{"max", func(p *Percentiles) float64 { return p.Max }},
+	}
+	for _, q := range percentiles {
+		get := q.get
+		m["healthy.latency."+q.name] = metricDef{kind: Duration, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) { return get(&s.HealthyLatencyS), s.HealthyLatencyS.Count > 0 },
+			na:    naText("no healthy deliveries")}
+		m["healthy.outage.latency."+q.name] = metricDef{kind: Duration, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				return get(&s.HealthyLatencyOutageS), s.HealthyLatencyOutageS.Count > 0
+			},
+			na: naText("no healthy deliveries during outages")}
+	}
+	for _, reason := range DeadLetterReasons {
+		reason := reason
+		m["dlq."+reason] = metricDef{kind: Count, better: lowerBetter,
+			value: always(func(s *Summary) float64 { return float64(s.DeadLetterReasons[reason]) })}
+	}
+	metrics = m
+	metricNames = make([]string, 0, len(m))
+	for name := range m {
+		metricNames = append(metricNames, name)
+	}
+	sort.Strings(metricNames)
+}
+
+var metricNames []string
+
+// MetricNames returns every name gates and compare accept, sorted.
+func MetricNames() []string {
+	return append([]string(nil), metricNames...)
+}
+
+// MetricKind returns the unit family of a metric; ok is false for an unknown
+// name.
+func MetricKind(name string) (Kind, bool) {
+	d, ok := metrics[name]
+	return d.kind, ok
+}
+
+// Metric returns the named figure of s. ok is false when the figure does not
+// apply to this run (drain_time when an outage never drained, lateness in a
+// simulation); err is set for an unknown name.
+func (s *Summary) Metric(name string) (v float64, ok bool, err error) {
+	d, known := metrics[name]
+	if !known {
+		return 0, false, unknownMetricError(name)
+	}
+	if s == nil {
+		return 0, false, nil
+	}
+	v, ok = d.value(s)
+	return v, ok, nil
+}
+
+// notApplicable says in words why a metric has no value for s.
+func notApplicable(s *Summary, name string) string {
+	d, known := metrics[name]
+	if !known {
+		return "unknown metric"
+	}
+	if s == nil || d.na == nil {
+		return "not applicable"
+	}
+	return d.na(s)
+}
+
+// unknownMetricError names the closest valid metric, then lists them all,
+// because a typo in a gate is the common case.
+func unknownMetricError(name string) error {
+	msg := fmt.Sprintf("unknown metric %q", name)
+	if near := nearestMetric(name); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return fmt.Errorf("%s; valid metrics: %s", msg, strings.Join(metricNames, ", "))
+}
+
+// nearestMetric returns the metric name closest to name by edit distance,
+// or "" when nothing is reasonably close.
+func nearestMetric(name string) string {
+	if len(name) > 100 { // bound the work on absurd input
+		name = name[:100]
+	}
+	best, bestDist := "", -1
+	for _, cand := range metricNames {
+		d := editDistance(strings.ToLower(name), cand)
+		if bestDist < 0 || d < bestDist {
+			best, bestDist = cand, d
+		}
+	}
+	// Beyond about half the name's length, a suggestion is noise.
+	if bestDist > max(3, len(name)/2) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

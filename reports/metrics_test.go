@@ -1,0 +1,96 @@
+package reports
+
+import (
+	"sort"
+	"strings"
+	"testing"
+)
+
+func TestMetricNames(t *testing.T) {
+	names := MetricNames()
+	if !sort.StringsAreSorted(names) {
+		t.Error("MetricNames is not sorted")
+	}
+	// Every name the issue lists, with its kind.
+	want := map[string]Kind{
+		"created": Count, "delivered": Count, "dead_lettered": Count, "pending": Count, "lost": Count,
+		"attempts": Count, "first_attempts": Count, "retries": Count, "amplification": Ratio,
+		"drain_time": Duration, "oldest_ready_age": Duration, "oldest_delayed_age": Duration,
+		"healthy_within_slo": Fraction, "duplicates": Count, "duplicates_beyond_in_flight": Count,
+		"retry_after_ignored": Count, "source_held_back": Duration, "source_held_back_max": Duration,
+		"peak_attempts_per_s": Ratio, "peak_pending": Count, "breaker_transitions": Count,
+		"lateness.p99": Duration,
+	}
+	for _, q := range []string{"p50", "p90", "p99", "p999", "max"} {
+		want["healthy.latency."+q] = Duration
+		want["healthy.outage.latency."+q] = Duration
+	}
+	for _, r := range DeadLetterReasons {
+		want["dlq."+r] = Count
+	}
+	if len(names) != len(want) {
+		t.Errorf("%d names, want %d: %v", len(names), len(want), names)
+	}
+	for name, kind := range want {
+		if k, ok := MetricKind(name); !ok || k != kind {
+			t.Errorf("MetricKind(%q) = %v, %v; want %v", name, k, ok, kind)
+		}
+	}
+	names[0] = "mutated"
+	if MetricNames()[0] == "mutated" {
+		t.Error("MetricNames returns its internal slice")
+	}
+}
+
+func TestMetricValues(t *testing.T) {
+	s := fixtureSummary()
+	tests := []struct {
+		name string
+		v    float64
+		ok   bool
+	}{
+		{"created", 1440000, true},                 // deliveries
+		{"retries", 60123, true},                   // attempts
+		{"dlq.window-expired", 700, true},          // reason in the map
+		{"dlq.queue-full", 0, true},                // reason absent from the map is 0
+		{"breaker_transitions", 55, true},          // a count of a list
+		{"duplicates_beyond_in_flight", 3, true},   // 7 duplicates − 4 in flight at the restart
+		{"drain_time", 0, false},                   // globex never drained
+		{"healthy.latency.p999", 2.5, true},        // percentile
+		{"healthy.outage.latency.max", 75.5, true}, // outage percentile
+		{"lateness.p99", 0.0042, true},             // live only
+		{"oldest_delayed_age", 1801.2, true},       // max age
+	}
+	for _, tt := range tests {
+		v, ok, err := s.Metric(tt.name)
+		if err != nil || ok != tt.ok || (ok && v != tt.v) {
+			t.Errorf("Metric(%q) = %v, %v, %v; want %v, %v", tt.name, v, ok, err, tt.v, tt.ok)
+		}
+	}
+	// More in flight than duplicates: never negative.
+	s.Restarts = append(s.Restarts, Restart{InFlight: 100})
+	if v, _, _ := s.Metric("duplicates_beyond_in_flight"); v != 0 {
+		t.Errorf("duplicates_beyond_in_flight = %v, want 0", v)
+	}
+	if _, _, err := s.Metric("nope"); err == nil || !strings.Contains(err.Error(), "valid metrics") {
+		t.Errorf("unknown metric: err %v", err)
+	}
+	var nilSummary *Summary
+	if _, ok, err := nilSummary.Metric("lost"); ok || err != nil {
+		t.Errorf("nil summary: ok %v err %v", ok, err)
+	}
+}
+
+func TestNearestMetric(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"healthy.latncy.p999", "healthy.latency.p999"}, // one deletion
+		{"drain-time", "drain_time"},                    // dash for underscore
+		{"DUPLICATES", "duplicates"},                    // case
+		{"zzzzzzzzzzzzzzzzzzzzzzzz", ""},                // nothing close
+	}
+	for _, tt := range tests {
+		if got := nearestMetric(tt.in); got != tt.want {
+			t.Errorf("nearestMetric(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,659 @@
+package reports
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Plot size and PNG resolution: 8in × 4in at 100 dpi is an 800 × 400 image,
+// legible in a pull request and a few tens of kilobytes.
+const (
+	plotWidth  = 8 * vg.Inch
+	plotHeight = 4 * vg.Inch
+	plotPNGDPI = 100
+)
+
+// Colours (Okabe–Ito, distinguishable with the common colour-vision
+// deficiencies), used in this order for series without a fixed colour.
+var plotPalette = []color.NRGBA{
+	{R: 0x00, G: 0x72, B: 0xB2, A: 0xFF}, // blue
+	{R: 0xE6, G: 0x9F, B: 0x00, A: 0xFF}, // orange
+	{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF}, // bluish green
+	{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF}, // vermillion
+	{R: 0xCC, G: 0x79, B: 0xA7, A: 0xFF}, // reddish purple
+	{R: 0x56, G: 0xB4, B: 0xE9, A: 0xFF}, // sky blue
+	{R: 0xF0, G: 0xE4, B: 0x42, A: 0xFF}, // yellow
+	{R: 0x00, G: 0x00, B: 0x00, A: 0xFF}, // black
+}
+
+var (
+	outageColor = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x40} // translucent grey
+	sloColor    = color.NRGBA{R: 0xC0, G: 0x00, B: 0x00, A: 0xFF}
+)
+
+func paletteColor(i int) color.Color { return plotPalette[i%len(plotPalette)] }
+
+// withAlpha is c with its opacity replaced by a (0–255).
+func withAlpha(c color.NRGBA, a uint8) color.NRGBA {
+	c.A = a
+	return c
+}
+
+// WritePlots writes the run's plots into dir, each as NAME.png and NAME.svg
+// (NAME one of attempts, amplification, pending, oldest_age,
+// healthy_latency, ordinals, dead_letters, breaker, in that order), and
+// returns one PlotRef per plot written, in that order. A plot the run has no
+// data for is left out; attempts and pending are always written. Series are
+// downsampled to at most MaxPlotPoints points each, keeping their peaks.
+// The same run gives byte-identical files.
+func WritePlots(dir string, run *Run) ([]PlotRef, error) {
+	files, err := writePlotFiles(dir, run)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]PlotRef, len(files))
+	for i, f := range files {
+		refs[i] = PlotRef{Title: f.title, PNG: f.png, SVG: f.svg}
+	}
+	return refs, nil
+}
+
+// namedPlot is one finished plot and the base name of its files.
+type namedPlot struct {
+	name  string // file base name without extension
+	title string
+	plot  *plot.Plot
+}
+
+// plotFile is one plot written to disk: its title and the base names of its
+// PNG and SVG files.
+type plotFile struct {
+	title, png, svg string
+}
+
+// writePlotFiles builds every plot the run has data for and writes each as
+// PNG and SVG into dir, in a fixed order.
+func writePlotFiles(dir string, run *Run) ([]plotFile, error) {
+	plots, err := buildPlots(run)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("plots: %w", err)
+	}
+	files := make([]plotFile, 0, len(plots))
+	for _, np := range plots {
+		f := plotFile{title: np.title, png: np.name + ".png", svg: np.name + ".svg"}
+		for _, out := range []struct{ format, file string }{{"png", f.png}, {"svg", f.svg}} {
+			data, err := renderPlot(np.plot, out.format)
+			if err != nil {
+				return nil, fmt.Errorf("plots: %s: %w", out.file, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, out.file), data, 0o644); err != nil {
+				return nil, fmt.Errorf("plots: %w", err)
+			}
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// buildPlots makes the plots in their report order, leaving out those the
+// run has no data for (attempts and pending are always drawn).
+func buildPlots(run *Run) ([]namedPlot, error) {
+	if run == nil {
+		return nil, errors.New("plots: no run")
+	}
+	in := plotInput{summary: run.Summary, ts: run.Timeseries, run: run}
+	if in.summary == nil {
+		in.summary = &Summary{}
+	}
+	if in.ts == nil {
+		in.ts = &Timeseries{}
+	}
+	span := in.summary.DrillTimeS
+	if n := len(in.ts.Samples); n > 0 {
+		span = math.Max(span, in.ts.Samples[n-1].T)
+	}
+	in.time = chooseTimeAxis(span)
+
+	builders := []struct {
+		name, title string
+		build       func(plotInput, string) (*plot.Plot, error)
+	}{
+		{"attempts", "Attempts per second", attemptsPlot},
+		{"amplification", "Retry amplification", amplificationPlot},
+		{"pending", "Pending deliveries", pendingPlot},
+		{"oldest_age", "Oldest message age", oldestAgePlot},
+		{"healthy_latency", "Healthy-subscriber latency", healthyLatencyPlot},
+		{"ordinals", "Attempts by ordinal", ordinalsPlot},
+		{"dead_letters", "Dead letters by reason", deadLettersPlot},
+		{"breaker", "Circuit breaker state", breakerPlot},
+	}
+	var plots []namedPlot
+	for _, b := range builders {
+		p, err := b.build(in, b.title)
+		if err != nil {
+			return nil, fmt.Errorf("plots: %s: %w", b.name, err)
+		}
+		if p == nil {
+			continue // no data for it
+		}
+		plots = append(plots, namedPlot{name: b.name, title: p.Title.Text, plot: p})
+	}
+	return plots, nil
+}
+
+// plotInput is what every plot builder reads.
+type plotInput struct {
+	run     *Run
+	summary *Summary
+	ts      *Timeseries
+	time    timeAxis
+}
+
+// renderPlot draws p into an in-memory PNG or SVG document. gonum panics on
+// some degenerate input (a log axis reaching 0); that becomes an error here
+// rather than a crashed run.
+func renderPlot(p *plot.Plot, format string) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("drawing %s: %v", format, r)
+		}
+	}()
+	var c vg.CanvasWriterTo
+	switch format {
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(
+			vgimg.UseWH(plotWidth, plotHeight),
+			vgimg.UseDPI(plotPNGDPI),
+			vgimg.UseBackgroundColor(color.White),
+		)}
+	case "svg":
+		// Fonts are not embedded: that would add hundreds of kilobytes to
+		// every file and to the HTML report that inlines them.
+		c = vgsvg.New(plotWidth, plotHeight)
+	default:
+		return nil, fmt.Errorf("unknown plot format %q", format)
+	}
+	drawWithLegendRight(p, draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// legendGap separates the data area from a legend drawn to its right.
+const legendGap = 8 * vg.Millimeter / 2
+
+// drawWithLegendRight draws p with its legend in a column to the right of
+// the axes instead of inside them, where it would hide data. p is left as
+// it was.
+func drawWithLegendRight(p *plot.Plot, c draw.Canvas) {
+	legend := p.Legend
+	p.Legend = plot.NewLegend() // no entries: Draw draws no legend
+	defer func() { p.Legend = legend }()
+
+	r := legend.Rectangle(c)
+	width := r.Max.X - r.Min.X
+	if width <= 0 {
+		p.Draw(c)
+		return
+	}
+	p.Draw(draw.Crop(c, 0, -(width + 2*legendGap), 0, 0))
+
+	// Top-aligned with the data area, which starts below the title.
+	var titleHeight vg.Length
+	if p.Title.Text != "" {
+		titleHeight = p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y + p.Title.Padding
+	}
+	legend.Top, legend.Left = true, true
+	legend.Draw(draw.Crop(c, c.Max.X-c.Min.X-width-legendGap, 0, 0, -titleHeight))
+}
+
+// newPlot is a plot with a title, axis labels (units included by the
+// caller) and a light grid; its legend goes to the right of the axes.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Legend.Padding = vg.Points(2)
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// newTimePlot is a plot whose x axis is drill time in in.time's unit, with
+// the scripted outage windows shaded behind the data.
+func newTimePlot(in plotInput, title, yLabel string) *plot.Plot {
+	p := newPlot(title, in.time.label, yLabel)
+	addOutageShading(p, in.summary.Outages, in.time.divS)
+	return p
+}
+
+// finishTimeAxes starts both axes at 0 (times, rates, depths and ages are
+// never negative) and lets the time axis reach the end of the drill.
+func finishTimeAxes(p *plot.Plot, in plotInput) {
+	p.X.Min = math.Min(p.X.Min, 0)
+	if end := plotFinite(in.summary.DrillTimeS) / in.time.divS; end > p.X.Max {
+		p.X.Max = end
+	}
+	p.Y.Min = math.Min(p.Y.Min, 0)
+	// No data (or one flat point): a unit range rather than gonum's ±1
+	// around 0, which would show negative time and rates.
+	if !(p.X.Max > p.X.Min) {
+		p.X.Max = p.X.Min + 1
+	}
+	if !(p.Y.Max > p.Y.Min) {
+		p.Y.Max = p.Y.Min + 1
+	}
+	// Headroom, so a peak or the SLO line does not run along the frame.
+	p.Y.Max += (p.Y.Max - p.Y.Min) / 20
+}
+
+// outageShading is a plotter that shades time windows (x units) over the
+// whole height of the plot. It has no data range, so it neither stretches
+// nor shrinks the axes: windows outside the data are clipped.
+type outageShading struct {
+	windows [][2]float64
+	color   color.Color
+}
+
+// addOutageShading shades the scripted outage windows (seconds) on a plot
+// whose x axis is time in units of xDivS seconds, and adds one legend entry
+// when there is any.
+func addOutageShading(p *plot.Plot, outages []Outage, xDivS float64) {
+	if s := newOutageShading(outages, xDivS); s != nil {
+		p.Add(s)
+		p.Legend.Add("scripted outage", s)
+	}
+}
+
+// newOutageShading is the shading for the non-empty outage windows, in
+// units of xDivS seconds, or nil when there is none.
+func newOutageShading(outages []Outage, xDivS float64) *outageShading {
+	s := &outageShading{color: outageColor}
+	for _, o := range outages {
+		start, end := plotFinite(o.StartS), plotFinite(o.EndS)
+		if end <= start {
+			continue
+		}
+		s.windows = append(s.windows, [2]float64{start / xDivS, end / xDivS})
+	}
+	if len(s.windows) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Plot implements plot.Plotter.
+func (s *outageShading) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, w := range s.windows {
+		x0 := max(trX(w[0]), c.Min.X)
+		x1 := min(trX(w[1]), c.Max.X)
+		if x1 <= x0 {
+			continue
+		}
+		c.FillPolygon(s.color, []vg.Point{
+			{X: x0, Y: c.Min.Y}, {X: x0, Y: c.Max.Y},
+			{X: x1, Y: c.Max.Y}, {X: x1, Y: c.Min.Y},
+		})
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (s *outageShading) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(s.color, []vg.Point{
+		{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y},
+		{X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y},
+	})
+}
+
+// refLine is a reference line across the whole plot: horizontal at y =
+// value, or vertical at x = value. Its data range covers the value on its
+// own axis only, so the line is always in view.
+type refLine struct {
+	vertical bool
+	value    float64
+	style    draw.LineStyle
+}
+
+func newSLOLine(vertical bool, value float64) *refLine {
+	return &refLine{vertical: vertical, value: value, style: draw.LineStyle{
+		Color: sloColor, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(6), vg.Points(3)},
+	}}
+}
+
+// Plot implements plot.Plotter.
+func (l *refLine) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	if l.vertical {
+		x := trX(l.value)
+		c.StrokeLines(l.style, c.ClipLinesX([]vg.Point{{X: x, Y: c.Min.Y}, {X: x, Y: c.Max.Y}})...)
+		return
+	}
+	y := trY(l.value)
+	c.StrokeLines(l.style, c.ClipLinesY([]vg.Point{{X: c.Min.X, Y: y}, {X: c.Max.X, Y: y}})...)
+}
+
+// DataRange implements plot.DataRanger.
+func (l *refLine) DataRange() (xmin, xmax, ymin, ymax float64) {
+	inf := math.Inf(1)
+	if l.vertical {
+		return l.value, l.value, inf, -inf
+	}
+	return inf, -inf, l.value, l.value
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (l *refLine) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.style, c.Min.X, y, c.Max.X, y)
+}
+
+// addLine adds a line in the given colour and a legend entry for it.
+func addLine(p *plot.Plot, label string, xys plotter.XYs, col color.Color) (*plotter.Line, error) {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return nil, err
+	}
+	l.LineStyle.Color = col
+	l.LineStyle.Width = vg.Points(1.25)
+	p.Add(l)
+	p.Legend.Add(label, l)
+	return l, nil
+}
+
+// addBand adds a filled polygon between bottom and top (same x values) and
+// a legend entry for it.
+func addBand(p *plot.Plot, label string, bottom, top plotter.XYs, fill color.Color) error {
+	if len(top) == 0 {
+		return nil
+	}
+	poly, err := plotter.NewPolygon(bandPolygon(bottom, top))
+	if err != nil {
+		return err
+	}
+	poly.Color = fill
+	poly.LineStyle.Width = 0
+	p.Add(poly)
+	p.Legend.Add(label, poly)
+	return nil
+}
+
+func attemptsPlot(in plotInput, title string) (*plot.Plot, error) {
+	p := newTimePlot(in, title, "attempts/s")
+	first, top, successes := attemptsSeries(in.ts.Samples, in.time.divS, MaxPlotPoints)
+	if len(first) > 0 {
+		if err := addBand(p, "first attempts", zeroLike(first), first, withAlpha(plotPalette[0], 0xC0)); err != nil {
+			return nil, err
+		}
+		if err := addBand(p, "retries (stacked)", first, top, withAlpha(plotPalette[1], 0xC0)); err != nil {
+			return nil, err
+		}
+		if _, err := addLine(p, "successes", successes, plotPalette[2]); err != nil {
+			return nil, err
+		}
+	}
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
+func amplificationPlot(in plotInput, title string) (*plot.Plot, error) {
+	s := sampleSeries(in.ts.Samples, in.time.divS, MaxPlotPoints,
+		func(s *Sample) float64 { return s.Amplification },
+		func(s *Sample) float64 { return s.RunningAmplification },
+	)
+	if !anyNonZero(s...) {
+		return nil, nil
+	}
+	p := newTimePlot(in, title, "amplification (attempts ÷ first attempts)")
+	if _, err := addLine(p, "per interval", s[0], withAlpha(plotPalette[1], 0xB0)); err != nil {
+		return nil, err
+	}
+	running, err := addLine(p, "running overall", s[1], plotPalette[0])
+	if err != nil {
+		return nil, err
+	}
+	running.LineStyle.Width = vg.Points(2)
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
+func pendingPlot(in plotInput, title string) (*plot.Plot, error) {
+	p := newTimePlot(in, title, "deliveries")
+	if len(in.ts.Samples) > 0 {
+		s := sampleSeries(in.ts.Samples, in.time.divS, MaxPlotPoints,
+			func(s *Sample) float64 { return s.Ready },
+			func(s *Sample) float64 { return s.Delayed },
+			func(s *Sample) float64 { return s.InFlight },
+		)
+		for i, label := range []string{"ready", "delayed", "in flight"} {
+			if _, err := addLine(p, label, s[i], paletteColor(i)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
+func oldestAgePlot(in plotInput, title string) (*plot.Plot, error) {
+	if len(in.ts.Samples) == 0 {
+		return nil, nil
+	}
+	maxAge := math.Max(plotFinite(in.summary.SLOS), 0)
+	for i := range in.ts.Samples {
+		s := &in.ts.Samples[i]
+		maxAge = math.Max(maxAge, math.Max(plotFinite(s.OldestReadyAgeS), plotFinite(s.OldestDelayedAgeS)))
+	}
+	unit := chooseDurationAxis(maxAge)
+	s := sampleSeries(in.ts.Samples, in.time.divS, MaxPlotPoints,
+		func(s *Sample) float64 { return plotFinite(s.OldestReadyAgeS) / unit.divS },
+		func(s *Sample) float64 { return plotFinite(s.OldestDelayedAgeS) / unit.divS },
+	)
+	p := newTimePlot(in, title, "age ("+unit.unit+")")
+	if _, err := addLine(p, "oldest ready", s[0], plotPalette[0]); err != nil {
+		return nil, err
+	}
+	if _, err := addLine(p, "oldest delayed", s[1], plotPalette[1]); err != nil {
+		return nil, err
+	}
+	if slo := plotFinite(in.summary.SLOS); slo > 0 {
+		l := newSLOLine(false, slo/unit.divS)
+		p.Add(l)
+		p.Legend.Add("SLO "+legendSeconds(slo), l)
+	}
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
+func healthyLatencyPlot(in plotInput, title string) (*plot.Plot, error) {
+	curves := []struct {
+		label  string
+		points []CDFPoint
+	}{
+		{"whole drill", in.run.HealthyCDF},
+		{"created during outages", in.run.HealthyOutageCDF},
+	}
+	p := newPlot(title, "latency (s, log scale)", "fraction of deliveries")
+	lo, hi := math.Inf(1), math.Inf(-1)
+	drawn := 0
+	for i, c := range curves {
+		xys := cdfSeries(c.points, MaxPlotPoints)
+		if len(xys) == 0 {
+			continue // nothing measured for this curve
+		}
+		l, err := addLine(p, c.label, xys, paletteColor(i))
+		if err != nil {
+			return nil, err
+		}
+		l.StepStyle = plotter.PostStep
+		for _, pt := range xys {
+			lo, hi = math.Min(lo, pt.X), math.Max(hi, pt.X)
+		}
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, nil
+	}
+	if slo := plotFinite(in.summary.SLOS); slo > 0 {
+		slo = math.Max(slo, cdfFloorS)
+		l := newSLOLine(true, slo)
+		p.Add(l)
+		p.Legend.Add("SLO "+legendSeconds(slo), l)
+		lo, hi = math.Min(lo, slo), math.Max(hi, slo)
+	}
+	// Whole decades, never a zero or empty range: a log axis cannot show 0.
+	p.X.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)))
+	if p.X.Max <= p.X.Min {
+		p.X.Max = p.X.Min * 10
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = decadeTicks{}
+	p.Y.Min, p.Y.Max = 0, 1
+	return p, nil
+}
+
+// decadeTicks labels every power of ten of a log axis, with unlabelled
+// minor ticks at 2–9 times each.
+type decadeTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
+		return nil
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)) && len(ticks) < 200; e++ {
+		decade := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := decade * float64(m)
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+func ordinalsPlot(in plotInput, title string) (*plot.Plot, error) {
+	labels, heights := ordinalBars(in.summary.Attempts.ByOrdinal)
+	if len(heights) == 0 {
+		return nil, nil
+	}
+	p := newPlot(title, "attempt ordinal (1 = first attempt)", "attempts")
+	width := min(vg.Points(30), max(vg.Points(3), plotWidth*0.6/vg.Length(len(heights))))
+	bars, err := plotter.NewBarChart(heights, width)
+	if err != nil {
+		return nil, err
+	}
+	bars.Color = plotPalette[0]
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.Legend.Add("attempts", bars)
+	p.NominalX(labels...)
+	p.Y.Min = 0
+	p.Y.Max *= 1.05 // headroom above the tallest bar
+	return p, nil
+}
+
+func deadLettersPlot(in plotInput, title string) (*plot.Plot, error) {
+	reasons, series := deadLetterSeries(in.ts, in.time.divS, MaxPlotPoints)
+	if len(series) == 0 {
+		return nil, nil
+	}
+	p := newTimePlot(in, title, "dead letters (cumulative)")
+	for i, reason := range reasons {
+		if _, err := addLine(p, reason, series[i], paletteColor(i)); err != nil {
+			return nil, err
+		}
+	}
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
+// breakerOffset separates the lines of partners whose breakers are in the
+// same state, which would otherwise hide one another.
+const breakerOffset = 0.04
+
+func breakerPlot(in plotInput, title string) (*plot.Plot, error) {
+	if len(in.ts.Samples) == 0 {
+		return nil, nil
+	}
+	partners, series := breakerSeries(in.ts, in.time.divS, MaxPlotPoints)
+	if len(series) == 0 {
+		return nil, nil
+	}
+	if n := len(in.ts.BreakerPartners); n > len(partners) {
+		title = fmt.Sprintf("%s (first %d of %d partners)", title, len(partners), n)
+	}
+	p := newTimePlot(in, title, "breaker state")
+	for i, partner := range partners {
+		shift := (float64(i) - float64(len(partners)-1)/2) * breakerOffset
+		xys := make(plotter.XYs, len(series[i]))
+		for k, pt := range series[i] {
+			xys[k] = plotter.XY{X: pt.X, Y: pt.Y + shift}
+		}
+		l, err := addLine(p, partner, xys, paletteColor(i))
+		if err != nil {
+			return nil, err
+		}
+		l.StepStyle = plotter.PostStep
+		l.LineStyle.Width = vg.Points(1.5)
+	}
+	finishTimeAxes(p, in)
+	p.Y.Min, p.Y.Max = -0.3, 2.3
+	p.Y.Tick.Marker = plot.ConstantTicks{
+		{Value: 0, Label: "closed"}, {Value: 1, Label: "half-open"}, {Value: 2, Label: "open"},
+	}
+	return p, nil
+}
+
+// anyNonZero reports whether any point of any series has y ≠ 0.
+func anyNonZero(series ...plotter.XYs) bool {
+	for _, xys := range series {
+		for _, pt := range xys {
+			if pt.Y != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// legendSeconds renders a duration given in seconds compactly for a legend:
+// "30m", "90s", "250ms".
+func legendSeconds(s float64) string {
+	switch {
+	case s >= 3600 && math.Mod(s, 3600) == 0:
+		return strconv.FormatFloat(s/3600, 'g', -1, 64) + "h"
+	case s >= 60 && math.Mod(s, 60) == 0:
+		return strconv.FormatFloat(s/60, 'g', -1, 64) + "m"
+	case s >= 1:
+		return strconv.FormatFloat(s, 'g', 4, 64) + "s"
+	default:
+		return strconv.FormatFloat(s*1000, 'g', 4, 64) + "ms"
+	}
+}
