@@ -76,7 +76,7 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 		integer(&p.Count, key+"count", 1)
 		str(&p.OnBusy, "queue")
 		if p.Latency.isZero() {
-			p.Latency = Latency{Dist: "constant", Value: Duration{D: DefaultLatency}}
+			p.Latency = Latency{Dist: "constant", Value: Duration{D: DefaultLatency, Set: true}}
 		} else if p.Latency.Dist == "" && p.Latency.Value.Set {
 			p.Latency.Dist = "constant"
 		}

@@ -106,7 +106,9 @@ func boundErrors(es Errors) Errors {
 	return append(out, &Error{File: es[MaxErrors].File, Msg: "too many errors; " + strconv.Itoa(rest) + " more not shown"})
 }
 
-// editDistance is the Levenshtein distance, bounded in cost by short keys.
+// editDistance is the optimal-string-alignment distance: insertions,
+// deletions, substitutions and swaps of two neighbours each cost 1, so that
+// "cuont" is one edit from "count". Long strings are never close.
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		if a == b {
@@ -114,12 +116,13 @@ func editDistance(a, b string) int {
 		}
 		return 64
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	// Three rows: i-2, i-1, i.
+	rows := [3][]int{make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)}
+	for j := range rows[0] {
+		rows[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
+		pp, prev, cur := rows[(i+1)%3], rows[(i+2)%3], rows[i%3]
 		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
@@ -127,10 +130,12 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], pp[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return rows[len(a)%3][len(b)]
 }
 
 // nearest returns the candidate closest to name when it is close enough to

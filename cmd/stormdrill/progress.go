@@ -68,4 +68,3 @@ func (p *progress) finish() {
 	p.bar.SetTotal(-1, true)
 	p.p.Wait()
 }
-
