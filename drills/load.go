@@ -669,7 +669,12 @@ func (ld *loader) applyOverrides(tree map[string]any, overrides map[string]strin
 			if arr, isArr := schema()[p+"[]"]; isArr {
 				sk, known, p = arr, true, p+"[]"
 			}
-			if !known || p == "include" {
+			if p == "include" {
+				bad("include cannot be overridden")
+				ok = false
+				break
+			}
+			if !known {
 				bad(unknownKeyMsg(spath, s.name))
 				ok = false
 				break

@@ -396,7 +396,7 @@ func TestOverrides(t *testing.T) {
 		// A value that fails validation.
 		{"dispatcher.workers", "0", "fanout-outage.toml: dispatcher.workers: must be between 1 and 100000 (got 0) (set by override)"},
 		// include cannot be overridden.
-		{"include", `["x.toml"]`, "fanout-outage.toml: include: override: unknown key"},
+		{"include", `["x.toml"]`, "fanout-outage.toml: include: override: include cannot be overridden"},
 	}
 	for _, c := range bad {
 		_, err := Load("fanout-outage.toml", map[string]string{c.key: c.value})
@@ -469,10 +469,11 @@ func TestNearest(t *testing.T) {
 	}{
 		{"max_attemps", "max_attempts", true}, // one letter dropped
 		{"wokers", "workers", true},           // one letter dropped
+		{"cuont", "count", true},              // two letters swapped
 		{"xyz", "", false},                    // nothing close
 		{"a", "", false},                      // too short to guess
 	}
-	keys := []string{"max_attempts", "workers", "base", "cap"}
+	keys := []string{"max_attempts", "workers", "base", "cap", "count"}
 	for _, c := range cases {
 		got, ok := nearest(c.name, keys)
 		if ok != c.ok || (ok && got != c.want) {

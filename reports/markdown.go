@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// PlotRef (one plot: its title and the PNG and SVG file names relative to
-// the run directory) belongs here; while the plots code carries a stub of
-// the same type in plotref_stub.go, it is declared there.
+// PlotRef is one plot written by WritePlots: its title and the base names
+// of its PNG and SVG files in the run directory.
+type PlotRef struct{ Title, PNG, SVG string }
 
 // DefinitionsDoc is the document whose anchors the key-figure tables link
 // to (README.md#retry-amplification and so on). The CLI may point it at a

@@ -1,0 +1,147 @@
+package model
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// randAllowed are the math/rand and math/rand/v2 names that do not touch
+// the package-level source: constructors and types.
+var randAllowed = map[string]bool{
+	"New": true, "NewSource": true, "NewPCG": true, "NewChaCha8": true, "NewZipf": true,
+	"Rand": true, "Source": true, "Source64": true, "PCG": true, "ChaCha8": true, "Zipf": true,
+}
+
+// clockFuncs read the wall clock: time.Since and time.Until call time.Now.
+var clockFuncs = map[string]bool{"Now": true, "Since": true, "Until": true}
+
+// impureUses parses one Go source file and lists its uses of the clock and
+// of the package-level random source, as "file:line: what".
+func impureUses(fset *token.FileSet, name string, src any) ([]string, error) {
+	f, err := parser.ParseFile(fset, name, src, 0)
+	if err != nil {
+		return nil, err
+	}
+	timeNames, randNames := map[string]bool{}, map[string]bool{}
+	var found []string
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		local := ""
+		if imp.Name != nil {
+			local = imp.Name.Name
+		}
+		switch path {
+		case "time":
+			if local == "" {
+				local = "time"
+			}
+			timeNames[local] = true
+		case "math/rand", "math/rand/v2":
+			if local == "" {
+				local = "rand"
+			}
+			randNames[local] = true
+		default:
+			continue
+		}
+		if local == "." {
+			// A dot import would hide every call from the check below.
+			found = append(found, fset.Position(imp.Pos()).String()+": dot import of "+path)
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		x, ok := sel.X.(*ast.Ident)
+		// x.Obj is set when the name resolves to a declaration in this file
+		// (a local variable named rand, say): then it is not the package.
+		if !ok || x.Obj != nil {
+			return true
+		}
+		switch {
+		case timeNames[x.Name] && clockFuncs[sel.Sel.Name]:
+			found = append(found, fset.Position(sel.Pos()).String()+": "+x.Name+"."+sel.Sel.Name)
+		case randNames[x.Name] && !randAllowed[sel.Sel.Name]:
+			found = append(found, fset.Position(sel.Pos()).String()+": "+x.Name+"."+sel.Sel.Name)
+		}
+		return true
+	})
+	return found, nil
+}
+
+func TestImpureUsesDetector(t *testing.T) {
+	tests := []struct {
+		src  string
+		want int // uses found
+		why  string
+	}{
+		{`package p; import "time"; func f() { _ = time.Now() }`, 1, "time.Now call"},
+		{`package p; import "time"; var clock = time.Now`, 1, "time.Now as a value"},
+		{`package p; import "time"; func f(t time.Time) { _ = time.Since(t); _ = time.Until(t) }`, 2, "Since and Until read the clock"},
+		{`package p; import tm "time"; func f() { _ = tm.Now() }`, 1, "renamed time import"},
+		{`package p; import "math/rand"; func f() { _ = rand.Intn(3); _ = rand.Int63() }`, 2, "math/rand package functions"},
+		{`package p; import "math/rand/v2"; func f() { _ = rand.Float64(); _ = rand.IntN(3) }`, 2, "math/rand/v2 package functions"},
+		{`package p; import mr "math/rand/v2"; func f() { _ = mr.N(3) }`, 1, "renamed rand import"},
+		{`package p; import . "math/rand/v2"; func f() { _ = Float64() }`, 1, "dot import flagged"},
+		{`package p; import "math/rand/v2"; func f() float64 { r := rand.New(rand.NewPCG(1, 2)); return r.Float64() }`, 0, "seeded generator is allowed"},
+		{`package p; import "math/rand"; func f() *rand.Rand { return rand.New(rand.NewSource(1)) }`, 0, "v1 seeded generator is allowed"},
+		{`package p; import "math/rand/v2"; func f(rand *rand.Rand) float64 { return rand.Float64() }`, 0, "a parameter named rand is not the package"},
+		{`package p; import "time"; func f(now time.Time, d time.Duration) time.Time { return now.Add(d) }`, 0, "time passed in"},
+		{`package p; type clock struct{}; func (clock) Now() int { return 0 }; func f(time clock) int { return time.Now() }`, 0, "no time import"},
+	}
+	for _, tt := range tests {
+		got, err := impureUses(token.NewFileSet(), "x.go", tt.src)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.why, err)
+		}
+		if len(got) != tt.want {
+			t.Errorf("%s: found %v, want %d", tt.why, got, tt.want)
+		}
+	}
+}
+
+// TestNoClockNoGlobalRand enforces the purity rule on every non-test .go
+// file under model/, subpackages included.
+func TestNoClockNoGlobalRand(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			// The go tool ignores these directories too.
+			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		files++
+		found, err := impureUses(fset, path, nil)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			return nil
+		}
+		for _, f := range found {
+			t.Errorf("%s (time and randomness are passed in under model/)", f)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 8 {
+		t.Fatalf("checked only %d files: the walk is not seeing model/", files)
+	}
+}
