@@ -65,8 +65,12 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 		d.Seed = DefaultSeed
 	}
 	str(&d.Mode, DefaultMode)
-	dur(&d.SampleInterval, DefaultSampleInterval)
 	dur(&d.Drain, DefaultDrain)
+	if !d.SampleInterval.Set {
+		// About 720 samples whatever the drill's length: enough to see a
+		// breaker flap, few enough that rates are averages, not noise.
+		d.SampleInterval = Duration{D: niceInterval((d.Duration.D + d.Drain.D) / 720), Set: true}
+	}
 	num(&d.Speed, "speed", 1)
 	str(&d.Source.Arrival, "poisson")
 
@@ -130,4 +134,15 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 func (l *Latency) isZero() bool {
 	return l.Dist == "" && !l.Value.Set && !l.Min.Set && !l.Max.Set && !l.Mean.Set &&
 		!l.Stddev.Set && !l.P50.Set && !l.P99.Set && l.Alpha == 0 && len(l.Quantiles) == 0
+}
+
+// niceInterval rounds d up to 1, 2, 5, 10, 15, 30 or 60 s (or whole
+// minutes), at least DefaultSampleInterval.
+func niceInterval(d time.Duration) time.Duration {
+	for _, s := range []time.Duration{1, 2, 5, 10, 15, 30, 60} {
+		if d <= s*time.Second {
+			return max(s*time.Second, DefaultSampleInterval)
+		}
+	}
+	return d.Round(time.Minute) + time.Minute
 }
