@@ -295,8 +295,20 @@ func cdf(h *hdrhistogram.Histogram) []reports.CDFPoint {
 func (rec *recorder) finish(r *simRun) (*reports.Run, error) {
 	d := r.d
 	pending := int64(r.core.Queued() + r.core.InFlight())
+	// Deliveries the source created but still holds back (on_full = block)
+	// are created and pending, though no queue has seen them yet.
 	if held := len(r.held) - r.heldHead; held > 0 {
-		pending += int64(held*len(r.fanout) - r.heldSub)
+		for k, si := range r.fanout {
+			n := int64(held)
+			if k < r.heldSub {
+				n-- // the head event already enqueued this one
+			}
+			if n > 0 {
+				rec.created += n
+				rec.cohorts[r.subs[si].cohort].deliveries += n
+				pending += n
+			}
+		}
 	}
 	endWall := r.wall(rec.endNs)
 	// The within-SLO fraction is over healthy deliveries whose latency is a

@@ -15,7 +15,6 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error    { return runErro
 func cmdPartner(args []string, stdout, stderr io.Writer) error  { return runError{errNotBuilt} }
 func cmdDispatch(args []string, stdout, stderr io.Writer) error { return runError{errNotBuilt} }
 func cmdDLQ(args []string, stdout, stderr io.Writer) error      { return runError{errNotBuilt} }
-func cmdBench(args []string, stdout, stderr io.Writer) error    { return runError{errNotBuilt} }
 
 func runLive(d *drills.Drill, dir string, progress func(drills.Progress)) (*reports.Run, error) {
 	return nil, errNotBuilt
