@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// stormdrill runs the CLI in-process from the repository root (where the
+// bundled drills are) and returns its exit status and output.
+func stormdrill(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	wd, _ := os.Getwd()
+	if err := os.Chdir("../.."); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestEveryCommandHasHelpWithExamples(t *testing.T) {
+	for _, c := range commands() {
+		code, out, _ := stormdrill(t, c.name, "--help")
+		if code != exitOK {
+			t.Errorf("%s --help: exit %d, want 0", c.name, code)
+		}
+		if !strings.Contains(out, "Usage: stormdrill "+c.name) || !strings.Contains(out, "Examples:") {
+			t.Errorf("%s --help lacks usage or examples:\n%s", c.name, out)
+		}
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"frobnicate"}, "unknown command"},              // no such command
+		{[]string{"run"}, "name at least one drill"},             // no drill
+		{[]string{"run", "--no-such-flag", "x.toml"}, "flag"},    // bad flag
+		{[]string{"run", "no/such/drill.toml"}, "no such drill"}, // missing file
+		{[]string{"compare", "only-one"}, "want two runs"},       // one run
+		{[]string{"run", "drills/fanout-outage.toml", "--seed", "-1"}, "--seed"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := stormdrill(t, tt.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want 2", tt.args, code)
+		}
+		if !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: stderr %q lacks %q", tt.args, errOut, tt.want)
+		}
+	}
+}
+
+func TestMalformedDrillIsRefusedWithFileLine(t *testing.T) {
+	code, _, errOut := stormdrill(t, "validate", "cmd/stormdrill/testdata/typo.toml")
+	if code != exitUsage {
+		t.Fatalf("exit %d, want 2; stderr %s", code, errOut)
+	}
+	if !regexp.MustCompile(`typo\.toml:11: policy\.retry\.max_attemps: .*max_attempts`).MatchString(errOut) {
+		t.Fatalf("want FILE:LINE: key: message with a suggestion, got %q", errOut)
+	}
+}
+
+func TestValidateBundledDrills(t *testing.T) {
+	files, _ := filepath.Glob("../../drills/*.toml")
+	if len(files) < 8 {
+		t.Fatalf("found %d bundled drills", len(files))
+	}
+	code, out, errOut := stormdrill(t, "validate", "drills/*.toml")
+	if code != exitOK {
+		t.Fatalf("validate drills/*.toml: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestFailingGateExits1WithOneJUnitFailurePerGate(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := stormdrill(t, "run", "cmd/stormdrill/testdata/gate-fails.toml", "--out", dir, "--quiet")
+	if code != exitGateFail {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Name     string     `xml:"name,attr"`
+				Failures []struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &suites); err != nil {
+		t.Fatalf("junit.xml: %v", err)
+	}
+	if len(suites.Suites) != 1 {
+		t.Fatalf("%d suites", len(suites.Suites))
+	}
+	s := suites.Suites[0]
+	failures := 0
+	for _, c := range s.Cases {
+		if len(c.Failures) > 1 {
+			t.Errorf("case %s has %d failures", c.Name, len(c.Failures))
+		}
+		failures += len(c.Failures)
+	}
+	// lost == 0 holds; amplification < 1 and attempts < 10 fail.
+	if len(s.Cases) != 3 || failures != 2 || s.Failures != 2 {
+		t.Fatalf("cases %d, failures %d (attr %d); want 3 cases, 2 failures", len(s.Cases), failures, s.Failures)
+	}
+	for _, f := range []string{"summary.json", "report.md", "report.html", "timeseries.csv", "junit.xml", "attempts.png", "attempts.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("run did not write %s", f)
+		}
+	}
+}
+
+func TestCompareFailsOnTightTolerance(t *testing.T) {
+	base, cand := t.TempDir(), t.TempDir()
+	// The same drill with a patient and an impatient policy: the candidate
+	// makes more attempts per delivery.
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code > exitGateFail {
+		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
+	}
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet"); code > exitGateFail {
+		t.Fatalf("candidate run: exit %d\n%s%s", code, out, e)
+	}
+	code, out, errOut := stormdrill(t, "compare", base, cand)
+	if code != exitOK || !strings.Contains(out, "amplification") || !strings.Contains(out, "| metric |") {
+		t.Fatalf("compare without tolerances: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = stormdrill(t, "compare", base, cand, "--fail-on", "amplification=+1%")
+	if code != exitGateFail {
+		t.Fatalf("compare with a tight tolerance on the worse candidate: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+}
+
+func TestRunSeveralDrillsWritesIndex(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := stormdrill(t, "run", "drills/demo-healthy.toml", "drills/demo-bad-data.toml", "--out", dir, "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	index, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"demo-healthy", "demo-bad-data"} {
+		if !strings.Contains(string(index), name+"/report.html") {
+			t.Errorf("index.html does not link %s", name)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name, "summary.json")); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// One line per finished run, no progress bar, in quiet mode.
+	if n := strings.Count(out, "PASS"); n != 2 {
+		t.Errorf("want one PASS line per drill, got:\n%s", out)
+	}
+}
