@@ -54,11 +54,11 @@ func (p *progress) update(pr drills.Progress) {
 				decor.Any(func(decor.Statistics) string {
 					return "deliveries " + strconv.FormatInt(p.last.Created, 10) + "  DLQ " + strconv.FormatInt(p.last.DLQ, 10)
 				}, decor.WCSyncSpace),
-				decor.EwmaETA(decor.ET_STYLE_GO, 30, decor.WCSyncSpace),
+				decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncSpace),
 			),
 		)
 	}
-	p.bar.EwmaSetCurrent(min(int64(pr.DrillTime/time.Second), int64(pr.Total/time.Second)), time.Since(p.started))
+	p.bar.SetCurrent(min(int64(pr.DrillTime/time.Second), int64(pr.Total/time.Second)))
 }
 
 func (p *progress) finish() {

@@ -1,0 +1,514 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// Limits on an experiment file, so that a typo cannot queue a year of runs.
+const (
+	MaxExperimentBytes = 1 << 20
+	MaxAxes            = 4
+	MaxAxisValues      = 200
+	MaxSeeds           = 1000
+	MaxRuns            = 20_000 // cells × seeds
+	MaxMetrics         = 50
+)
+
+// DrillAxis is the axis key whose values are drill files instead of values
+// of a key: each cell runs a different drill.
+const DrillAxis = "drill"
+
+// Experiment is one experiment file as loaded: a base drill (or an axis over
+// drill files), overrides applied to every cell, the axes and the seeds.
+type Experiment struct {
+	Path        string // the experiment file
+	Name        string
+	Description string
+	// Drill is the base drill's path, resolved against the experiment
+	// file's directory; "" when an axis over drill files gives it.
+	Drill string
+	// Seeds is how many seeds each cell runs: Seed, Seed+1, …
+	Seeds int
+	// Seed is the first seed; nil: each cell's drill's own seed.
+	Seed *uint64
+	// Metrics are the figures reported per cell (reports.MetricNames or
+	// DerivedMetricNames).
+	Metrics []string
+	// Overrides apply to every cell, before the axes' values: dotted drill
+	// key → TOML literal, as drills.Load takes them.
+	Overrides map[string]string
+	Axes      []Axis
+}
+
+// Axis is one dimension of the sweep.
+type Axis struct {
+	// Key is the drill key the values set, DrillAxis for drill files, or
+	// only a name when the values are tables of overrides.
+	Key    string
+	Values []AxisValue
+}
+
+// AxisValue is one value of an axis.
+type AxisValue struct {
+	Label string
+	// Overrides this value sets: dotted drill key → TOML literal.
+	Overrides map[string]string
+	// Drill is the drill file of a DrillAxis value, resolved.
+	Drill string
+	// X is the value as a number for plots (a number, or a duration or rate
+	// in seconds or per second); Numeric says whether it is one.
+	X       float64
+	Numeric bool
+}
+
+// rawExperiment is the file as TOML decodes it.
+type rawExperiment struct {
+	Name        string         `toml:"name"`
+	Description string         `toml:"description"`
+	Drill       string         `toml:"drill"`
+	Seeds       *int64         `toml:"seeds"`
+	Seed        *int64         `toml:"seed"`
+	Metrics     []string       `toml:"metrics"`
+	Overrides   map[string]any `toml:"overrides"`
+	Axes        []rawAxis      `toml:"axes"`
+}
+
+type rawAxis struct {
+	Key    string   `toml:"key"`
+	Values []any    `toml:"values"`
+	Labels []string `toml:"labels"`
+}
+
+// LoadExperiment reads and checks an experiment file. Unknown keys, wrong
+// types and impossible values are refused as drills.Errors, each
+// "FILE:LINE: key: what is wrong". Every cell's drill is loaded once, so a
+// bad override is reported before anything runs.
+func LoadExperiment(path string) (*Experiment, error) {
+	data, err := readSmallFile(path, MaxExperimentBytes)
+	if err != nil {
+		return nil, drills.Errors{{File: path, Msg: err.Error()}}
+	}
+	e, err := parseExperiment(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.loadCells(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func readSmallFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errors.New("no such file")
+		}
+		return nil, fmt.Errorf("cannot read: %v", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read: %v", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+var experimentKeys = map[string][]string{
+	"":     {"name", "description", "drill", "seeds", "seed", "metrics", "overrides", "axes"},
+	"axes": {"key", "values", "labels"},
+}
+
+func parseExperiment(path string, data []byte) (e *Experiment, err error) {
+	defer func() {
+		// The parser is third-party; a panic in it must not take the CLI down.
+		if r := recover(); r != nil {
+			e, err = nil, drills.Errors{{File: path, Msg: fmt.Sprintf("cannot parse: %v", r)}}
+		}
+	}()
+	src := string(data)
+	var raw rawExperiment
+	md, derr := toml.Decode(src, &raw)
+	if derr != nil {
+		var pe toml.ParseError
+		if errors.As(derr, &pe) {
+			return nil, drills.Errors{{File: path, Line: max(pe.Position.Line, 0), Msg: pe.Message}}
+		}
+		return nil, drills.Errors{{File: path, Msg: strings.TrimPrefix(derr.Error(), "toml: ")}}
+	}
+	var errs drills.Errors
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &drills.Error{File: path, Line: lineOf(src, key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) > 0 && k[0] == "overrides" {
+			continue // a map: every key decodes
+		}
+		parent := ""
+		if len(k) > 1 {
+			parent = k[0]
+		}
+		msg := "unknown key"
+		if parent != "" {
+			msg = "unknown key in " + parent
+		}
+		if names, ok := experimentKeys[parent]; ok {
+			msg += "; the keys are " + strings.Join(names, ", ")
+		}
+		bad(k.String(), "%s", msg)
+	}
+	e = &Experiment{Path: path, Name: raw.Name, Description: raw.Description, Metrics: raw.Metrics, Overrides: map[string]string{}}
+	if e.Name == "" {
+		e.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	if !validName.MatchString(e.Name) {
+		bad("name", "%q: letters, digits, '.', '_' and '-' only (it names the output directory)", e.Name)
+	}
+	dir := filepath.Dir(path)
+	if raw.Drill != "" {
+		e.Drill = resolve(dir, raw.Drill)
+	}
+	e.Seeds = 1
+	if raw.Seeds != nil {
+		if *raw.Seeds < 1 || *raw.Seeds > MaxSeeds {
+			bad("seeds", "must be between 1 and %d (got %d)", MaxSeeds, *raw.Seeds)
+		} else {
+			e.Seeds = int(*raw.Seeds)
+		}
+	}
+	if raw.Seed != nil {
+		if *raw.Seed < 0 {
+			bad("seed", "must be 0 or more (got %d)", *raw.Seed)
+		} else {
+			s := uint64(*raw.Seed)
+			e.Seed = &s
+		}
+	}
+	if len(e.Metrics) == 0 {
+		bad("metrics", "name at least one metric, such as \"amplification\"")
+	}
+	if len(e.Metrics) > MaxMetrics {
+		bad("metrics", "at most %d metrics (got %d)", MaxMetrics, len(e.Metrics))
+	}
+	for i, m := range e.Metrics {
+		if err := CheckMetric(m); err != nil {
+			bad("metrics", "metrics[%d]: %v", i, err)
+		}
+	}
+	for _, k := range sortedKeys(raw.Overrides) {
+		lit, err := tomlLiteral(raw.Overrides[k])
+		if err != nil {
+			bad("overrides."+k, "%v", err)
+			continue
+		}
+		e.Overrides[k] = lit
+	}
+	if len(raw.Axes) == 0 {
+		bad("axes", "give at least one [[axes]] with a key and values")
+	}
+	if len(raw.Axes) > MaxAxes {
+		bad("axes", "at most %d axes (got %d)", MaxAxes, len(raw.Axes))
+	}
+	runs := e.Seeds
+	hasDrillAxis := false
+	for i, ra := range raw.Axes {
+		key := "axes[" + strconv.Itoa(i) + "]"
+		a := Axis{Key: ra.Key}
+		if ra.Key == "" {
+			bad(key+".key", "required: the drill key the values set, or %q", DrillAxis)
+		}
+		if len(ra.Values) == 0 || len(ra.Values) > MaxAxisValues {
+			bad(key+".values", "give between 1 and %d values (got %d)", MaxAxisValues, len(ra.Values))
+		}
+		if len(ra.Labels) > 0 && len(ra.Labels) != len(ra.Values) {
+			bad(key+".labels", "%d labels for %d values: give one label per value, or none", len(ra.Labels), len(ra.Values))
+		}
+		if ra.Key == DrillAxis {
+			hasDrillAxis = true
+		}
+		seen := map[string]bool{}
+		for j, v := range ra.Values {
+			av, err := axisValue(dir, ra.Key, v)
+			if err != nil {
+				bad(fmt.Sprintf("%s.values[%d]", key, j), "%v", err)
+				continue
+			}
+			if j < len(ra.Labels) && ra.Labels[j] != "" {
+				av.Label = ra.Labels[j]
+			}
+			if seen[av.Label] {
+				bad(fmt.Sprintf("%s.values[%d]", key, j), "%q appears twice (give labels to tell the values apart)", av.Label)
+			}
+			seen[av.Label] = true
+			a.Values = append(a.Values, av)
+		}
+		if n := len(ra.Values); n > 0 && runs <= MaxRuns {
+			runs *= n
+		}
+		e.Axes = append(e.Axes, a)
+	}
+	if runs > MaxRuns {
+		bad("axes", "cells × seeds is more than %d runs", MaxRuns)
+	}
+	if e.Drill == "" && !hasDrillAxis {
+		bad("drill", "required: the base drill, relative to this file (or an axis with key = %q)", DrillAxis)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return e, nil
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+
+func resolve(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// axisValue converts one TOML value of an axis.
+func axisValue(dir, key string, v any) (AxisValue, error) {
+	if key == DrillAxis {
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return AxisValue{}, fmt.Errorf("want a drill file name, got %T", v)
+		}
+		return AxisValue{Label: strings.TrimSuffix(filepath.Base(s), filepath.Ext(s)), Drill: resolve(dir, s)}, nil
+	}
+	if m, ok := v.(map[string]any); ok {
+		// A table sets several keys at once; the axis key is then its name.
+		av := AxisValue{Overrides: map[string]string{}}
+		var parts []string
+		for _, k := range sortedKeys(m) {
+			lit, err := tomlLiteral(m[k])
+			if err != nil {
+				return AxisValue{}, fmt.Errorf("%s: %v", k, err)
+			}
+			av.Overrides[k] = lit
+			parts = append(parts, k+"="+displayLiteral(lit))
+		}
+		if len(parts) == 0 {
+			return AxisValue{}, errors.New("an empty table sets nothing")
+		}
+		av.Label = strings.Join(parts, " ")
+		return av, nil
+	}
+	lit, err := tomlLiteral(v)
+	if err != nil {
+		return AxisValue{}, err
+	}
+	av := AxisValue{Label: displayLiteral(lit), Overrides: map[string]string{key: lit}}
+	av.X, av.Numeric = numericValue(v)
+	return av, nil
+}
+
+// numericValue reads a number, a duration (seconds) or a rate (per second).
+func numericValue(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
+	case string:
+		if d, err := drills.ParseDuration(n); err == nil {
+			return d.Seconds(), true
+		}
+		if r, err := drills.ParseRate(n); err == nil {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// tomlLiteral writes a decoded TOML value back as TOML text for
+// drills.Load's overrides.
+func tomlLiteral(v any) (string, error) {
+	switch n := v.(type) {
+	case string:
+		var b strings.Builder
+		if err := toml.NewEncoder(&b).Encode(map[string]any{"v": n}); err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(strings.TrimPrefix(b.String(), "v = ")), nil
+	case int64:
+		return strconv.FormatInt(n, 10), nil
+	case float64:
+		if math.IsNaN(n) || math.IsInf(n, 0) {
+			return "", fmt.Errorf("want a finite number, got %v", n)
+		}
+		s := strconv.FormatFloat(n, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		return s, nil
+	case bool:
+		return strconv.FormatBool(n), nil
+	case []any:
+		parts := make([]string, 0, len(n))
+		for _, e := range n {
+			s, err := tomlLiteral(e)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, s)
+		}
+		return "[" + strings.Join(parts, ", ") + "]", nil
+	case map[string]any:
+		parts := make([]string, 0, len(n))
+		for _, k := range sortedKeys(n) {
+			s, err := tomlLiteral(n[k])
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, strconv.Quote(k)+" = "+s)
+		}
+		return "{" + strings.Join(parts, ", ") + "}", nil
+	}
+	return "", fmt.Errorf("a %T cannot be a drill value", v)
+}
+
+// displayLiteral is a literal as a label: strings without their quotes.
+func displayLiteral(lit string) string {
+	if s, err := strconv.Unquote(lit); err == nil {
+		return s
+	}
+	return lit
+}
+
+// lineOf finds the line of a dotted key's last piece, for messages: the
+// first line that assigns it, or that opens its table.
+func lineOf(src, key string) int {
+	piece := key
+	if i := strings.LastIndexByte(piece, '.'); i >= 0 {
+		piece = piece[i+1:]
+	}
+	if i := strings.IndexByte(piece, '['); i >= 0 {
+		piece = piece[:i]
+	}
+	re, err := regexp.Compile(`^\s*(\[\[?\s*)?("?)` + regexp.QuoteMeta(piece) + `("?)\s*(=|\])`)
+	if err != nil {
+		return 0
+	}
+	for i, line := range strings.Split(src, "\n") {
+		if re.MatchString(line) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// CheckMetric reports whether name is a metric a sweep can report.
+func CheckMetric(name string) error {
+	if slices.Contains(DerivedMetricNames(), name) {
+		return nil
+	}
+	_, _, err := (&reports.Summary{}).Metric(name)
+	return err
+}
+
+// Cell is one point of the sweep's grid.
+type Cell struct {
+	Index  int
+	Values []int // index into each axis's values
+	Labels []string
+	Drill  string
+	// Overrides are the experiment's overrides with the cell's values on
+	// top.
+	Overrides map[string]string
+	seed      uint64 // the loaded drill's seed
+}
+
+// Cells lists the grid, the last axis varying fastest.
+func (e *Experiment) Cells() []Cell {
+	n := 1
+	for _, a := range e.Axes {
+		n *= len(a.Values)
+	}
+	cells := make([]Cell, 0, n)
+	idx := make([]int, len(e.Axes))
+	for c := 0; c < n; c++ {
+		cell := Cell{Index: c, Values: slices.Clone(idx), Drill: e.Drill, Overrides: map[string]string{}}
+		for k, v := range e.Overrides {
+			cell.Overrides[k] = v
+		}
+		for ai, a := range e.Axes {
+			v := a.Values[idx[ai]]
+			cell.Labels = append(cell.Labels, v.Label)
+			if v.Drill != "" {
+				cell.Drill = v.Drill
+			}
+			for k, lit := range v.Overrides {
+				cell.Overrides[k] = lit
+			}
+		}
+		cells = append(cells, cell)
+		for ai := len(idx) - 1; ai >= 0; ai-- {
+			idx[ai]++
+			if idx[ai] < len(e.Axes[ai].Values) {
+				break
+			}
+			idx[ai] = 0
+		}
+	}
+	return cells
+}
+
+// loadCells loads every cell's drill once, so that a bad value is refused
+// before anything runs, and notes each drill's own seed.
+func (e *Experiment) loadCells() ([]Cell, error) {
+	cells := e.Cells()
+	var errs drills.Errors
+	for i := range cells {
+		d, err := drills.Load(cells[i].Drill, cells[i].Overrides)
+		if err != nil {
+			es, ok := drills.AsErrors(err)
+			if !ok {
+				return nil, err
+			}
+			for _, x := range es {
+				x.Msg += " (cell " + strings.Join(cells[i].Labels, ", ") + ")"
+			}
+			errs = append(errs, es...)
+			if len(errs) >= drills.MaxErrors {
+				break
+			}
+			continue
+		}
+		cells[i].seed = d.Seed
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return cells, nil
+}
