@@ -357,8 +357,8 @@ func (l *lineLocator) keyValue(base string) {
 	p := base
 	for _, k := range pieces {
 		p = joinKey(p, k)
+		l.record(p) // a.b.c = 1 also writes tables a and a.b
 	}
-	l.record(p)
 	l.value(p)
 }
 

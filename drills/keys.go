@@ -23,7 +23,7 @@ var Keys = []KeyDoc{
 	{"duration", "duration", "required", "How long the source produces events."},
 	{"mode", "string", `"sim"`, "`sim` (virtual clock, simulated partners) or `live` (HTTP partners, durable queue, wall clock)."},
 	{"drain", "duration", `"10m"`, "How long the drill keeps running after the source stops, so that backlogs can drain."},
-	{"sample_interval", "duration", `"1s"`, "Time-series resolution."},
+	{"sample_interval", "duration", "about 1/720 of duration + drain", "Time-series resolution; by default rounded up to 1, 2, 5, 10, 15, 30 or 60 s (at least 1s)."},
 	{"speed", "number", "1", "Live only: every duration of the drill is divided by it."},
 
 	{"source.arrival", "string", `"poisson"`, "Arrival process: `constant`, `poisson`, `ramp` (rate to rate_to over the duration) or `burst` (events at once, at `at`)."},

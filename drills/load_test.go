@@ -76,6 +76,12 @@ func TestMalformed(t *testing.T) {
 		// A key in the wrong table points to the right one.
 		{"key in wrong table", "workers = 3\n" + validBase,
 			"bad.toml:1: workers:", "did you mean dispatcher.workers?"},
+		// A typo in an enumerated value.
+		{"typo in a kind", validBase + "[policy.breaker]\ntrip = \"consecutiv\"\n",
+			"bad.toml:8: policy.breaker.trip:", "did you mean consecutive?"},
+		// A typo in the first piece of a dotted key.
+		{"typo in dotted key", "polcy.retry.base = \"1s\"\n" + validBase,
+			"bad.toml:1: polcy:", "did you mean policy?"},
 		// A rate without a unit.
 		{"rate without unit", "name = \"t\"\nduration = \"1m\"\n[source]\nrate = \"4\"\n[[partners]]\nname = \"a\"\n",
 			"bad.toml:4: source.rate:", "no unit"},

@@ -11,9 +11,11 @@ type Drill struct {
 	Duration    Duration `toml:"duration"` // how long the source produces events
 	Mode        string   `toml:"mode"`     // sim | live
 	// Drain is how long the drill keeps running after the source stops, so
-	// that backlogs can drain; default: 2 × the longest outage, at least 10m.
+	// that backlogs can drain; default 10m. A run ends earlier once the
+	// source is done, nothing is pending and every fault is over.
 	Drain Duration `toml:"drain"`
-	// SampleInterval is the time-series resolution; default 1s.
+	// SampleInterval is the time-series resolution; default about 1/720 of
+	// the drill, rounded to a round number of seconds.
 	SampleInterval Duration `toml:"sample_interval"`
 	// Speed (live only) divides every duration of the drill.
 	Speed float64 `toml:"speed"`

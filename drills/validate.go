@@ -72,7 +72,11 @@ func validate(d *Drill, has func(string) bool) []problem {
 		if oneOf(v, kinds...) {
 			return true
 		}
-		bad(key, "%q is not one of %s", v, choices(kinds...))
+		if near, ok := nearest(v, kinds); ok {
+			bad(key, "%q is not one of %s; did you mean %s?", clip(v), choices(kinds...), near)
+		} else {
+			bad(key, "%q is not one of %s", clip(v), choices(kinds...))
+		}
 		return false
 	}
 	positive := func(key string, v Duration) {
@@ -465,7 +469,7 @@ func validateLatency(key string, l *Latency) []problem {
 	}
 	for _, g := range given {
 		if g.set && !oneOf(g.name, uses...) {
-			bad(g.name, "does not apply to %s latency (it uses %s)", l.Dist, choices(uses...))
+			bad(g.name, "does not apply to %s latency (it uses %s)", l.Dist, strings.Join(uses, ", "))
 		}
 	}
 	return ps

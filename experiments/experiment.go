@@ -161,8 +161,8 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		errs = append(errs, &drills.Error{File: path, Line: lineOf(src, key), Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, k := range md.Undecoded() {
-		if len(k) > 0 && k[0] == "overrides" {
-			continue // a map: every key decodes
+		if len(k) > 0 && k[0] == "overrides" || len(k) > 2 && k[0] == "axes" && k[1] == "values" {
+			continue // maps of drill keys, checked when the drills load
 		}
 		parent := ""
 		if len(k) > 1 {

@@ -33,6 +33,10 @@ func browserRun(t *testing.T) *Run {
 	run := fixtureRun(t)
 	synthetic := syntheticRun(int(run.Summary.DurationS), []string{"acme", "globex"})
 	run.Timeseries = synthetic.Timeseries
+	// Name the synthetic dead-letter columns after the fixture's reasons,
+	// so that the plot's legend agrees with the dead-letter table: the
+	// third column fills late in the outage, as window-expired does.
+	run.Timeseries.Reasons = []string{"permanent", "zz-custom", "window-expired"}
 	run.HealthyCDF = synthetic.HealthyCDF
 	run.HealthyOutageCDF = synthetic.HealthyOutageCDF
 	return run

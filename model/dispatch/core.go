@@ -247,7 +247,12 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			continue
 		}
 		var gen uint64
-		if b := p.cfg.Breaker; b != nil {
+		bud := p.cfg.Budget
+		refused := bud != nil && it.Attempts > 0 && !bud.AllowRetry()
+		// A retry the budget refuses makes no attempt, so it must not take
+		// a half-open probe: the probe would never be recorded and the
+		// partner would stay parked for good. An open breaker still decides.
+		if b := p.cfg.Breaker; b != nil && (!refused || b.State(now) == model.StateOpen) {
 			g, ok := b.Admit(now)
 			if !ok {
 				if p.cfg.Policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
@@ -266,7 +271,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			}
 			gen = g
 		}
-		if bud := p.cfg.Budget; bud != nil && it.Attempts > 0 && !bud.AllowRetry() {
+		if refused {
 			if p.cfg.Policy.OnExhaustedDeadLetter {
 				p.q.pop()
 				c.queued--

@@ -152,6 +152,17 @@ func (m *Memory) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 			continue
 		}
 		res.Applied++
+		if c.Kind == KindHold {
+			r.Attempt, r.LastError = c.Attempt, c.LastError
+			r.RunAt, r.PrevDelay, r.LeaseUntil = norm(c.RunAt), c.PrevDelay, norm(c.LeaseUntil)
+			if c.RecordAttempt {
+				m.attempts[c.ID] = append(m.attempts[c.ID], AttemptRecord{
+					DeliveryID: c.ID, Ordinal: c.Attempt, Started: norm(c.Started), Ended: norm(c.At),
+					Status: c.Status, Error: c.LastError, Owner: c.Owner,
+				})
+			}
+			continue
+		}
 		r.LeaseOwner, r.LeaseUntil = "", time.Time{}
 		if c.Kind == KindRelease {
 			r.State = StateReady

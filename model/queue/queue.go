@@ -59,6 +59,12 @@ const (
 	KindReschedule                           // back to ready at RunAt, with the new Attempt count
 	KindDeadLetter                           // to the DLQ with Reason
 	KindRelease                              // give the lease back unchanged (not attempted)
+	// KindHold is a reschedule that keeps the lease: the row gets the new
+	// Attempt, RunAt and PrevDelay but stays leased by Owner until
+	// LeaseUntil. A dispatcher that keeps the delivery in memory until it is
+	// due uses it, so its own claims cannot hand the row out twice; if that
+	// dispatcher dies the row is claimable once the lease expires.
+	KindHold
 )
 
 func (k CompletionKind) String() string {
@@ -71,6 +77,8 @@ func (k CompletionKind) String() string {
 		return "dead-letter"
 	case KindRelease:
 		return "release"
+	case KindHold:
+		return "hold"
 	}
 	return fmt.Sprintf("CompletionKind(%d)", int(k))
 }
@@ -89,6 +97,7 @@ type Completion struct {
 	Status        int       // HTTP status of the attempt, 0 if none
 	Started       time.Time // attempt start, for the history
 	RecordAttempt bool      // append an attempts row (ordinal = Attempt)
+	LeaseUntil    time.Time // Hold: the lease's new expiry
 }
 
 // CompleteResult counts what a Complete batch did.
@@ -258,9 +267,9 @@ func validateCompletion(c Completion) error {
 	}
 	switch c.Kind {
 	case KindAck, KindRelease:
-	case KindReschedule:
+	case KindReschedule, KindHold:
 		if c.RunAt.IsZero() {
-			return fmt.Errorf("queue: complete %s: reschedule without run_at", c.ID)
+			return fmt.Errorf("queue: complete %s: %v without run_at", c.ID, c.Kind)
 		}
 	case KindDeadLetter:
 		if c.Reason == "" {

@@ -47,7 +47,7 @@ type SQLite struct {
 var _ Store = (*SQLite)(nil)
 
 type sqliteStmts struct {
-	insert, selReady, selExpired, lease, transition, release *sql.Stmt
+	insert, selReady, selExpired, lease, transition, release, hold *sql.Stmt
 	insDead, insAttempt, get                                 *sql.Stmt
 }
 
@@ -125,6 +125,8 @@ func (s *SQLite) init() error {
 			last_error = COALESCE(?5, last_error), lease_owner = '', lease_until = 0,
 			updated = COALESCE(?6, updated)
 			WHERE id = ?7 AND state = 'leased' AND lease_owner = ?8`),
+		prep(&st.hold, `UPDATE deliveries SET attempt = ?1, run_at = ?2, prev_delay = ?3, last_error = ?4,
+			lease_until = ?5, updated = ?6 WHERE id = ?7 AND state = 'leased' AND lease_owner = ?8`),
 		prep(&st.release, `UPDATE deliveries SET state = 'ready', lease_owner = '', lease_until = 0
 			WHERE state = 'leased' AND lease_owner = ?`),
 		prep(&st.insDead, `INSERT OR REPLACE INTO dead_letters (id, event, partner, cohort, reason,
@@ -223,7 +225,7 @@ func (s *SQLite) DB() *sql.DB { return s.db }
 // Close implements Store.
 func (s *SQLite) Close() error {
 	for _, st := range []*sql.Stmt{s.st.insert, s.st.selReady, s.st.selExpired, s.st.lease,
-		s.st.transition, s.st.release, s.st.insDead, s.st.insAttempt, s.st.get} {
+		s.st.transition, s.st.release, s.st.hold, s.st.insDead, s.st.insAttempt, s.st.get} {
 		if st != nil {
 			st.Close()
 		}
@@ -389,6 +391,9 @@ func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 				r, err = tr.ExecContext(ctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
 			case KindDeadLetter:
 				r, err = tr.ExecContext(ctx, StateDead, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
+			case KindHold:
+				r, err = tx.StmtContext(ctx, s.st.hold).ExecContext(ctx, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay),
+					c.LastError, toNS(c.LeaseUntil), at, c.ID, c.Owner)
 			}
 			if err != nil {
 				return fmt.Errorf("%v %s: %w", c.Kind, c.ID, err)

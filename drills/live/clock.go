@@ -1,0 +1,34 @@
+package live
+
+import "time"
+
+// Clock maps the wall clock to drill time: drill time runs Speed times
+// faster than the wall clock, and both agree at Start.
+type Clock struct {
+	Start time.Time
+	Speed float64 // > 0; 0 means 1
+}
+
+func (c Clock) speed() float64 {
+	if c.Speed > 0 {
+		return c.Speed
+	}
+	return 1
+}
+
+// At is the drill-clock time at wall time w.
+func (c Clock) At(w time.Time) time.Time {
+	return c.Start.Add(time.Duration(float64(w.Sub(c.Start)) * c.speed()))
+}
+
+// Now is the drill-clock time now.
+func (c Clock) Now() time.Time { return c.At(time.Now()) }
+
+// Wall converts a drill duration to wall time.
+func (c Clock) Wall(d time.Duration) time.Duration { return time.Duration(float64(d) / c.speed()) }
+
+// WallAt is the wall time at which the drill clock reads t.
+func (c Clock) WallAt(t time.Time) time.Time { return c.Start.Add(c.Wall(t.Sub(c.Start))) }
+
+// Drill converts a wall duration to drill time.
+func (c Clock) Drill(d time.Duration) time.Duration { return time.Duration(float64(d) * c.speed()) }

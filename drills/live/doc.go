@@ -1,0 +1,12 @@
+// Package live runs drills for real: the dispatcher process (a claim loop
+// that owns a model/dispatch core, a bounded pool of HTTP workers and DLQ
+// alerting) and the live runner that starts the fake partners, injects
+// deliveries into a SQLite queue on the drill's schedule, kills and restarts
+// the dispatcher, and builds the same report as the simulation from what
+// the partners observed and what the store holds.
+//
+// Time: every time the dispatcher and the store hold is drill time, on a
+// Clock that runs Speed times faster than the wall clock from Start. The
+// policy's durations therefore need no scaling, and the store's run_at,
+// created and updated columns read directly as drill time.
+package live

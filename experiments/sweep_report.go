@@ -1,0 +1,479 @@
+package experiments
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// Plot geometry: 8in × 4.5in, PNG at 100 dpi.
+const (
+	plotWidth  = 8 * vg.Inch
+	plotHeight = 4.5 * vg.Inch
+	plotDPI    = 100
+	// maxPlotLines bounds the lines of one sweep plot; more combinations of
+	// the other axes are left to the table.
+	maxPlotLines = 12
+)
+
+// palette is Okabe–Ito, as the run reports use.
+var palette = []color.NRGBA{
+	{R: 0x00, G: 0x72, B: 0xB2, A: 0xFF},
+	{R: 0xE6, G: 0x9F, B: 0x00, A: 0xFF},
+	{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF},
+	{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF},
+	{R: 0xCC, G: 0x79, B: 0xA7, A: 0xFF},
+	{R: 0x56, G: 0xB4, B: 0xE9, A: 0xFF},
+	{R: 0xF0, G: 0xE4, B: 0x42, A: 0xFF},
+	{R: 0x00, G: 0x00, B: 0x00, A: 0xFF},
+}
+
+// WriteSweep writes the sweep's files into dir: report.md, report.html,
+// runs.csv, summary.json and one plot per metric (NAME.png, NAME.svg). The
+// same result gives byte-identical files.
+func WriteSweep(dir string, r *SweepResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	plots, err := sweepPlots(r)
+	if err != nil {
+		return err
+	}
+	var svgs []template.HTML
+	for _, p := range plots {
+		for _, f := range []string{"png", "svg"} {
+			data, err := renderPlot(p.draw, f)
+			if err != nil {
+				return fmt.Errorf("plot %s: %w", p.name, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, p.name+"."+f), data, 0o644); err != nil {
+				return err
+			}
+			if f == "svg" {
+				svgs = append(svgs, template.HTML(stripXMLProlog(data))) // our own gonum output
+			}
+		}
+	}
+	files := []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"report.md", func(b *bytes.Buffer) error { return writeSweepMarkdown(b, r, plots) }},
+		{"report.html", func(b *bytes.Buffer) error { return writeSweepHTML(b, r, plots, svgs) }},
+		{"runs.csv", func(b *bytes.Buffer) error { return writeRunsCSV(b, r) }},
+		{"summary.json", func(b *bytes.Buffer) error { return writeSweepJSON(b, r) }},
+	}
+	for _, f := range files {
+		var b bytes.Buffer
+		if err := f.write(&b); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.name), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FormatValue writes a metric value in its unit: durations in s/ms/min,
+// fractions as percentages, counts and ratios as plain numbers.
+func FormatValue(metric string, v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	switch metricKind(metric) {
+	case reports.Duration:
+		switch a := math.Abs(v); {
+		case a == 0:
+			return "0s"
+		case a < 1:
+			return strconv.FormatFloat(v*1000, 'f', 1, 64) + "ms"
+		case a < 600:
+			return strconv.FormatFloat(v, 'f', 2, 64) + "s"
+		default:
+			return strconv.FormatFloat(v/60, 'f', 1, 64) + "min"
+		}
+	case reports.Fraction:
+		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
+	case reports.Count:
+		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+			return strconv.FormatInt(int64(v), 10)
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// statCell is a table cell: mean ± CI [min–max].
+func statCell(metric string, st Stat) string {
+	if st.N == 0 {
+		return "n/a"
+	}
+	s := FormatValue(metric, st.Mean)
+	if st.N > 1 {
+		s += " ± " + FormatValue(metric, st.CIHalf) + " [" + FormatValue(metric, st.Min) + " – " + FormatValue(metric, st.Max) + "]"
+	}
+	return s
+}
+
+func (r *SweepResult) tableHeader() []string {
+	var h []string
+	for _, a := range r.Experiment.Axes {
+		h = append(h, a.Key)
+	}
+	h = append(h, "gates passed")
+	return append(h, r.Experiment.Metrics...)
+}
+
+func (r *SweepResult) tableRow(c *CellResult) []string {
+	row := append([]string{}, c.Labels...)
+	pass := fmt.Sprintf("%d/%d", c.Passed, r.Experiment.Seeds)
+	if c.Failed > 0 {
+		pass += fmt.Sprintf(" (%d failed)", c.Failed)
+	}
+	row = append(row, pass)
+	for i, m := range r.Experiment.Metrics {
+		row = append(row, statCell(m, c.Stats[i]))
+	}
+	return row
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func writeSweepMarkdown(b *bytes.Buffer, r *SweepResult, plots []sweepPlot) error {
+	e := r.Experiment
+	fmt.Fprintf(b, "# Experiment: %s\n\n", e.Name)
+	if e.Description != "" {
+		fmt.Fprintf(b, "%s\n\n", e.Description)
+	}
+	fmt.Fprintf(b, "%d cells × %d seeds = %d runs. Each cell: mean ± half-width of the 95%% confidence interval of the mean (Student t, n−1 degrees of freedom) [min – max] across seeds.\n\n",
+		len(r.Cells), e.Seeds, len(r.Runs))
+	h := r.tableHeader()
+	b.WriteString("| " + strings.Join(h, " | ") + " |\n|")
+	for range h {
+		b.WriteString(" --- |")
+	}
+	b.WriteString("\n")
+	for i := range r.Cells {
+		row := r.tableRow(&r.Cells[i])
+		for k := range row {
+			row[k] = mdEscape(row[k])
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	if errs := r.runErrors(5); len(errs) > 0 {
+		b.WriteString("\n## Runs that failed\n\n")
+		for _, s := range errs {
+			b.WriteString("- " + s + "\n")
+		}
+	}
+	if len(plots) > 0 {
+		b.WriteString("\n## Plots\n\n")
+		for _, p := range plots {
+			fmt.Fprintf(b, "![%s](%s.png)\n\n", p.title, p.name)
+		}
+	}
+	b.WriteString("Every run is in runs.csv; the statistics are in summary.json.\n")
+	return nil
+}
+
+// runErrors lists the first few failed runs.
+func (r *SweepResult) runErrors(limit int) []string {
+	var out []string
+	for _, run := range r.Runs {
+		if run.Err == "" {
+			continue
+		}
+		if len(out) == limit {
+			out = append(out, "…")
+			break
+		}
+		first, _, _ := strings.Cut(run.Err, "\n")
+		out = append(out, fmt.Sprintf("cell %s, seed %d: %s", strings.Join(r.Cells[run.Cell].Labels, ", "), run.Seed, first))
+	}
+	return out
+}
+
+var sweepHTML = template.Must(template.New("sweep").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Experiment: {{.Name}}</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:.9em}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th{background:#f4f4f4}td.l{text-align:left}figure{margin:1.5em 0}svg{max-width:100%;height:auto}
+</style></head><body>
+<h1>Experiment: {{.Name}}</h1>
+{{if .Description}}<p>{{.Description}}</p>{{end}}
+<p>{{.Intro}}</p>
+<table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if lt $i $.Axes}} class="l"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</tbody></table>
+{{if .Errors}}<h2>Runs that failed</h2><ul>{{range .Errors}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{range .Plots}}<figure>{{.}}</figure>
+{{end}}<p>Every run is in runs.csv; the statistics are in summary.json.</p>
+</body></html>
+`))
+
+func writeSweepHTML(b *bytes.Buffer, r *SweepResult, plots []sweepPlot, svgs []template.HTML) error {
+	e := r.Experiment
+	data := struct {
+		Name, Description, Intro string
+		Header                   []string
+		Rows                     [][]string
+		Axes                     int
+		Errors                   []string
+		Plots                    []template.HTML
+	}{
+		Name: e.Name, Description: e.Description,
+		Intro: fmt.Sprintf("%d cells × %d seeds = %d runs. Each cell: mean ± half-width of the 95%% confidence interval of the mean (Student t) [min – max] across seeds.",
+			len(r.Cells), e.Seeds, len(r.Runs)),
+		Header: r.tableHeader(), Axes: len(e.Axes), Errors: r.runErrors(5), Plots: svgs,
+	}
+	for i := range r.Cells {
+		data.Rows = append(data.Rows, r.tableRow(&r.Cells[i]))
+	}
+	return sweepHTML.Execute(b, data)
+}
+
+func stripXMLProlog(svg []byte) []byte {
+	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
+		return svg[i:]
+	}
+	return svg
+}
+
+func csvNumber(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func writeRunsCSV(b *bytes.Buffer, r *SweepResult) error {
+	w := csv.NewWriter(b)
+	var h []string
+	for _, a := range r.Experiment.Axes {
+		h = append(h, a.Key)
+	}
+	h = append(h, "seed", "pass", "error")
+	h = append(h, r.MetricNames...)
+	if err := w.Write(h); err != nil {
+		return err
+	}
+	for _, run := range r.Runs {
+		row := append([]string{}, r.Cells[run.Cell].Labels...)
+		first, _, _ := strings.Cut(run.Err, "\n")
+		row = append(row, strconv.FormatUint(run.Seed, 10), strconv.FormatBool(run.Pass), first)
+		for _, v := range run.Values {
+			row = append(row, csvNumber(v))
+		}
+		if err := w.Write(row); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// jsonStat is a Stat with null for what does not apply.
+type jsonStat struct {
+	N      int      `json:"n"`
+	Mean   *float64 `json:"mean"`
+	CILow  *float64 `json:"ci_low"`
+	CIHigh *float64 `json:"ci_high"`
+	Min    *float64 `json:"min"`
+	Max    *float64 `json:"max"`
+}
+
+func nullable(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func writeSweepJSON(b *bytes.Buffer, r *SweepResult) error {
+	e := r.Experiment
+	type jsonCell struct {
+		Labels    []string            `json:"labels"`
+		Drill     string              `json:"drill"`
+		Overrides map[string]string   `json:"overrides"`
+		Passed    int                 `json:"seeds_passed"`
+		Failed    int                 `json:"runs_failed"`
+		Stats     map[string]jsonStat `json:"stats"`
+	}
+	type jsonAxis struct {
+		Key    string   `json:"key"`
+		Labels []string `json:"labels"`
+	}
+	out := struct {
+		Experiment  string     `json:"experiment"`
+		Description string     `json:"description,omitempty"`
+		Seeds       int        `json:"seeds"`
+		Metrics     []string   `json:"metrics"`
+		Axes        []jsonAxis `json:"axes"`
+		Confidence  string     `json:"confidence"`
+		Cells       []jsonCell `json:"cells"`
+	}{Experiment: e.Name, Description: e.Description, Seeds: e.Seeds, Metrics: e.Metrics,
+		Confidence: "95% interval of the mean across seeds, Student t with n-1 degrees of freedom"}
+	for _, a := range e.Axes {
+		ja := jsonAxis{Key: a.Key}
+		for _, v := range a.Values {
+			ja.Labels = append(ja.Labels, v.Label)
+		}
+		out.Axes = append(out.Axes, ja)
+	}
+	for _, c := range r.Cells {
+		jc := jsonCell{Labels: c.Labels, Drill: filepath.ToSlash(c.Drill), Overrides: c.Overrides, Passed: c.Passed, Failed: c.Failed, Stats: map[string]jsonStat{}}
+		for i, m := range e.Metrics {
+			st := c.Stats[i]
+			jc.Stats[m] = jsonStat{N: st.N, Mean: nullable(st.Mean), CILow: nullable(st.Mean - st.CIHalf), CIHigh: nullable(st.Mean + st.CIHalf), Min: nullable(st.Min), Max: nullable(st.Max)}
+		}
+		out.Cells = append(out.Cells, jc)
+	}
+	enc := json.NewEncoder(b)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// sweepPlot is one plot of a sweep.
+type sweepPlot struct {
+	name, title string
+	draw        func(draw.Canvas) error
+}
+
+// sweepPlots makes one plot per metric: the first axis along x, one line
+// per combination of the other axes, error bars from the interval.
+func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
+	e := r.Experiment
+	first := e.Axes[0]
+	numeric := len(first.Values) > 1
+	for _, v := range first.Values {
+		numeric = numeric && v.Numeric
+	}
+	// Lines: cells grouped by their values on the other axes.
+	var lineKeys []string
+	lines := map[string][]int{}
+	for i, c := range r.Cells {
+		k := strings.Join(c.Labels[1:], ", ")
+		if _, ok := lines[k]; !ok {
+			if len(lineKeys) == maxPlotLines {
+				continue
+			}
+			lineKeys = append(lineKeys, k)
+		}
+		lines[k] = append(lines[k], i)
+	}
+	var out []sweepPlot
+	for mi, m := range e.Metrics {
+		p := plot.New()
+		p.Title.Text = m + " by " + first.Key
+		p.X.Label.Text = first.Key
+		p.Y.Label.Text = m + unitSuffix(m)
+		if !numeric {
+			var names []string
+			for _, v := range first.Values {
+				names = append(names, v.Label)
+			}
+			p.NominalX(names...)
+		}
+		p.Add(plotter.NewGrid())
+		for li, k := range lineKeys {
+			var pts plotter.XYs
+			var errs plotter.YErrors
+			for _, ci := range lines[k] {
+				c := &r.Cells[ci]
+				st := c.Stats[mi]
+				if st.N == 0 || math.IsNaN(st.Mean) {
+					continue
+				}
+				x := float64(c.Values[0])
+				if numeric {
+					x = first.Values[c.Values[0]].X
+				}
+				pts = append(pts, plotter.XY{X: x, Y: st.Mean})
+				errs = append(errs, struct{ Low, High float64 }{st.CIHalf, st.CIHalf})
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			col := palette[li%len(palette)]
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return nil, err
+			}
+			l.Color, s.Color = col, col
+			l.Width = vg.Points(1.5)
+			eb := &plotter.YErrorBars{XYs: pts, YErrors: errs, LineStyle: draw.LineStyle{Color: col, Width: vg.Points(1)}, CapWidth: vg.Points(6)}
+			p.Add(l, s, eb)
+			if k != "" {
+				p.Legend.Add(k, l, s)
+			}
+		}
+		p.Legend.Top = true
+		out = append(out, sweepPlot{name: "plot_" + fileSafe(m), title: p.Title.Text, draw: func(c draw.Canvas) error { p.Draw(c); return nil }})
+	}
+	return out, nil
+}
+
+func unitSuffix(metric string) string {
+	switch metricKind(metric) {
+	case reports.Duration:
+		return " (s)"
+	case reports.Fraction:
+		return " (fraction)"
+	}
+	return ""
+}
+
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// renderPlot draws into an in-memory PNG or SVG. gonum panics on some
+// degenerate input; that becomes an error.
+func renderPlot(drawFn func(draw.Canvas) error, format string) (data []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("drawing %s: %v", format, r)
+		}
+	}()
+	var c vg.CanvasWriterTo
+	switch format {
+	case "png":
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))}
+	case "svg":
+		c = vgsvg.New(plotWidth, plotHeight)
+	default:
+		return nil, fmt.Errorf("unknown plot format %q", format)
+	}
+	if err := drawFn(draw.New(c)); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
