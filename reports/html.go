@@ -129,8 +129,12 @@ code { font: 13px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; back
 a { color: #0969da; }
 .scroll { overflow-x: auto; }
 figure { margin: 1rem 0 1.5rem; }
-figure img { display: block; width: 100%; max-width: 900px; height: auto; min-height: 200px; object-fit: contain; border: 1px solid var(--line); background: #fff; }
-figcaption { font-weight: 600; margin-bottom: .35rem; }
+figure img { display: block; width: 100%; max-width: 100%; height: auto; min-height: 200px; object-fit: contain; border: 1px solid var(--line); background: #fff; }
+figcaption { position: absolute; left: -9999px; } /* the plot carries its own title */
+figure { position: relative; }
+h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickness: 1px; }
+.tall { max-height: 24rem; overflow-y: auto; }
+.tall thead th { position: sticky; top: 0; background: #fff; }
 .note, .omitted { color: var(--muted); font-style: italic; }
 </style>
 </head>
@@ -202,12 +206,12 @@ figcaption { font-weight: 600; margin-bottom: .35rem; }
 
 {{if .Breaker}}<section id="breaker">
 <h2><a href="{{.Doc}}#circuit-breaker">Breaker</a> transitions</h2>
-<table>
+<div class="tall"><table>
 <thead><tr><th class="num">at</th><th>partner</th><th>from</th><th>to</th></tr></thead>
 <tbody>
 {{range .Breaker}}<tr><td class="num">{{.At}}</td><td>{{.Partner}}</td><td>{{.From}}</td><td>{{.To}}</td></tr>
 {{end}}</tbody>
-</table>
+</table></div>
 {{if .BreakerOmitted}}<p class="omitted">… and {{.BreakerOmitted}} more transitions not shown.</p>{{end}}
 </section>{{end}}
 

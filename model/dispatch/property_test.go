@@ -127,6 +127,15 @@ func (w *propWorld) check(full bool) {
 			w.t.Fatalf("partner %d has %d in flight, limit %d", p, n, lim)
 		}
 	}
+	// Liveness: a partner with queued deliveries and nothing in flight
+	// will get no completion, so it must wait on a timer or in the ring;
+	// parked as blocked it would wait for ever.
+	for i := range c.partners {
+		p := &c.partners[i]
+		if len(p.q) > 0 && p.inFlight == 0 && p.park != parkTimer && p.park != parkRing {
+			w.t.Fatalf("partner %s is stuck: %d queued, none in flight, park state %d", p.cfg.Name, len(p.q), p.park)
+		}
+	}
 	// Work conservation for the partners without guards: a free worker
 	// and a due delivery of theirs cannot both remain after pumping.
 	if !full {
