@@ -72,6 +72,10 @@ type recorder struct {
 	maxReadyAge      float64
 	maxDelayedAge    float64
 
+	// permanentByAttempt[i]: permanent dead letters whose (i+1)-th attempt
+	// was rejected; later attempts share the last entry (MaxOrdinals).
+	permanentByAttempt []int64
+
 	r *simRun
 }
 
@@ -188,8 +192,15 @@ func (rec *recorder) deadLettered(t int64, it *dispatch.Item, reason model.Reaso
 	c.dlq++
 	c.reasons[string(reason)]++
 	rec.iv.dlq++
-	if reason == model.ReasonPermanent && rec.r.subs[it.Partner].healthy {
-		rec.healthyPermanent++
+	if reason == model.ReasonPermanent {
+		if rec.r.subs[it.Partner].healthy {
+			rec.healthyPermanent++
+		}
+		i := min(max(it.Attempts, 1), MaxOrdinals) - 1
+		for len(rec.permanentByAttempt) <= i {
+			rec.permanentByAttempt = append(rec.permanentByAttempt, 0)
+		}
+		rec.permanentByAttempt[i]++
 	}
 	for i, rs := range model.Reasons {
 		if rs == reason {
@@ -231,8 +242,10 @@ func (rec *recorder) sample(r *simRun, t int64) {
 		s.RunningAmplification = float64(rec.attempts) / float64(rec.first)
 	}
 	s.DLQByReason = make([]float64, len(model.Reasons))
+	// Counts, not rates: Sample.DLQByReason is documented as counts, plots
+	// sum it, and the CSV writer divides by the interval itself.
 	for i := range iv.dlqBy {
-		s.DLQByReason[i] = float64(iv.dlqBy[i]) / sec
+		s.DLQByReason[i] = float64(iv.dlqBy[i])
 	}
 	if len(rec.breakerCols) > 0 {
 		s.Breaker = make([]float64, len(rec.breakerCols))

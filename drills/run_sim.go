@@ -238,6 +238,12 @@ func (r *simRun) wall(t int64) time.Time { return time.Unix(0, r.epoch0+t) }
 
 func (r *simRun) run(opt SimOptions) error {
 	d := r.d
+	// Outage ends first: at equal times an outage end runs before an
+	// arrival, so a burst at the very end is not counted in its backlog
+	// (terminal only counts deliveries created before the end).
+	for i := range r.outages {
+		r.q.Push(r.outages[i].end, simEvent{kind: evOutageEnd, slot: int32(i)})
+	}
 	// Source.
 	switch d.Source.Arrival {
 	case "burst":
@@ -246,9 +252,6 @@ func (r *simRun) run(opt SimOptions) error {
 		r.q.Push(r.firstArrival(), simEvent{kind: evArrival})
 	}
 	r.q.Push(r.rec.intervalNs, simEvent{kind: evSample})
-	for i := range r.outages {
-		r.q.Push(r.outages[i].end, simEvent{kind: evOutageEnd, slot: int32(i)})
-	}
 	for i, f := range d.Faults {
 		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
 	}

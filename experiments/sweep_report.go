@@ -453,7 +453,11 @@ func fileSafe(s string) string {
 
 // renderPlot draws into an in-memory PNG or SVG. gonum panics on some
 // degenerate input; that becomes an error.
-func renderPlot(drawFn func(draw.Canvas) error, format string) (data []byte, err error) {
+func renderPlot(drawFn func(draw.Canvas) error, format string) ([]byte, error) {
+	return renderPlotSize(drawFn, format, plotWidth, plotHeight)
+}
+
+func renderPlotSize(drawFn func(draw.Canvas) error, format string, width, height vg.Length) (data []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("drawing %s: %v", format, r)
@@ -462,9 +466,9 @@ func renderPlot(drawFn func(draw.Canvas) error, format string) (data []byte, err
 	var c vg.CanvasWriterTo
 	switch format {
 	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))}
+		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))}
 	case "svg":
-		c = vgsvg.New(plotWidth, plotHeight)
+		c = vgsvg.New(width, height)
 	default:
 		return nil, fmt.Errorf("unknown plot format %q", format)
 	}

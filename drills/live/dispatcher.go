@@ -310,6 +310,12 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 	for {
 		wallNow := time.Now()
 		now := ds.cfg.Clock.At(wallNow)
+		// Persist before claiming: a delivery that just ended has left
+		// held, and if its lease had run out a claim before the flush
+		// would hand it back to us as new.
+		if err := ds.flush(); err != nil {
+			return err
+		}
 		if !stopping && !wallNow.Before(nextClaim) && len(ds.held) < ds.holdCap {
 			full, err := ds.claim(now)
 			if err != nil {

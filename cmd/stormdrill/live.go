@@ -1,0 +1,28 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/live"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// liveExecutable is the binary whose `dispatch` command a live run starts;
+// "" means this process's own executable. Tests point it elsewhere.
+var liveExecutable = ""
+
+// runLive runs a mode = "live" drill; the dispatchers' diagnostics go to
+// dispatch.log in the run directory.
+func runLive(d *drills.Drill, dir string, progress func(drills.Progress)) (*reports.Run, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "dispatch.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	return live.Run(d, dir, live.Options{Executable: liveExecutable, Progress: progress, Log: logf})
+}

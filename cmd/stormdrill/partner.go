@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
+)
+
+const partnerExamples = `  stormdrill partner drills/fanout-outage.toml
+  stormdrill partner drills/live-restart.toml --listen 127.0.0.1:8080 --speed 20
+  curl -i -X POST -H 'Idempotency-Key: evt-1:acme-0' http://127.0.0.1:8080/p/acme/0
+  curl http://127.0.0.1:8080/control/partners`
+
+func cmdPartner(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("partner", "DRILL.toml [--listen 127.0.0.1:0] [--speed F]", partnerExamples, stdout)
+	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve on")
+	speed := fs.Float64("speed", 0, "divide every scripted time by this factor (default: the drill's speed)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("stormdrill partner: name exactly one drill file (see --help)")
+	}
+	d, err := drills.Load(pos[0], nil)
+	if err != nil {
+		return usageError{err}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return servePartners(ctx, d, *listen, *speed, stdout)
+}
+
+// servePartners serves the drill's partners until ctx ends. Drill time 0 is
+// when it starts listening. It prints the base URL on its own line first.
+func servePartners(ctx context.Context, d *drills.Drill, listen string, speed float64, stdout io.Writer) error {
+	if speed < 0 {
+		return usagef("stormdrill partner: --speed %v: must be greater than 0", speed)
+	}
+	if speed == 0 {
+		speed = d.Speed
+	}
+	specs, err := d.PartnerSpecs()
+	if err != nil {
+		return usageError{err}
+	}
+	srv, err := fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: speed, Seed: d.Seed})
+	if err != nil {
+		return usageError{err}
+	}
+	l, err := fakepartner.ListenLoopback(listen)
+	if err != nil {
+		return usagef("stormdrill partner: --listen: %v", err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	fmt.Fprintf(stdout, "http://%s\n", l.Addr())
+	select {
+	case <-ctx.Done():
+		srv.Close()
+		<-errc
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return runError{err}
+	}
+}

@@ -1,0 +1,462 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// Runner limits.
+const (
+	// BootMargin is how long before drill time 0 the first dispatcher is
+	// started, so that its start-up is not counted as delivery latency.
+	BootMargin = 500 * time.Millisecond
+	// readyTimeout bounds a dispatcher's start-up.
+	readyTimeout = 20 * time.Second
+	// MaxInsertBatch bounds the deliveries one injection transaction holds.
+	MaxInsertBatch = 5000
+	// stopGrace is added to the attempt timeout when waiting for a
+	// dispatcher to stop after SIGTERM, before it is killed.
+	stopGrace = 10 * time.Second
+)
+
+// Options tune a live run.
+type Options struct {
+	// Executable is the stormdrill binary whose `dispatch` command runs the
+	// dispatcher; "" means this process's own executable.
+	Executable string
+	// Progress, if set, is called at every sample.
+	Progress func(drills.Progress)
+	// Log receives the dispatchers' diagnostics; nil discards them.
+	Log io.Writer
+}
+
+type child struct {
+	n     int
+	owner string
+	cmd   *exec.Cmd
+	ready chan struct{}
+	done  chan error // the process's exit; buffered, written once
+	// killed is set before the runner signals it, so its exit is expected.
+	killed bool
+}
+
+type runner struct {
+	d       *drills.Drill
+	opt     Options
+	dir     string
+	dbPath  string
+	drillJS string
+	specs   []fakepartner.Spec
+	subs    []drills.LiveSubscriber
+	fanout  []int
+	byName  map[string]int
+	srv     *fakepartner.Server
+	baseURL string
+	clock   Clock
+	exe     string
+	logw    io.Writer
+
+	mu          sync.Mutex // guards what child readers write
+	transitions []reports.BreakerTransition
+	transDrop   int64
+	breakerNow  map[string]float64
+
+	children int
+	cur      *child
+	restarts []reports.Restart
+
+	reader *queue.SQLite // sampling and the final accounting
+	inj    *injector
+	rec    *liveRecorder
+}
+
+// Run runs a drill in live mode and builds its report. dir receives the
+// SQLite queue (queue.db) and the drill as the dispatcher reads it. A run
+// that breaks the accounting identity is returned together with an error
+// wrapping drills.ErrAccounting.
+func Run(d *drills.Drill, dir string, opt Options) (*reports.Run, error) {
+	r, err := newRunner(d, dir, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.run(); err != nil {
+		return nil, err
+	}
+	return r.finish()
+}
+
+func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
+	specs, err := d.PartnerSpecs()
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{d: d, opt: opt, dir: dir, specs: specs, byName: map[string]int{}, breakerNow: map[string]float64{}}
+	r.subs, r.fanout = drills.Subscribers(d, specs)
+	for i, s := range r.subs {
+		r.byName[s.Name] = i
+	}
+	r.logw = opt.Log
+	if r.logw == nil {
+		r.logw = io.Discard
+	}
+	r.logw = &syncWriter{w: r.logw}
+	r.exe = opt.Executable
+	if r.exe == "" {
+		if r.exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("live: finding the stormdrill executable: %w", err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	r.dbPath = filepath.Join(dir, "queue.db")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(r.dbPath + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	r.drillJS = filepath.Join(dir, "drill.json")
+	if err := WriteDrillJSON(d, r.drillJS); err != nil {
+		return nil, err
+	}
+	r.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: d.Speed, Seed: d.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("live: partner server: %w", err)
+	}
+	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("live: partner server: %w", err)
+	}
+	go func() { _ = r.srv.Serve(l) }()
+	r.baseURL = "http://" + l.Addr().String()
+	return r, nil
+}
+
+func (r *runner) close() {
+	if c := r.cur; c != nil && !c.killed {
+		c.killed = true
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	r.srv.Close()
+	if r.reader != nil {
+		r.reader.Close()
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// spawn starts dispatcher number n and waits until it is ready.
+func (r *runner) spawn() (*child, error) {
+	r.children++
+	c := &child{n: r.children, owner: "dispatch-" + strconv.Itoa(r.children), ready: make(chan struct{}), done: make(chan error, 1)}
+	c.cmd = exec.Command(r.exe, "dispatch",
+		"--store", "sqlite:"+r.dbPath, "--drill", r.drillJS, "--partners", r.baseURL,
+		"--owner", c.owner, "--alert-url", r.baseURL+"/alerts",
+		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10),
+		"--speed", strconv.FormatFloat(r.clock.speed(), 'g', -1, 64))
+	c.cmd.Stderr = r.logw
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("live: starting the dispatcher: %w", err)
+	}
+	go func() {
+		sc := bufio.NewScanner(io.LimitReader(out, 1<<30))
+		readyOnce := false
+		for sc.Scan() {
+			f := strings.Split(sc.Text(), "\t")
+			switch f[0] {
+			case EventReady:
+				if !readyOnce {
+					readyOnce = true
+					close(c.ready)
+				}
+			case EventTransition:
+				if len(f) == 5 {
+					r.transition(f[1], f[2], f[3], f[4])
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+		c.done <- c.cmd.Wait()
+	}()
+	t := time.NewTimer(readyTimeout)
+	defer t.Stop()
+	select {
+	case <-c.ready:
+		r.mu.Lock()
+		clear(r.breakerNow) // a new process starts with closed breakers
+		r.mu.Unlock()
+		return c, nil
+	case err := <-c.done:
+		return nil, fmt.Errorf("live: dispatcher %d exited before it was ready: %v", c.n, err)
+	case <-t.C:
+		c.killed = true
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return nil, fmt.Errorf("live: dispatcher %d not ready after %v", c.n, readyTimeout)
+	}
+}
+
+func (r *runner) transition(partner, atNS, from, to string) {
+	ns, err := strconv.ParseInt(atNS, 10, 64)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch to {
+	case "open":
+		r.breakerNow[partner] = 2
+	case "half-open":
+		r.breakerNow[partner] = 1
+	default:
+		delete(r.breakerNow, partner)
+	}
+	if len(r.transitions) >= drills.MaxTransitions {
+		r.transDrop++
+		return
+	}
+	r.transitions = append(r.transitions, reports.BreakerTransition{
+		Partner: partner, AtS: float64(ns-r.clock.Start.UnixNano()) / 1e9, From: from, To: to})
+}
+
+// stop ends the current dispatcher: SIGTERM (graceful) or SIGKILL.
+func (r *runner) stop(graceful bool) error {
+	c := r.cur
+	if c == nil {
+		return nil
+	}
+	r.cur = nil
+	c.killed = true
+	if !graceful {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return nil
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(r.clock.Wall(r.d.Dispatcher.AttemptTimeout.D) + stopGrace)
+	defer t.Stop()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			return fmt.Errorf("live: dispatcher %d did not stop cleanly: %v", c.n, err)
+		}
+		return nil
+	case <-t.C:
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("live: dispatcher %d did not stop within %v of SIGTERM", c.n, r.clock.Wall(r.d.Dispatcher.AttemptTimeout.D)+stopGrace)
+	}
+}
+
+// inFlightBound is an upper bound on the attempts in flight at drill time
+// now, read from the store: claimed and due rows, per partner at most its
+// concurrency limit and none for a partner whose breaker is open, at most
+// the worker count in all. (Claimed rows also wait in the dispatcher for a
+// worker or a breaker; they make no call.)
+func (r *runner) inFlightBound(now time.Time) int64 {
+	rows, err := r.reader.DB().Query(`SELECT partner, count(*) FROM deliveries
+		WHERE state = 'leased' AND run_at <= ? GROUP BY partner`, now.UnixNano())
+	if err != nil {
+		return 0
+	}
+	defer rows.Close()
+	conc := int64(r.d.Dispatcher.PerPartnerConcurrency)
+	var total int64
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for rows.Next() {
+		var partner string
+		var n int64
+		if rows.Scan(&partner, &n) != nil {
+			continue
+		}
+		if r.breakerNow[partner] == 2 {
+			continue
+		}
+		if conc > 0 {
+			n = min(n, conc)
+		}
+		total += n
+	}
+	return min(total, int64(r.d.Dispatcher.Workers))
+}
+
+type faultStep struct {
+	at    time.Duration // drill time
+	i     int           // fault index
+	down  bool          // true: take down; false: bring up
+	grace bool
+}
+
+func (r *runner) run() error {
+	d := r.d
+	r.clock = Clock{Start: time.Now().Add(BootMargin), Speed: d.Speed}
+	r.srv.SetStart(r.clock.Start)
+	var err error
+	if r.reader, err = queue.OpenSQLite(r.dbPath); err != nil {
+		return err
+	}
+	injStore, err := queue.OpenSQLite(r.dbPath)
+	if err != nil {
+		return err
+	}
+	defer injStore.Close()
+	if r.cur, err = r.spawn(); err != nil {
+		return err
+	}
+	r.rec = newLiveRecorder(r)
+	r.inj = newInjector(r, injStore)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	injDone := make(chan error, 1)
+	go func() { injDone <- r.inj.run(ctx) }()
+
+	var steps []faultStep
+	for i, f := range d.Faults {
+		steps = append(steps, faultStep{at: f.At.D, i: i, down: true, grace: f.Kind == "graceful-restart"},
+			faultStep{at: f.At.D + f.Down.D, i: i})
+	}
+	sortSteps(steps)
+	interval := r.rec.interval
+	nextSample := interval
+	hardEnd := d.Duration.D + d.Drain.D
+	sourceDone := false
+	var injErr error
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		dt := r.clock.At(now).Sub(r.clock.Start) // drill time elapsed
+		for len(steps) > 0 && steps[0].at <= dt {
+			s := steps[0]
+			steps = steps[1:]
+			if s.down {
+				f := d.Faults[s.i]
+				var inFlight int64
+				if s.grace {
+					inFlight = r.inFlightBound(r.clock.Now())
+					err = r.stop(true)
+				} else {
+					err = r.stop(false)
+					inFlight = r.inFlightBound(r.clock.Now())
+				}
+				if err != nil {
+					return err
+				}
+				r.restarts = append(r.restarts, reports.Restart{AtS: dt.Seconds(), DownS: f.Down.D.Seconds(), Graceful: s.grace, InFlight: inFlight})
+				fmt.Fprintf(r.logw, "live: %s at %v drill time: at most %d attempts in flight\n", f.Kind, dt.Round(time.Millisecond), inFlight)
+			} else if r.cur == nil {
+				if r.cur, err = r.spawn(); err != nil {
+					return err
+				}
+			}
+		}
+		if dt >= nextSample {
+			p, err := r.rec.sample(dt)
+			if err != nil {
+				return err
+			}
+			nextSample += interval
+			if r.opt.Progress != nil {
+				r.opt.Progress(drills.Progress{DrillTime: dt, Total: d.Duration.D, Created: r.inj.created.Load(), DLQ: r.rec.lastDead})
+			}
+			if sourceDone && len(steps) == 0 && r.cur != nil && p == 0 && r.outagesOver(dt) {
+				break
+			}
+		}
+		if dt >= hardEnd {
+			break
+		}
+		var curDone chan error
+		if r.cur != nil {
+			curDone = r.cur.done
+		}
+		next := nextSample
+		if len(steps) > 0 {
+			next = min(next, steps[0].at)
+		}
+		resetTimer(timer, max(0, r.clock.Wall(next-dt)))
+		select {
+		case <-timer.C:
+		case injErr = <-injDone:
+			sourceDone = true
+			injDone = nil
+			if injErr != nil {
+				return injErr
+			}
+		case err := <-curDone:
+			c := r.cur
+			r.cur = nil
+			return fmt.Errorf("live: dispatcher %d exited on its own: %v", c.n, err)
+		}
+	}
+	r.rec.endDT = r.clock.At(time.Now()).Sub(r.clock.Start)
+	cancel()
+	if injDone != nil {
+		if err := <-injDone; err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	if r.cur != nil {
+		if err := r.stop(true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortSteps(s []faultStep) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].at < s[j-1].at; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// outagesOver reports whether every scripted outage has ended at drill time dt.
+func (r *runner) outagesOver(dt time.Duration) bool {
+	for _, sp := range r.specs {
+		for _, o := range sp.Outages {
+			if dt < o.End() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// PartnerURL is the URL of member m of cohort on a partner server at base.
+func PartnerURL(base, cohort string, m int) string {
+	return base + "/p/" + cohort + "/" + strconv.Itoa(m)
+}

@@ -1,0 +1,350 @@
+package drills
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// bundledDrills lists the drills shipped next to this package.
+func bundledDrills(t testing.TB) []string {
+	t.Helper()
+	paths, err := filepath.Glob("*.toml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no bundled drills found (%v)", err)
+	}
+	return paths
+}
+
+func loadDrill(t testing.TB, path string, overrides map[string]string) *Drill {
+	t.Helper()
+	d, err := Load(path, overrides)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	return d
+}
+
+func runDrill(t testing.TB, d *Drill) *reports.Run {
+	t.Helper()
+	run, err := RunSim(d, SimOptions{})
+	if err != nil {
+		t.Fatalf("run %s: %v", d.Name, err)
+	}
+	return run
+}
+
+// runInternal runs d and returns the finished run with its recorder, for
+// figures that are not in the summary.
+func runInternal(t testing.TB, d *Drill) (*simRun, *reports.Run) {
+	t.Helper()
+	r, err := newSimRun(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.run(SimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := r.rec.finish(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, run
+}
+
+func summaryJSON(t testing.TB, run *reports.Run) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := reports.WriteSummaryJSON(&buf, run.Summary); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func timeseriesCSV(t testing.TB, run *reports.Run) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := reports.WriteTimeseriesCSV(&buf, run.Timeseries); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// requiredKeys are the summary.json keys issue 3 names. "a.b" is a key of
+// an object; "a[].b" is a key of every element of an array.
+var requiredKeys = []string{
+	"drill", "seed", "mode", "pass",
+	"deliveries.created", "deliveries.delivered", "deliveries.dead_lettered", "deliveries.pending", "deliveries.lost",
+	"attempts.total", "attempts.first", "attempts.retries", "attempts.by_ordinal",
+	"amplification",
+	"outages", "outages[].partner", "outages[].start_s", "outages[].end_s", "outages[].drain_time_s",
+	"drain_time_s",
+	"oldest_ready_age_max_s", "oldest_delayed_age_max_s",
+	"healthy_latency_s.p50", "healthy_latency_s.p90", "healthy_latency_s.p99", "healthy_latency_s.p999", "healthy_latency_s.max",
+	"healthy_within_slo", "slo_s",
+	"dead_letter_reasons",
+	"duplicates",
+	"breaker_transitions", "breaker_transitions[].partner", "breaker_transitions[].at_s", "breaker_transitions[].from", "breaker_transitions[].to",
+	"gates", "gates[].expr", "gates[].value", "gates[].pass",
+}
+
+// lookupKey reports whether key (as in requiredKeys) exists in v; for
+// "a[].b" every element of a must have b.
+func lookupKey(v any, key string) bool {
+	head, rest, more := strings.Cut(key, ".")
+	if name, ok := strings.CutSuffix(head, "[]"); ok {
+		m, isObj := v.(map[string]any)
+		arr, isArr := m[name].([]any)
+		if !isObj || !isArr {
+			return false
+		}
+		for _, e := range arr {
+			if !lookupKey(e, rest) {
+				return false
+			}
+		}
+		return true
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	child, ok := m[head]
+	if !ok {
+		return false
+	}
+	if !more {
+		return true
+	}
+	return lookupKey(child, rest)
+}
+
+// TestBundledDrillsRun runs every bundled drill under the simulation and
+// checks that its summary.json has the issue's keys, adds up, loses
+// nothing and passes the drill's own gates.
+func TestBundledDrillsRun(t *testing.T) {
+	for _, path := range bundledDrills(t) {
+		t.Run(strings.TrimSuffix(path, ".toml"), func(t *testing.T) {
+			d := loadDrill(t, path, nil)
+			run := runDrill(t, d)
+			data := summaryJSON(t, run)
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatalf("summary.json does not decode: %v", err)
+			}
+			for _, k := range requiredKeys {
+				if !lookupKey(m, k) {
+					t.Errorf("summary.json has no %s", k)
+				}
+			}
+			for _, k := range []string{"outages", "breaker_transitions", "gates", "attempts.by_ordinal"} {
+				parent, _, _ := strings.Cut(k, ".")
+				v := m[parent]
+				if k == "attempts.by_ordinal" {
+					v = m["attempts"].(map[string]any)["by_ordinal"]
+				}
+				if _, ok := v.([]any); !ok {
+					t.Errorf("%s is %T, want an array", k, v)
+				}
+			}
+			if _, ok := m["pass"].(bool); !ok {
+				t.Errorf("pass is %T, want a bool", m["pass"])
+			}
+			if v := m["drain_time_s"]; v != nil {
+				if _, ok := v.(float64); !ok {
+					t.Errorf("drain_time_s is %T, want a number or null", v)
+				}
+			}
+
+			s := run.Summary
+			if s.Deliveries.Lost != 0 {
+				t.Errorf("lost = %d, want 0 (%+v)", s.Deliveries.Lost, s.Deliveries)
+			}
+			if s.Deliveries.Created == 0 || s.Attempts.Total == 0 {
+				t.Errorf("the drill did nothing: %+v, %d attempts", s.Deliveries, s.Attempts.Total)
+			}
+			var byOrd int64
+			for _, n := range s.Attempts.ByOrdinal {
+				byOrd += n
+			}
+			if byOrd != s.Attempts.Total || len(s.Attempts.ByOrdinal) == 0 || s.Attempts.ByOrdinal[0] != s.Attempts.First {
+				t.Errorf("by_ordinal %v does not add up to total %d with first %d", s.Attempts.ByOrdinal, s.Attempts.Total, s.Attempts.First)
+			}
+			var dl int64
+			for _, n := range s.DeadLetterReasons {
+				dl += n
+			}
+			if dl != s.Deliveries.DeadLettered {
+				t.Errorf("dead_letter_reasons %v add up to %d, dead_lettered is %d", s.DeadLetterReasons, dl, s.Deliveries.DeadLettered)
+			}
+			if len(s.Gates) != len(d.Gates) {
+				t.Errorf("%d gate results for %d gates", len(s.Gates), len(d.Gates))
+			}
+			if len(s.Outages) != countOutages(d) {
+				t.Errorf("%d outages in the summary, %d in the drill", len(s.Outages), countOutages(d))
+			}
+			for _, g := range s.Gates {
+				if !g.Pass {
+					t.Errorf("gate %q fails: measured %s", g.Expr, g.Display)
+				}
+			}
+		})
+	}
+}
+
+func countOutages(d *Drill) int {
+	n := 0
+	for _, p := range d.Partners {
+		n += len(p.Outages)
+	}
+	return n
+}
+
+// TestDeterminism: the same seed gives byte-identical summary.json and
+// timeseries.csv; another seed gives different figures, not just a
+// different "seed" field.
+func TestDeterminism(t *testing.T) {
+	for _, path := range bundledDrills(t) {
+		t.Run(strings.TrimSuffix(path, ".toml"), func(t *testing.T) {
+			d1 := loadDrill(t, path, nil)
+			a := runDrill(t, d1)
+			d2 := loadDrill(t, path, nil)
+			b := runDrill(t, d2)
+			if !bytes.Equal(summaryJSON(t, a), summaryJSON(t, b)) {
+				t.Errorf("same seed, different summary.json")
+			}
+			if !bytes.Equal(timeseriesCSV(t, a), timeseriesCSV(t, b)) {
+				t.Errorf("same seed, different timeseries.csv")
+			}
+			other := loadDrill(t, path, map[string]string{"seed": strconv.FormatUint(d1.Seed+1, 10)})
+			c := runDrill(t, other)
+			sameSeed := *c.Summary
+			sameSeed.Seed = a.Summary.Seed
+			if bytes.Equal(summaryJSON(t, a), summaryJSON(t, &reports.Run{Summary: &sameSeed})) {
+				t.Errorf("seed %d and %d give the same figures", d1.Seed, other.Seed)
+			}
+			if bytes.Equal(timeseriesCSV(t, a), timeseriesCSV(t, c)) {
+				t.Errorf("seed %d and %d give the same timeseries.csv", d1.Seed, other.Seed)
+			}
+		})
+	}
+}
+
+// TestRestartFault: a hard restart loses the attempts in flight, which the
+// partner had processed; their deliveries come back after the lease and
+// succeed again, so each shows up as a duplicate, and nothing is lost. A
+// graceful restart lets them finish and makes no duplicate.
+func TestRestartFault(t *testing.T) {
+	cases := []struct {
+		kind      string
+		graceful  bool
+		wantDupes bool // duplicates == attempts in flight at the restart
+	}{
+		// Hard restart: every lost attempt was processed, so every one is a duplicate.
+		{"restart", false, true},
+		// Graceful: attempts in flight complete; no duplicate.
+		{"graceful-restart", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			d := loadDrill(t, "testdata/sim_restart.toml", map[string]string{"faults[0].kind": strconv.Quote(tc.kind)})
+			s := runDrill(t, d).Summary
+			if len(s.Restarts) != 1 {
+				t.Fatalf("%d restarts recorded, want 1", len(s.Restarts))
+			}
+			rs := s.Restarts[0]
+			if rs.Graceful != tc.graceful || rs.AtS != 120 || rs.InFlight < 50 {
+				t.Fatalf("restart %+v, want at 120s, graceful %v, with tens of attempts in flight", rs, tc.graceful)
+			}
+			want := int64(0)
+			if tc.wantDupes {
+				want = rs.InFlight
+			}
+			if s.Duplicates != want {
+				t.Errorf("duplicates %d, want %d (%d in flight at the restart)", s.Duplicates, want, rs.InFlight)
+			}
+			if s.Deliveries.Lost != 0 || s.Deliveries.Delivered != s.Deliveries.Created || s.Deliveries.Created == 0 {
+				t.Errorf("deliveries %+v: want every one delivered and none lost", s.Deliveries)
+			}
+			// The lost attempts count: their deliveries needed a 2nd attempt.
+			second := int64(0)
+			if len(s.Attempts.ByOrdinal) > 1 {
+				second = s.Attempts.ByOrdinal[1]
+			}
+			if tc.wantDupes && second != rs.InFlight {
+				t.Errorf("%d second attempts, want %d (one per lost attempt)", second, rs.InFlight)
+			}
+		})
+	}
+}
+
+// TestBrokenIdentityIsARunError breaks the accounting identity after a run
+// (one delivery the recorder forgets) and checks that finish reports it as
+// ErrAccounting while still returning the run to write down.
+func TestBrokenIdentityIsARunError(t *testing.T) {
+	d := loadDrill(t, "demo-healthy.toml", nil)
+	r, err := newSimRun(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.run(SimOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.rec.deliveredN--
+	run, err := r.rec.finish(r)
+	if !errors.Is(err, ErrAccounting) {
+		t.Fatalf("finish with a delivery unaccounted for: err %v, want ErrAccounting", err)
+	}
+	if run == nil || run.Summary.Deliveries.Lost != 1 {
+		t.Fatalf("run %v: want the run back with lost = 1", run)
+	}
+}
+
+// TestDLQByReasonIsCountNotRate is a regression test: the recorder divided
+// each sample's per-reason dead letters by the interval, though
+// Sample.DLQByReason holds counts (plots sum them; the CSV writer divides
+// by the interval itself). At the default 1s interval the two agree, so it
+// only showed with a longer interval.
+func TestDLQByReasonIsCountNotRate(t *testing.T) {
+	d := loadDrill(t, "demo-bad-data.toml", map[string]string{"sample_interval": `"10s"`})
+	run := runDrill(t, d)
+	ts := run.Timeseries
+	if ts.IntervalS != 10 {
+		t.Fatalf("interval %v, want 10s", ts.IntervalS)
+	}
+	col := slices.Index(ts.Reasons, string(model.ReasonPermanent))
+	var counted, fromRate float64
+	for _, s := range ts.Samples {
+		counted += s.DLQByReason[col]
+		fromRate += s.DLQPerS * ts.IntervalS
+	}
+	want := float64(run.Summary.DeadLetterReasons[string(model.ReasonPermanent)])
+	if want == 0 || counted != want || fromRate != want {
+		t.Fatalf("permanent dead letters: samples count %v, DLQPerS × interval %v, summary %v; want all equal", counted, fromRate, want)
+	}
+}
+
+// TestBurstAtOutageEndDrains is a regression test: a burst released at the
+// very instant an outage ends ran before the outage-end event, so its
+// deliveries were counted in the outage's backlog; terminal only counts
+// deliveries created before the end, so the backlog never reached zero and
+// the outage was reported as not drained although everything was delivered.
+func TestBurstAtOutageEndDrains(t *testing.T) {
+	d := loadDrill(t, "testdata/sim_burst_at_outage_end.toml", nil)
+	s := runDrill(t, d).Summary
+	if s.Deliveries.Delivered != s.Deliveries.Created || s.Deliveries.Created != 200 {
+		t.Fatalf("deliveries %+v, want all 200 delivered", s.Deliveries)
+	}
+	// Nothing was created before the outage ended, so there was no backlog.
+	if len(s.Outages) != 1 || s.Outages[0].DrainTimeS == nil || *s.Outages[0].DrainTimeS != 0 || s.DrainTimeS == nil {
+		t.Fatalf("outages %+v, drain_time_s %v; want drained at once", s.Outages, s.DrainTimeS)
+	}
+}

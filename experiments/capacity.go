@@ -1,0 +1,413 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/stormdrill/stormdrill/drills"
+)
+
+// Capacity search limits.
+const (
+	// DefaultMaxProbes bounds a search: bracketing and bisection together.
+	DefaultMaxProbes = 30
+	// DefaultRatePrecision is where bisection on a rate stops: the bracket
+	// is within 2% of its lower end.
+	DefaultRatePrecision = 0.02
+	// maxBracketFactor: bracketing gives up 2^10 times away from the start.
+	maxBracketSteps = 10
+	maxIntegerValue = 1_000_000
+)
+
+// CapacityOptions tune Capacity.
+type CapacityOptions struct {
+	// Key is the drill key to vary: "source.rate" (default; the largest
+	// passing rate is searched) or an integer key such as
+	// "dispatcher.workers" (the smallest passing value is searched).
+	Key string
+	// Min and Max bound the search; 0 means unbounded on that side (the
+	// search brackets from the drill's own value).
+	Min, Max float64
+	// Seeds per probe (default 1): seed, seed+1, …; a probe passes only when
+	// every seed passes.
+	Seeds int
+	// Precision is the relative width at which a rate search stops
+	// (default DefaultRatePrecision); integer keys stop at a step of 1.
+	Precision float64
+	// MaxProbes bounds the number of probes (default DefaultMaxProbes).
+	MaxProbes int
+	// Overrides apply to every probe (dotted drill key → TOML literal).
+	Overrides map[string]string
+	// Workers bounds the runs at once (0: NumCPU). The result does not
+	// depend on it.
+	Workers int
+	// Progress is called after each probe with probes done and the bound.
+	Progress func(done, bound int)
+}
+
+// Probe is one value tried, over every seed.
+type Probe struct {
+	Value  float64
+	Seeds  int
+	Passed int
+	Pass   bool
+	// Means over the seeds where each applies; NaN when none.
+	Amplification, HealthyP99S, DrainTimeS, DeadLettered float64
+	// FailedGates are the gates that failed on some seed, in drill order.
+	FailedGates []string
+	Err         string // the first run error, if a run did not complete
+}
+
+// CapacityResult is a finished search.
+type CapacityResult struct {
+	Drill    string // drill name
+	Path     string
+	Key      string
+	Largest  bool    // true: the largest passing value was searched; false: the smallest
+	Integer  bool    // the key takes integers
+	Answer   float64 // the boundary: the best passing value found
+	Found    bool    // some probed value passes
+	Failing  float64 // the nearest failing value beyond the answer; NaN if none
+	Bracket  bool    // a failing value bounds the answer (else it is at least/most Answer)
+	Seeds    int
+	Probes   []Probe // in value order
+	Note     string  // why the search stopped, in words
+	Gates    []string
+	Baseline float64 // the drill's own value of the key
+}
+
+// rateKeys are the keys whose values are rates; everything else is searched
+// as an integer.
+var rateKeys = map[string]bool{"source.rate": true, "source.rate_to": true}
+
+// Capacity searches one parameter of the drill at path for the boundary at
+// which every gate still holds: bracketing outward from the drill's own
+// value by factors of two (three probes at a time), then bisection (three
+// interior points at a time) to the precision. The probes of a round run in
+// parallel; the result depends only on the drill, the options and seeds.
+func Capacity(path string, opt CapacityOptions) (*CapacityResult, error) {
+	if opt.Key == "" {
+		opt.Key = "source.rate"
+	}
+	opt.Seeds = max(opt.Seeds, 1)
+	if opt.Seeds > MaxSeeds {
+		return nil, fmt.Errorf("--seeds: at most %d", MaxSeeds)
+	}
+	if opt.MaxProbes <= 0 {
+		opt.MaxProbes = DefaultMaxProbes
+	}
+	if opt.Precision <= 0 {
+		opt.Precision = DefaultRatePrecision
+	}
+	if opt.Min < 0 || opt.Max < 0 || (opt.Max > 0 && opt.Min > opt.Max) {
+		return nil, fmt.Errorf("want 0 ≤ min ≤ max (got min %g, max %g)", opt.Min, opt.Max)
+	}
+	base, err := drills.Load(path, opt.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	res := &CapacityResult{Drill: base.Name, Path: path, Key: opt.Key, Seeds: opt.Seeds, Largest: rateKeys[opt.Key], Integer: !rateKeys[opt.Key], Failing: math.NaN()}
+	res.Gates = base.Gates
+	if len(base.Gates) == 0 {
+		return nil, errors.New("the drill has no gates: nothing decides where capacity ends")
+	}
+	start, err := currentValue(base, opt.Key)
+	if err != nil {
+		return nil, err
+	}
+	res.Baseline = start
+	// Check that the key takes the kind of value we will give it.
+	if _, err := drills.Load(path, withOverride(opt.Overrides, opt.Key, literalFor(res, start))); err != nil {
+		return nil, err
+	}
+	s := &search{res: res, opt: opt, path: path, seed: base.Seed, tried: map[float64]*Probe{}}
+	s.run(start)
+	sort.Slice(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
+	return res, nil
+}
+
+func withOverride(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for a, b := range m {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}
+
+// currentValue reads the drill's own value of the key being searched.
+func currentValue(d *drills.Drill, key string) (float64, error) {
+	switch key {
+	case "source.rate":
+		return d.Source.Rate.PerSecond, nil
+	case "source.rate_to":
+		return d.Source.RateTo.PerSecond, nil
+	case "dispatcher.workers":
+		return float64(d.Dispatcher.Workers), nil
+	case "dispatcher.per_partner_concurrency":
+		return float64(d.Dispatcher.PerPartnerConcurrency), nil
+	case "dispatcher.queue_capacity":
+		return float64(d.Dispatcher.QueueCapacity), nil
+	case "policy.retry.max_attempts":
+		return float64(d.Policy.Retry.MaxAttempts), nil
+	case "policy.breaker.threshold":
+		return float64(d.Policy.Breaker.Threshold), nil
+	case "source.events":
+		return float64(d.Source.Events), nil
+	}
+	// Any other integer key: start from 1 unless --min says otherwise.
+	return 1, nil
+}
+
+func literalFor(res *CapacityResult, v float64) string {
+	if res.Integer {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.Quote(strconv.FormatFloat(v, 'g', 8, 64) + "/s")
+}
+
+type search struct {
+	res   *CapacityResult
+	opt   CapacityOptions
+	path  string
+	seed  uint64
+	tried map[float64]*Probe
+}
+
+// passSide reports whether v is on the passing side of u (v "better").
+func (s *search) better(v, u float64) bool {
+	if s.res.Largest {
+		return v > u
+	}
+	return v < u
+}
+
+func (s *search) clamp(v float64) float64 {
+	if s.opt.Min > 0 {
+		v = math.Max(v, s.opt.Min)
+	}
+	if s.opt.Max > 0 {
+		v = math.Min(v, s.opt.Max)
+	}
+	if s.res.Integer {
+		v = math.Min(math.Max(math.Round(v), 1), maxIntegerValue)
+	} else {
+		// Four significant digits: values a table can show.
+		v = roundSig(v, 4)
+	}
+	return v
+}
+
+func roundSig(v float64, digits int) float64 {
+	if v <= 0 {
+		return v
+	}
+	p := math.Pow(10, float64(digits)-math.Ceil(math.Log10(v)))
+	return math.Round(v*p) / p
+}
+
+// probe runs the values not yet tried, in parallel, and returns every
+// value's probe.
+func (s *search) probe(values []float64) []*Probe {
+	var fresh []float64
+	seen := map[float64]bool{}
+	for _, v := range values {
+		if _, ok := s.tried[v]; !ok && !seen[v] && len(s.tried)+len(fresh) < s.opt.MaxProbes {
+			fresh = append(fresh, v)
+			seen[v] = true
+		}
+	}
+	seeds := s.opt.Seeds
+	runs := make([]SweepRun, len(fresh)*seeds)
+	names := []string{"amplification", "healthy.latency.p99", "drain_time", "dead_lettered"}
+	gateFails := make([][]bool, len(runs))
+	runPool(len(runs), s.opt.Workers, nil, func(i int) {
+		v := fresh[i/seeds]
+		ov := withOverride(s.opt.Overrides, s.opt.Key, literalFor(s.res, v))
+		runs[i], gateFails[i] = runForCapacity(s.path, ov, s.seed+uint64(i%seeds), names)
+	})
+	for k, v := range fresh {
+		p := &Probe{Value: v, Seeds: seeds}
+		cols := make([][]float64, len(names))
+		failed := make([]bool, len(s.res.Gates))
+		for j := 0; j < seeds; j++ {
+			r := runs[k*seeds+j]
+			if r.Pass {
+				p.Passed++
+			}
+			if r.Err != "" && p.Err == "" {
+				p.Err = r.Err
+			}
+			for g, f := range gateFails[k*seeds+j] {
+				if g < len(failed) && f {
+					failed[g] = true
+				}
+			}
+			for c := range names {
+				if x := r.Values[c]; !math.IsNaN(x) {
+					cols[c] = append(cols[c], x)
+				}
+			}
+		}
+		p.Pass = p.Passed == seeds
+		means := make([]float64, len(names))
+		for c := range names {
+			means[c] = describe(cols[c]).Mean
+		}
+		p.Amplification, p.HealthyP99S, p.DrainTimeS, p.DeadLettered = means[0], means[1], means[2], means[3]
+		for g, f := range failed {
+			if f {
+				p.FailedGates = append(p.FailedGates, s.res.Gates[g])
+			}
+		}
+		s.tried[v] = p
+		s.res.Probes = append(s.res.Probes, *p)
+		if s.opt.Progress != nil {
+			s.opt.Progress(len(s.tried), s.opt.MaxProbes)
+		}
+	}
+	out := make([]*Probe, 0, len(values))
+	for _, v := range values {
+		if p, ok := s.tried[v]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// runForCapacity is runOneSeed that also says which gates failed.
+func runForCapacity(path string, ov map[string]string, seed uint64, names []string) (SweepRun, []bool) {
+	r := SweepRun{Seed: seed, Values: make([]float64, len(names))}
+	for i := range r.Values {
+		r.Values[i] = math.NaN()
+	}
+	d, err := drills.Load(path, ov)
+	if err != nil {
+		r.Err = err.Error()
+		return r, nil
+	}
+	d.Seed = seed
+	run, err := drills.RunSim(d, drills.SimOptions{})
+	if err != nil {
+		r.Err = err.Error()
+		if run == nil {
+			return r, nil
+		}
+	}
+	r.Pass = err == nil && run.Summary.Pass
+	for i, n := range names {
+		if v, ok, merr := RunMetric(run, n); merr == nil && ok {
+			r.Values[i] = v
+		}
+	}
+	fails := make([]bool, len(run.Summary.Gates))
+	for i, g := range run.Summary.Gates {
+		fails[i] = !g.Pass
+	}
+	return r, fails
+}
+
+// bounds recomputes, over every probe so far, the best passing value and
+// the nearest failing value beyond it. With no passing value, bad is the
+// failing value nearest the passing side.
+func (s *search) bounds() (good, bad float64, haveGood, haveBad bool) {
+	for v, p := range s.tried {
+		if p.Pass && (!haveGood || s.better(v, good)) {
+			good, haveGood = v, true
+		}
+	}
+	for v, p := range s.tried {
+		if p.Pass || (haveGood && !s.better(v, good)) {
+			continue
+		}
+		if !haveBad || s.better(bad, v) {
+			bad, haveBad = v, true
+		}
+	}
+	return good, bad, haveGood, haveBad
+}
+
+// run brackets the boundary, then bisects it.
+func (s *search) run(start float64) {
+	res := s.res
+	if start <= 0 {
+		start = 1
+	}
+	first := []float64{s.clamp(start)}
+	if s.opt.Min > 0 && s.opt.Max > 0 {
+		first = []float64{s.clamp(s.opt.Min), s.clamp((s.opt.Min + s.opt.Max) / 2), s.clamp(s.opt.Max)}
+	}
+	s.probe(first)
+	// Bracketing: step away from what has been seen by factors of two,
+	// three values a round, until a pass and a failure beyond it are seen.
+	for step := 0; step < maxBracketSteps && len(s.tried) < s.opt.MaxProbes; step++ {
+		good, bad, haveGood, haveBad := s.bounds()
+		if haveGood && haveBad {
+			break
+		}
+		from, up := good, res.Largest // from a pass, toward failure
+		if !haveGood {
+			from, up = bad, !res.Largest // from a failure, toward passing
+		}
+		var vals []float64
+		for k := 1; k <= 3; k++ {
+			f := math.Pow(2, float64(k))
+			if up {
+				vals = append(vals, s.clamp(from*f))
+			} else {
+				vals = append(vals, s.clamp(from/f))
+			}
+		}
+		before := len(s.tried)
+		s.probe(vals)
+		if len(s.tried) == before {
+			break // clamped to the bounds: nothing new to try
+		}
+	}
+	good, bad, haveGood, haveBad := s.bounds()
+	switch {
+	case !haveGood:
+		res.Note = "no value tried passes every gate"
+		return
+	case !haveBad:
+		res.Answer, res.Found = good, true
+		res.Note = "every value tried passes; the boundary lies beyond the range searched"
+		return
+	}
+	// Bisection with three interior points a round.
+	for len(s.tried) < s.opt.MaxProbes && !s.narrow(good, bad) {
+		lo, hi := math.Min(good, bad), math.Max(good, bad)
+		var vals []float64
+		for k := 1; k <= 3; k++ {
+			vals = append(vals, s.clamp(lo+(hi-lo)*float64(k)/4))
+		}
+		before := len(s.tried)
+		s.probe(vals)
+		if len(s.tried) == before {
+			break
+		}
+		good, bad, _, _ = s.bounds()
+	}
+	res.Answer, res.Found, res.Bracket, res.Failing = good, true, true, bad
+	if s.narrow(good, bad) {
+		if res.Integer {
+			res.Note = "bracketed to a step of 1"
+		} else {
+			res.Note = fmt.Sprintf("bracketed to within %.3g%%", 100*s.opt.Precision)
+		}
+	} else {
+		res.Note = fmt.Sprintf("stopped at the bound of %d probes", s.opt.MaxProbes)
+	}
+}
+
+// narrow reports whether the bracket is as tight as asked.
+func (s *search) narrow(good, bad float64) bool {
+	lo, hi := math.Min(good, bad), math.Max(good, bad)
+	if s.res.Integer {
+		return hi-lo <= 1
+	}
+	return lo > 0 && (hi-lo)/lo <= s.opt.Precision
+}

@@ -1,0 +1,252 @@
+package experiments
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// AnswerText is the search's answer in one sentence.
+func (r *CapacityResult) AnswerText() string {
+	what := "largest"
+	if !r.Largest {
+		what = "smallest"
+	}
+	v := r.formatValue(r.Answer)
+	switch {
+	case !r.Found:
+		return fmt.Sprintf("No value of %s passes every gate (%s).", r.Key, r.Note)
+	case !r.Bracket:
+		bound := "at least"
+		if !r.Largest {
+			bound = "at most"
+		}
+		return fmt.Sprintf("The %s passing %s is %s %s (%s).", what, r.Key, bound, v, r.Note)
+	}
+	return fmt.Sprintf("The %s %s at which every gate holds on all %d seeds is %s; %s fails (%s).",
+		what, r.Key, r.Seeds, v, r.formatValue(r.Failing), r.Note)
+}
+
+func (r *CapacityResult) formatValue(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	if r.Integer {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64) + "/s"
+}
+
+// WriteCapacityMarkdown writes the answer and the table of probes.
+func WriteCapacityMarkdown(w io.Writer, r *CapacityResult) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Capacity: %s, varying %s\n\n", r.Drill, r.Key)
+	fmt.Fprintf(&b, "**%s**\n\n", r.AnswerText())
+	fmt.Fprintf(&b, "The drill's own value: %s. Gates: %s. Each probe runs %d seed(s) and passes only when every seed passes.\n\n",
+		r.formatValue(r.Baseline), "`"+strings.Join(r.Gates, "`, `")+"`", r.Seeds)
+	b.WriteString("| " + r.Key + " | seeds passed | amplification | healthy p99 | drain time | dead-lettered | failed gates |\n")
+	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	for _, p := range r.Probes {
+		mark := ""
+		if r.Found && p.Value == r.Answer {
+			mark = " ◀"
+		}
+		failed := strings.Join(p.FailedGates, "; ")
+		if p.Err != "" {
+			first, _, _ := strings.Cut(p.Err, "\n")
+			failed = strings.TrimPrefix(failed+"; run failed: "+first, "; ")
+		}
+		drain := FormatValue("drain_time", p.DrainTimeS)
+		if math.IsNaN(p.DrainTimeS) {
+			drain = "not drained"
+		}
+		fmt.Fprintf(&b, "| %s%s | %d/%d | %s | %s | %s | %s | %s |\n", r.formatValue(p.Value), mark, p.Passed, p.Seeds,
+			FormatValue("amplification", p.Amplification), FormatValue("healthy.latency.p99", p.HealthyP99S), drain,
+			FormatValue("dead_lettered", roundTenth(p.DeadLettered)), mdEscape(failed))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func roundTenth(v float64) float64 { return math.Round(v*10) / 10 }
+
+// WriteCapacity writes report.md, summary.json and capacity.png/.svg into
+// dir.
+func WriteCapacity(dir string, r *CapacityResult) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	if err := WriteCapacityMarkdown(&md, r); err != nil {
+		return err
+	}
+	md.WriteString("\n![key metrics against " + r.Key + "](capacity.png)\n")
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	type jsonProbe struct {
+		Value         float64  `json:"value"`
+		Seeds         int      `json:"seeds"`
+		Passed        int      `json:"seeds_passed"`
+		Pass          bool     `json:"pass"`
+		Amplification *float64 `json:"amplification"`
+		HealthyP99S   *float64 `json:"healthy_latency_p99_s"`
+		DrainTimeS    *float64 `json:"drain_time_s"`
+		DeadLettered  *float64 `json:"dead_lettered"`
+		FailedGates   []string `json:"failed_gates"`
+		Err           string   `json:"error,omitempty"`
+	}
+	out := struct {
+		Drill   string      `json:"drill"`
+		Key     string      `json:"key"`
+		Search  string      `json:"search"`
+		Found   bool        `json:"found"`
+		Answer  *float64    `json:"answer"`
+		Failing *float64    `json:"failing"`
+		Note    string      `json:"note"`
+		Seeds   int         `json:"seeds"`
+		Probes  []jsonProbe `json:"probes"`
+	}{Drill: r.Drill, Key: r.Key, Search: map[bool]string{true: "largest", false: "smallest"}[r.Largest], Found: r.Found,
+		Failing: nullable(r.Failing), Note: r.Note, Seeds: r.Seeds}
+	if r.Found {
+		out.Answer = nullable(r.Answer)
+	}
+	for _, p := range r.Probes {
+		out.Probes = append(out.Probes, jsonProbe{Value: p.Value, Seeds: p.Seeds, Passed: p.Passed, Pass: p.Pass,
+			Amplification: nullable(p.Amplification), HealthyP99S: nullable(p.HealthyP99S), DrainTimeS: nullable(p.DrainTimeS),
+			DeadLettered: nullable(p.DeadLettered), FailedGates: append([]string{}, p.FailedGates...), Err: p.Err})
+	}
+	js, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	for _, f := range []string{"png", "svg"} {
+		data, err := renderPlotSize(func(c draw.Canvas) error { return drawCapacity(c, r) }, f, plotWidth, 2*plotHeight)
+		if err != nil {
+			return fmt.Errorf("capacity plot: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "capacity."+f), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var (
+	passColor = color.NRGBA{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF}
+	failColor = color.NRGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF}
+	markColor = color.NRGBA{R: 0x00, G: 0x00, B: 0x00, A: 0xFF}
+)
+
+// drawCapacity draws four panels stacked: amplification, healthy p99, drain
+// time and dead letters against the parameter; passing probes green,
+// failing orange, the boundary a dashed vertical line.
+func drawCapacity(c draw.Canvas, r *CapacityResult) error {
+	panels := []struct {
+		title string
+		get   func(p *Probe) float64
+	}{
+		{"amplification", func(p *Probe) float64 { return p.Amplification }},
+		{"healthy p99 (s)", func(p *Probe) float64 { return p.HealthyP99S }},
+		{"drain time (s)", func(p *Probe) float64 { return p.DrainTimeS }},
+		{"dead-lettered", func(p *Probe) float64 { return p.DeadLettered }},
+	}
+	rows := make([][]*plot.Plot, len(panels))
+	for i, pn := range panels {
+		p := plot.New()
+		p.Y.Label.Text = pn.title
+		if i == 0 {
+			p.Title.Text = fmt.Sprintf("%s: key metrics against %s", r.Drill, r.Key)
+		}
+		if i == len(panels)-1 {
+			p.X.Label.Text = r.Key
+		}
+		p.Add(plotter.NewGrid())
+		var pass, fail, all plotter.XYs
+		for k := range r.Probes {
+			pr := &r.Probes[k]
+			y := pn.get(pr)
+			if math.IsNaN(y) || math.IsInf(y, 0) {
+				continue
+			}
+			pt := plotter.XY{X: pr.Value, Y: y}
+			all = append(all, pt)
+			if pr.Pass {
+				pass = append(pass, pt)
+			} else {
+				fail = append(fail, pt)
+			}
+		}
+		if len(all) > 1 {
+			l, err := plotter.NewLine(all)
+			if err != nil {
+				return err
+			}
+			l.Color = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xFF}
+			p.Add(l)
+		}
+		for _, set := range []struct {
+			xys plotter.XYs
+			col color.Color
+		}{{pass, passColor}, {fail, failColor}} {
+			if len(set.xys) == 0 {
+				continue
+			}
+			s, err := plotter.NewScatter(set.xys)
+			if err != nil {
+				return err
+			}
+			s.Color = set.col
+			s.Radius = vg.Points(3)
+			p.Add(s)
+		}
+		if r.Found {
+			ymin, ymax := 0.0, 1.0
+			for j, pt := range all {
+				if j == 0 || pt.Y < ymin {
+					ymin = pt.Y
+				}
+				if j == 0 || pt.Y > ymax {
+					ymax = pt.Y
+				}
+			}
+			line, err := plotter.NewLine(plotter.XYs{{X: r.Answer, Y: ymin}, {X: r.Answer, Y: ymax}})
+			if err != nil {
+				return err
+			}
+			line.Color = markColor
+			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(line)
+		}
+		rows[i] = []*plot.Plot{p}
+	}
+	// One column, four rows; x ranges shared so that the boundary lines up.
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	for _, row := range rows {
+		xmin, xmax = math.Min(xmin, row[0].X.Min), math.Max(xmax, row[0].X.Max)
+	}
+	for _, row := range rows {
+		row[0].X.Min, row[0].X.Max = xmin, xmax
+	}
+	tiles := draw.Tiles{Rows: len(rows), Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 2, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+	canvases := plot.Align(rows, tiles, c)
+	for i := range rows {
+		rows[i][0].Draw(canvases[i][0])
+	}
+	return nil
+}

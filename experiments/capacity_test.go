@@ -1,0 +1,72 @@
+package experiments
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The flagship drill, shortened: a 3-minute outage in a 6-minute drill.
+var shortFlagship = map[string]string{
+	"duration":                     `"6m"`,
+	"drain":                        `"15m"`,
+	"partners[1].outages[0].start": `"1m"`,
+	"partners[1].outages[0].for":   `"3m"`,
+}
+
+// The flagship drill has a rate boundary, and doubling the workers moves
+// it up.
+func TestCapacityFlagshipWorkersMoveBoundary(t *testing.T) {
+	var answers []float64
+	for _, workers := range []string{"16", "32"} {
+		ov := withOverride(shortFlagship, "dispatcher.workers", workers)
+		r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Overrides: ov})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Found || !r.Bracket {
+			t.Fatalf("workers %s: no bracketed boundary: %s", workers, r.AnswerText())
+		}
+		if (r.Failing-r.Answer)/r.Answer > DefaultRatePrecision+1e-9 {
+			t.Errorf("workers %s: bracket %g–%g wider than the precision", workers, r.Answer, r.Failing)
+		}
+		if len(r.Probes) > DefaultMaxProbes {
+			t.Errorf("workers %s: %d probes", workers, len(r.Probes))
+		}
+		for _, p := range r.Probes {
+			if p.Value == r.Answer && !p.Pass || p.Value == r.Failing && p.Pass {
+				t.Errorf("workers %s: probe %+v contradicts the answer", workers, p)
+			}
+		}
+		t.Logf("workers %s: %s", workers, r.AnswerText())
+		answers = append(answers, r.Answer)
+		if workers == "32" {
+			dir := t.TempDir()
+			if err := WriteCapacity(dir, r); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"report.md", "summary.json", "capacity.png", "capacity.svg"} {
+				if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+					t.Errorf("%s: %v", f, err)
+				}
+			}
+		}
+	}
+	if !(answers[1] > answers[0]) {
+		t.Errorf("boundary with 32 workers %g is not above that with 16 workers %g", answers[1], answers[0])
+	}
+}
+
+// Searching the worker count finds the smallest passing pool, to a step
+// of one.
+func TestCapacityWorkersSmallest(t *testing.T) {
+	ov := withOverride(shortFlagship, "source.rate", `"2/s"`)
+	r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Key: "dispatcher.workers", Overrides: ov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Found || !r.Bracket || r.Failing != r.Answer-1 {
+		t.Fatalf("want a boundary to a step of one: %s", r.AnswerText())
+	}
+	t.Log(r.AnswerText())
+}
