@@ -133,6 +133,14 @@ func TestRetryStormPersistsWithoutProtection(t *testing.T) {
 			t.Errorf("%s trigger, retry budget: %.1f successes/s, %.1f calls/s at the end; want recovery", trig, s, c)
 		}
 	}
+	// Backoff with jitter recovers once its attempt limit keeps the offered
+	// load under the partner's capacity; without a limit it storms too.
+	if s := ok("40s", "backoff + full jitter, 2 attempts"); s < 18 {
+		t.Errorf("40s trigger, backoff with 2 attempts: %.1f successes/s at the end; want recovery", s)
+	}
+	if s := ok("40s", "backoff + full jitter"); s > 1 {
+		t.Errorf("40s trigger, backoff without an attempt limit: %.1f successes/s at the end; want a storm", s)
+	}
 }
 
 func TestDescribe(t *testing.T) {
