@@ -36,7 +36,7 @@ var Keys = []KeyDoc{
 
 	{"partners[].name", "string", "required", "Cohort name; unique within the drill."},
 	{"partners[].count", "integer", "1", "Identical subscribers in the cohort, 1 to 100000."},
-	{"partners[].latency.dist", "string", `"constant"`, "Latency distribution: `constant`, `uniform`, `normal`, `abs-normal` (|normal|), `lognormal`, `pareto` or `empirical`. With no latency at all: constant 50ms."},
+	{"partners[].latency.dist", "string", `"constant"`, "Latency distribution: `constant`, `uniform`, `normal`, `abs-normal` (the absolute value of a normal), `lognormal`, `pareto` or `empirical`. With no latency at all: constant 50ms."},
 	{"partners[].latency.value", "duration", `"50ms"`, "constant: the latency."},
 	{"partners[].latency.min", "duration", "", "uniform: lower bound; pareto: the scale (or give p50)."},
 	{"partners[].latency.max", "duration", "", "uniform: upper bound, above min; pareto: optional cap on samples."},

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,11 +52,8 @@ func (in *injector) run(ctx context.Context) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		sctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		_, err := in.st.Enqueue(sctx, batch)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("live: injecting deliveries: %w", err)
+		if err := in.enqueue(batch); err != nil {
+			return err
 		}
 		done := time.Now()
 		in.mu.Lock()
@@ -113,4 +111,32 @@ func (in *injector) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// busyRetry is the pause between two tries of a busy store.
+const busyRetry = 200 * time.Microsecond
+
+// enqueue inserts one batch, retrying while the store is busy (another
+// process holds the write lock), for at most storeTimeout.
+func (in *injector) enqueue(batch []queue.Delivery) error {
+	deadline := time.Now().Add(storeTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		_, err := in.st.Enqueue(ctx, batch)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			return fmt.Errorf("live: injecting deliveries: %w", err)
+		}
+		time.Sleep(busyRetry)
+	}
+}
+
+// isBusy reports whether err is SQLite's "another connection holds the
+// lock".
+func isBusy(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked")
 }

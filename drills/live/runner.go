@@ -327,7 +327,10 @@ func (r *runner) run() error {
 	if r.reader, err = queue.OpenSQLite(r.dbPath); err != nil {
 		return err
 	}
-	injStore, err := queue.OpenSQLite(r.dbPath)
+	// The injector retries a busy store itself, every few hundred
+	// microseconds, instead of SQLite's busy handler, which sleeps 10ms and
+	// more after a few tries: that sleep would be arrival lateness.
+	injStore, err := queue.OpenSQLite(r.dbPath, queue.WithBusyTimeout(0))
 	if err != nil {
 		return err
 	}
