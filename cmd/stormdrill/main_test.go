@@ -168,3 +168,19 @@ func TestRunSeveralDrillsWritesIndex(t *testing.T) {
 		t.Errorf("want one PASS line per drill, got:\n%s", out)
 	}
 }
+
+func TestPlanPrintsScheduleVerdictErlangAndDrain(t *testing.T) {
+	code, out, errOut := stormdrill(t, "plan", "drills/fanout-outage.toml")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, want := range []string{"## Retry schedule", "**Window verdict:**", "Erlang C", "P(wait)", "## Outage drain", "acme"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q", want)
+		}
+	}
+	code, out, errOut = stormdrill(t, "plan", "drills/fanout-outage.toml", "--json")
+	if code != exitOK || !strings.Contains(out, `"p_wait"`) || strings.Contains(out, "NaN") {
+		t.Fatalf("plan --json: exit %d, output:\n%s%s", code, out, errOut)
+	}
+}
