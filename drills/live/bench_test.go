@@ -14,6 +14,7 @@ mode = "live"
 seed = 5
 duration = "10s"
 drain = "20s"
+sample_interval = "100ms"
 [source]
 arrival = "constant"
 rate = "300/s"

@@ -48,7 +48,7 @@ var _ Store = (*SQLite)(nil)
 
 type sqliteStmts struct {
 	insert, selReady, selExpired, lease, transition, release, hold *sql.Stmt
-	insDead, insAttempt, get                                 *sql.Stmt
+	insDead, insAttempt, get                                       *sql.Stmt
 }
 
 // deliveryCols is the column list scanDelivery reads, in order.

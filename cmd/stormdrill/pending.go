@@ -1,7 +1,0 @@
-package main
-
-import (
-	"errors"
-)
-
-var errNotBuilt = errors.New("not in this build yet")
