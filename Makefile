@@ -23,9 +23,11 @@ test: vet ## vet, then every test (-race where there are goroutines)
 demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
 	./$(BIN) run drills/fanout-outage.toml
 
-bench: ## benchmarks: policy core, simulator throughput, stores
-	$(GO) test -run '^$$' -bench . -benchmem ./model/ ./fakepartner/
-	$(GO) run ./cmd/stormdrill bench
+bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end to end
+	$(GO) test -run '^$$' -bench . -benchmem ./model/ ./model/dispatch/ ./fakepartner/
+	$(GO) test -run '^$$' -bench 'SQLite' -benchmem ./model/queue/
+	$(GO) test -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/
+	./$(BIN) bench
 
 fuzz: ## fuzz the parsers for 30s each
 	$(GO) test -run '^$$' -fuzz FuzzParseRetryAfter -fuzztime 30s ./model/
