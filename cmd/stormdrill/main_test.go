@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -182,5 +183,40 @@ func TestPlanPrintsScheduleVerdictErlangAndDrain(t *testing.T) {
 	code, out, errOut = stormdrill(t, "plan", "drills/fanout-outage.toml", "--json")
 	if code != exitOK || !strings.Contains(out, `"p_wait"`) || strings.Contains(out, "NaN") {
 		t.Fatalf("plan --json: exit %d, output:\n%s%s", code, out, errOut)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// TestGoldenReportFromFixedSeed runs a bundled drill with its fixed seed
+// through the whole CLI and compares report.md and junit.xml with the golden
+// files. After a deliberate change: go test ./cmd/stormdrill -run Golden -update
+func TestGoldenReportFromFixedSeed(t *testing.T) {
+	dir := t.TempDir()
+	if code, out, errOut := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", dir, "--quiet"); code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, name := range []string{"report.md", "junit.xml"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", "golden", "demo-outage-breaker."+name)
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s (run with -update after a deliberate change)\n--- got ---\n%s", name, golden, got)
+		}
 	}
 }
