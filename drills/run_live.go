@@ -1,7 +1,6 @@
 package drills
 
 import (
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -61,23 +60,8 @@ func (a *Arrivals) Next() (at time.Duration, events int, ok bool) {
 	return time.Duration(t), 1, true
 }
 
-// gap is the time from t to the next arrival, as simRun.nextGap draws it.
-func (a *Arrivals) gap(t int64) int64 {
-	s := &a.d.Source
-	rate := s.Rate.PerSecond
-	if s.Arrival == "ramp" {
-		frac := float64(t) / float64(a.endNs)
-		rate = s.Rate.PerSecond + (s.RateTo.PerSecond-s.Rate.PerSecond)*frac
-	}
-	if rate <= 0 {
-		return math.MaxInt64 / 2
-	}
-	gap := 1 / rate
-	if s.Arrival == "poisson" {
-		gap = a.rng.ExpFloat64() / rate
-	}
-	return max(1, int64(gap*1e9))
-}
+// gap is the time from t to the next arrival, drawn as the simulation does.
+func (a *Arrivals) gap(t int64) int64 { return arrivalGap(&a.d.Source, a.endNs, t, a.rng) }
 
 // LiveSubscriber is one subscriber endpoint: member Member of cohort Cohort.
 type LiveSubscriber struct {

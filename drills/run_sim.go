@@ -326,11 +326,16 @@ func (r *simRun) firstArrival() int64 {
 }
 
 // nextGap is the time from t to the next arrival.
-func (r *simRun) nextGap(t int64) int64 {
-	s := &r.d.Source
+func (r *simRun) nextGap(t int64) int64 { return arrivalGap(&r.d.Source, r.endNs, t, r.src) }
+
+// arrivalGap is the time from t (drill ns) to the next arrival of a source
+// that stops at endNs: 1/rate for constant and ramp (the rate moving
+// linearly over the duration), exponential for poisson. Both runners draw
+// from it, so the simulated and the live source keep the same schedule.
+func arrivalGap(s *Source, endNs, t int64, rng *rand.Rand) int64 {
 	rate := s.Rate.PerSecond
 	if s.Arrival == "ramp" {
-		frac := float64(t) / float64(r.endNs)
+		frac := float64(t) / float64(endNs)
 		rate = s.Rate.PerSecond + (s.RateTo.PerSecond-s.Rate.PerSecond)*frac
 	}
 	if rate <= 0 {
@@ -338,7 +343,7 @@ func (r *simRun) nextGap(t int64) int64 {
 	}
 	gap := 1 / rate
 	if s.Arrival == "poisson" {
-		gap = r.src.ExpFloat64() / rate
+		gap = rng.ExpFloat64() / rate
 	}
 	return max(1, int64(gap*1e9))
 }
