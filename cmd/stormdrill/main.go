@@ -1,6 +1,3 @@
-// Command stormdrill runs failure drills against a retrying delivery
-// pipeline and reports what happened. It holds only flags, wiring and exit
-// codes; the logic lives in the packages it calls.
 package main
 
 import (
