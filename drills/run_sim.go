@@ -55,13 +55,14 @@ const (
 	evOutageEnd
 	evDown
 	evUp
+	evWrite
 )
 
 // simEvent is small on purpose: the heap copies it on every move.
 type simEvent struct {
 	kind  evKind
 	epoch uint32
-	slot  int32 // evComplete: in-flight slot; evOutageEnd: outage index; evDown/evUp: fault index
+	slot  int32 // evComplete: in-flight slot; evOutageEnd: outage index; evDown/evUp: fault index; evWrite: r.writes index
 }
 
 // inflight is an attempt under way.
@@ -72,11 +73,30 @@ type inflight struct {
 	started  int64
 }
 
+// lateWrite is a contended call whose caller stopped waiting (its timeout
+// fired, or a hard restart lost it) before the partner's write landed. The
+// write lands at its time all the same: Finish must see it, in time order,
+// so that later calls conflict with it, and a write that succeeds is a
+// success the caller never saw.
+type lateWrite struct {
+	it   *dispatch.Item
+	call fakepartner.Call
+}
+
+// writeRef counts an item's late writes still to land; the item stays out
+// of the pool until the last one has, so the pointer keeps naming the same
+// delivery.
+type writeRef struct {
+	n        int32
+	terminal bool // the delivery ended meanwhile; pool it after the last write
+}
+
 type subscriber struct {
 	cohort  int32
 	member  int32
 	name    string
 	healthy bool
+	badData bool // the cohort rejects some deliveries as bad data: items need a Key
 	partner *fakepartner.Sim
 	pending int64 // non-terminal deliveries
 }
@@ -108,6 +128,11 @@ type simRun struct {
 	slots     []inflight
 	freeSlots []int32
 	pool      []*dispatch.Item
+
+	writes     []lateWrite
+	freeWrites []int32
+	writeRefs  map[*dispatch.Item]writeRef // nil until a write is late
+	writesLate int                         // late writes still to land
 
 	epoch      uint32
 	down       bool
@@ -173,9 +198,11 @@ func newSimRun(d *Drill) (*simRun, error) {
 				}
 			}
 			idx := int32(len(r.subs))
+			partner := fakepartner.NewSim(sp, m, sim.NewRand(d.Seed, "partner/"+name))
+			partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
 			r.subs = append(r.subs, subscriber{
-				cohort: int32(ci), member: int32(m), name: name, healthy: healthy,
-				partner: fakepartner.NewSim(sp, m, sim.NewRand(d.Seed, "partner/"+name)),
+				cohort: int32(ci), member: int32(m), name: name, healthy: healthy, partner: partner,
+				badData: sp.PermanentErrors > 0,
 			})
 			if len(targets) == 0 || targets[sp.Name] {
 				r.fanout = append(r.fanout, idx)
@@ -289,6 +316,8 @@ func (r *simRun) run(opt SimOptions) error {
 		case evUp:
 			r.down = false
 			r.freshGuards(nil, t)
+		case evWrite:
+			r.landWrite(t, ev.slot)
 		}
 		r.pump(t)
 		if opt.Progress != nil && events-lastProgress >= 1<<16 {
@@ -300,9 +329,10 @@ func (r *simRun) run(opt SimOptions) error {
 	return nil
 }
 
-// finished: the source is done, nothing is pending and every outage is over.
+// finished: the source is done, nothing is pending, every late write has
+// landed and every outage is over.
 func (r *simRun) finished(t int64) bool {
-	if !r.sourceDone || r.heldHead < len(r.held) || r.core.Queued()+r.core.InFlight() > 0 || r.down {
+	if !r.sourceDone || r.heldHead < len(r.held) || r.core.Queued()+r.core.InFlight() > 0 || r.down || r.writesLate > 0 {
 		return false
 	}
 	for i := range r.outages {
@@ -420,6 +450,11 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 	it.Partner, it.Cohort, it.Member = si, sub.cohort, sub.member
 	it.FirstSeen = r.epoch0 + created
 	it.RunAt = it.FirstSeen
+	if sub.badData {
+		// The key only decides bad data; hashing costs about a tenth of an
+		// attempt, so cohorts without bad data skip it (Key stays 0).
+		it.Key = deliveryKey(eventNo, sub.name)
+	}
 	if r.needID {
 		it.ID = DeliveryID(eventNo, sub.name)
 	}
@@ -429,6 +464,41 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 // DeliveryID is the stable id of a delivery: event number and subscriber.
 func DeliveryID(event int64, subscriber string) string {
 	return fmt.Sprintf("evt-%06d:%s", event, subscriber)
+}
+
+// evtPrefixKey is the hash of every delivery id's first bytes.
+var evtPrefixKey = fakepartner.KeyHashString(fakepartner.KeyHashInit, "evt-")
+
+// deliveryKey is fakepartner.KeyHash(DeliveryID(event, subscriber)), hashed
+// byte by byte without building the id, on the hot path: the simulated
+// partner decides bad data from it as the live partner does from the
+// Idempotency-Key.
+func deliveryKey(event int64, subscriber string) uint64 {
+	h := evtPrefixKey
+	u, width := uint64(event), 6
+	if event < 0 {
+		// %06d pads after the sign, which counts towards the width.
+		h = fakepartner.KeyHashByte(h, '-')
+		u, width = -u, 5 // -u is |event|, also for math.MinInt64
+	}
+	var digits [20]byte
+	i := len(digits)
+	for {
+		i--
+		digits[i] = byte('0' + u%10)
+		u /= 10
+		if u == 0 {
+			break
+		}
+	}
+	for n := len(digits) - i; n < width; n++ {
+		h = fakepartner.KeyHashByte(h, '0')
+	}
+	for ; i < len(digits); i++ {
+		h = fakepartner.KeyHashByte(h, digits[i])
+	}
+	h = fakepartner.KeyHashByte(h, ':')
+	return fakepartner.KeyHashString(h, subscriber)
 }
 
 // pump starts everything the dispatcher wants to start at t, then makes
@@ -463,7 +533,7 @@ func (r *simRun) pump(t int64) {
 
 func (r *simRun) start(t int64, it *dispatch.Item) {
 	sub := &r.subs[it.Partner]
-	call := sub.partner.Begin(time.Duration(t))
+	call := sub.partner.BeginKey(time.Duration(t), it.Key)
 	timeout := int64(r.d.Dispatcher.AttemptTimeout.D)
 	var slot int32
 	if n := len(r.freeSlots); n > 0 {
@@ -477,6 +547,9 @@ func (r *simRun) start(t int64, it *dispatch.Item) {
 	timedOut := call.NoAnswer || int64(call.Latency) > timeout
 	if timedOut {
 		end = t + timeout
+		if call.NeedsFinish() {
+			r.lateWrite(t+int64(call.Latency), it, call)
+		}
 	}
 	r.slots[slot] = inflight{it: it, call: call, timedOut: timedOut, started: t}
 	it.Slot, it.Epoch = slot, r.epoch
@@ -552,7 +625,63 @@ func (r *simRun) terminal(t int64, it *dispatch.Item) {
 			}
 		}
 	}
+	if len(r.writeRefs) > 0 {
+		if ref, ok := r.writeRefs[it]; ok {
+			ref.terminal = true // pooled when its last late write lands
+			r.writeRefs[it] = ref
+			return
+		}
+	}
 	r.pool = append(r.pool, it)
+}
+
+// lateWrite schedules a contended call's write, at drill time at, for a
+// caller that no longer waits for it.
+func (r *simRun) lateWrite(at int64, it *dispatch.Item, call fakepartner.Call) {
+	var w int32
+	if n := len(r.freeWrites); n > 0 {
+		w = r.freeWrites[n-1]
+		r.freeWrites = r.freeWrites[:n-1]
+	} else {
+		w = int32(len(r.writes))
+		r.writes = append(r.writes, lateWrite{})
+	}
+	r.writes[w] = lateWrite{it: it, call: call}
+	if r.writeRefs == nil {
+		r.writeRefs = map[*dispatch.Item]writeRef{}
+	}
+	ref := r.writeRefs[it]
+	ref.n++
+	r.writeRefs[it] = ref
+	r.writesLate++
+	r.q.Push(at, simEvent{kind: evWrite, slot: w})
+}
+
+// landWrite finishes a late write at t. If it succeeds the partner has
+// accepted the delivery: a later success is a duplicate, and so is this one
+// if the delivery was accepted before.
+func (r *simRun) landWrite(t int64, w int32) {
+	lw := &r.writes[w]
+	it := lw.it
+	r.subs[it.Partner].partner.Finish(&lw.call, time.Duration(t))
+	if lw.call.Processed {
+		if it.Accepted {
+			r.rec.duplicates++
+		}
+		it.Accepted = true
+	}
+	*lw = lateWrite{}
+	r.freeWrites = append(r.freeWrites, w)
+	r.writesLate--
+	ref := r.writeRefs[it]
+	if ref.n--; ref.n > 0 {
+		r.writeRefs[it] = ref
+		return
+	}
+	delete(r.writeRefs, it)
+	if ref.terminal {
+		r.pool = append(r.pool, it)
+	}
 }
 
 func (r *simRun) outageEnd(t int64, i int) {
@@ -602,6 +731,9 @@ func (r *simRun) goDown(t int64, i int) {
 			// The partner carries on with the request it already has.
 			if fl.call.Processed && !fl.call.NoAnswer {
 				it.Accepted = true
+			}
+			if fl.call.NeedsFinish() && !fl.timedOut { // a timed-out one has its late write already
+				r.lateWrite(fl.started+int64(fl.call.Latency), it, fl.call)
 			}
 			it.Slot = -1
 			fl.it = nil

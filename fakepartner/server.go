@@ -67,7 +67,9 @@ type ServerOptions struct {
 	WriteTimeout   time.Duration // 0: none (latency and holds are bounded by TimeoutHoldMax)
 	TimeoutHoldMax time.Duration // longest a `timeout` outage (or any latency) holds a request
 	MaxAcceptedIDs int           // accepted delivery ids remembered for duplicates
-	Seed           uint64        // each subscriber's stream is derived from it
+	// Seed: each subscriber's stream is derived from it, and so is, with
+	// the Idempotency-Key, which deliveries carry bad data (Spec.BadData).
+	Seed uint64
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -152,8 +154,9 @@ type Server struct {
 }
 
 type cohort struct {
-	index int
-	spec  Spec
+	index    int
+	spec     Spec
+	dataSeed uint64 // DataSeed(opts.Seed, spec.Name)
 
 	subsMu sync.Mutex
 	subs   []*subscriber // created on first request
@@ -229,7 +232,8 @@ func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
 			errs = append(errs, fmt.Errorf("partner %q: name used twice", specs[i].Name))
 			continue
 		}
-		c := &cohort{index: len(s.cohorts), spec: specs[i], subs: make([]*subscriber, specs[i].Count)}
+		c := &cohort{index: len(s.cohorts), spec: specs[i], subs: make([]*subscriber, specs[i].Count),
+			dataSeed: DataSeed(opts.Seed, specs[i].Name)}
 		c.spec.Outages = append([]Outage(nil), specs[i].Outages...) // the caller may reuse its slice
 		c.stats = PartnerStats{Partner: c.spec.Name, ByStatus: map[int]int64{}, ByAttempt: make([]int64, MaxAttemptBucket)}
 		c.stats.Latency = make([]LatencyBucket, len(LatencyBucketBounds)+1)
@@ -432,13 +436,14 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	// deadline would cancel the request context and cut latencies and holds
 	// short, so clear it once the body is in.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	out := s.serveCall(w, r, c, member, arrived)
+	out := s.serveCall(w, r, c, member, id, arrived)
 	s.finish(c, id, attempt, arrived, out)
 }
 
 // serveCall plays the partner's behaviour for one request and writes the
-// answer (or resets, or holds).
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, arrived time.Time) outcome {
+// answer (or resets, or holds). id is the Idempotency-Key: it decides bad
+// data as Sim.BeginKey does; without one, bad data is drawn per call.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) outcome {
 	ctx := r.Context()
 	factor := 1.0
 	if o, ok := s.faultAt(c, member, arrived); ok {
@@ -482,14 +487,11 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	}
 	sub.mu.Unlock()
 
-	status := http.StatusOK
-	pe, te := spec.PermanentErrors, spec.TransientErrors
-	switch {
-	case u < pe:
-		status = http.StatusUnprocessableEntity
-	case pe < 1 && (u-pe)/(1-pe) < te:
-		status = http.StatusServiceUnavailable
+	var key uint64
+	if id != "" {
+		key = KeyHash(id)
 	}
+	status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, id != "", c.dataSeed, key)
 
 	if spec.Contended && !s.wait(ctx, s.wall(hop1)) {
 		return outcome{abandoned: true}

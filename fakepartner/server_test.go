@@ -189,6 +189,9 @@ func TestServerReset(t *testing.T) {
 	if !errors.Is(a.err, syscall.ECONNRESET) {
 		t.Errorf("error %v, want connection reset by peer", a.err)
 	}
+	// The handler counts the reset after closing the connection: the
+	// client may see the reset first.
+	waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
 	if st := statsOf(s, "acme"); st.Resets != 1 || st.Accepted != 0 {
 		t.Errorf("stats %+v, want 1 reset, nothing accepted", st)
 	}

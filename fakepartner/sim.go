@@ -66,6 +66,11 @@ type Call struct {
 	contended bool // a contended write still to be decided in Finish
 }
 
+// NeedsFinish reports whether the call's outcome waits for Finish: a
+// contended write that lands at the Begin time plus Latency, whether or not
+// the caller still waits for the answer.
+func (c *Call) NeedsFinish() bool { return c.contended }
+
 // SimStats counts what one simulated subscriber saw.
 type SimStats struct {
 	Calls     int64 // Begin calls
@@ -79,9 +84,10 @@ type SimStats struct {
 // Sim is one simulated subscriber. It is not safe for concurrent use; the
 // simulation calls it from one goroutine, in time order.
 type Sim struct {
-	spec   *Spec
-	member int
-	rng    *rand.Rand
+	spec     *Spec
+	member   int
+	rng      *rand.Rand
+	dataSeed uint64 // decides with a delivery's key whether it is bad data
 
 	free []time.Duration // min-heap of server-free times; nil when unlimited
 
@@ -96,22 +102,38 @@ type Sim struct {
 
 // NewSim returns the simulated subscriber member of the cohort spec. rng is
 // the subscriber's own random stream. spec must be valid and must not change
-// while the Sim is in use.
+// while the Sim is in use. Its drill seed is 0 until SetSeed.
 func NewSim(spec *Spec, member int, rng *rand.Rand) *Sim {
-	p := &Sim{spec: spec, member: member, rng: rng, dateSecond: -1 << 62}
+	p := &Sim{spec: spec, member: member, rng: rng, dataSeed: DataSeed(0, spec.Name), dateSecond: -1 << 62}
 	if c := spec.Concurrency; c > 0 {
 		p.free = make([]time.Duration, min(c, MaxConcurrency))
 	}
 	return p
 }
 
+// SetSeed sets the drill seed which, with a delivery's key, decides which
+// deliveries carry bad data (see Spec.BadData). Give it the seed the Server
+// gets in ServerOptions.Seed, so that a simulated and a live drill reject
+// the same deliveries. Call it before the first Begin.
+func (p *Sim) SetSeed(seed uint64) { p.dataSeed = DataSeed(seed, p.spec.Name) }
+
 // Stats returns the subscriber's counters.
 func (p *Sim) Stats() SimStats { return p.stats }
 
-// Begin plans a call that the caller starts at drill time now. Calls must be
-// begun in time order. It does not allocate, except for a throttle's
-// HTTP-date (once per simulated second).
-func (p *Sim) Begin(now time.Duration) Call {
+// Begin plans a call that the caller starts at drill time now, for a
+// delivery it does not identify: whether the call meets bad data is drawn
+// per call, like a transient error. Prefer BeginKey.
+func (p *Sim) Begin(now time.Duration) Call { return p.begin(now, 0, false) }
+
+// BeginKey plans a call that the caller starts at drill time now for the
+// delivery whose id hashes to key (KeyHash): a delivery with bad data
+// (Spec.BadData) is answered 422 on every attempt the partner serves;
+// transient errors are drawn per call. Calls must be begun in time order.
+// It does not allocate, except for a throttle's HTTP-date (once per
+// simulated second).
+func (p *Sim) BeginKey(now time.Duration, key uint64) Call { return p.begin(now, key, true) }
+
+func (p *Sim) begin(now time.Duration, key uint64, keyed bool) Call {
 	p.stats.Calls++
 	factor := 1.0
 	if len(p.spec.Outages) > 0 {
@@ -159,15 +181,13 @@ func (p *Sim) Begin(now time.Duration) Call {
 	end := start + service
 
 	var c Call
+	// One draw per call whether keyed or not, so that the latency stream
+	// does not depend on it.
 	u := p.rng.Float64()
-	pe, te := p.spec.PermanentErrors, p.spec.TransientErrors
-	switch {
-	case u < pe:
+	switch status := errorStatus(p.spec.PermanentErrors, p.spec.TransientErrors, u, keyed, p.dataSeed, key); status {
+	case http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
 		p.stats.Errors++
-		c.Result = Result{Status: http.StatusUnprocessableEntity, Kind: ResultHTTP}
-	case pe < 1 && (u-pe)/(1-pe) < te: // "else, with probability te"; one draw for both
-		p.stats.Errors++
-		c.Result = Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}
+		c.Result = Result{Status: status, Kind: ResultHTTP}
 	default:
 		c.Result = Result{Status: http.StatusOK, Kind: ResultOK}
 		if p.spec.Contended {
@@ -191,8 +211,9 @@ func (p *Sim) Begin(now time.Duration) Call {
 // c.Latency; calls must be finished in time order. For an ordinary partner
 // it returns c.Result. For a contended partner the write succeeds only if no
 // other call's write succeeded after c read the row; otherwise the answer is
-// 409 Conflict. Call Finish for contended calls even when the caller has
-// given up: the write lands regardless.
+// 409 Conflict. Call Finish for contended calls (NeedsFinish) even when the
+// caller has given up: the write lands regardless, and later calls conflict
+// with it.
 func (p *Sim) Finish(c *Call, now time.Duration) Result {
 	if !c.contended {
 		return c.Result

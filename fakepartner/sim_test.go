@@ -215,9 +215,11 @@ func TestSimDeterministic(t *testing.T) {
 	}
 	run := func(seed uint64) []Call {
 		p := newTestSim(t, s, 0, seed)
-		out := make([]Call, 0, 1000)
+		p.SetSeed(seed)
+		out := make([]Call, 0, 2000)
 		for i := range 1000 {
-			out = append(out, p.Begin(time.Duration(i)*20*ms))
+			out = append(out, p.Begin(time.Duration(2*i)*20*ms))
+			out = append(out, p.BeginKey(time.Duration(2*i+1)*20*ms, deliveryKey(i)))
 		}
 		return out
 	}
@@ -252,9 +254,12 @@ func TestSimBeginFinishAllocs(t *testing.T) {
 		now += 10 * ms
 		c := p.Begin(now)
 		p.Finish(&c, now+c.Latency)
+		now += 10 * ms
+		c = p.BeginKey(now, uint64(now))
+		p.Finish(&c, now+c.Latency)
 	})
 	if allocs != 0 {
-		t.Errorf("%v allocs per Begin+Finish, want 0", allocs)
+		t.Errorf("%v allocs per Begin+Finish and BeginKey+Finish, want 0", allocs)
 	}
 }
 

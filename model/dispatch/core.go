@@ -24,6 +24,7 @@ type Item struct {
 	Epoch    uint32 // caller's dispatcher generation for the attempt in flight
 	Slot     int32  // caller's index for the attempt in flight
 	Payload  []byte
+	Key      uint64 // caller's hash of ID, so the hot path need not build it
 
 	seq     uint64 // FIFO tie-break among equal RunAt
 	gen     uint64 // breaker generation that admitted the attempt in flight
