@@ -147,11 +147,18 @@ func WriteCapacity(dir string, r *CapacityResult) error {
 	return nil
 }
 
+// Probe colours from the sweep palette: bluish green passes, vermillion
+// fails, black marks the boundary.
 var (
-	passColor = color.NRGBA{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF}
-	failColor = color.NRGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF}
-	markColor = color.NRGBA{R: 0x00, G: 0x00, B: 0x00, A: 0xFF}
+	passColor = palette[2]
+	failColor = palette[3]
+	markColor = palette[7]
 )
+
+// logXFactor: a capacity plot's x axis turns logarithmic when the probes
+// span this factor or more, as bracketing by factors of two makes them do;
+// otherwise the probes near the boundary crowd into one corner.
+const logXFactor = 8
 
 // drawCapacity draws four panels stacked: amplification, healthy p99, drain
 // time and dead letters against the parameter; passing probes green,
@@ -175,7 +182,11 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 		}
 		if i == len(panels)-1 {
 			p.X.Label.Text = r.Key
+			if !r.Integer {
+				p.X.Label.Text += " (/s)"
+			}
 		}
+		p.Y.Tick.Marker = readableTicks{}
 		p.Add(plotter.NewGrid())
 		var pass, fail, all plotter.XYs
 		for k := range r.Probes {
@@ -240,8 +251,14 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 	for _, row := range rows {
 		xmin, xmax = math.Min(xmin, row[0].X.Min), math.Max(xmax, row[0].X.Max)
 	}
+	logX := xmin > 0 && xmax/xmin >= logXFactor
 	for _, row := range rows {
 		row[0].X.Min, row[0].X.Max = xmin, xmax
+		row[0].X.Tick.Marker = readableTicks{}
+		if logX {
+			row[0].X.Scale = plot.LogScale{}
+			row[0].X.Tick.Marker = logTicks125{}
+		}
 	}
 	tiles := draw.Tiles{Rows: len(rows), Cols: 1, PadX: vg.Millimeter, PadY: vg.Millimeter * 2, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
 	canvases := plot.Align(rows, tiles, c)

@@ -386,7 +386,10 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 		p.Title.Text = m + " by " + first.Key
 		p.X.Label.Text = first.Key
 		p.Y.Label.Text = m + unitSuffix(m)
-		if !numeric {
+		p.Y.Tick.Marker = readableTicks{}
+		if numeric {
+			p.X.Tick.Marker = readableTicks{}
+		} else {
 			var names []string
 			for _, v := range first.Values {
 				names = append(names, v.Label)
@@ -426,7 +429,9 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 				p.Legend.Add(k, l, s)
 			}
 		}
-		p.Legend.Top = true
+		// Lines in these sweeps mostly rise to the right: the top-left corner
+		// is the emptiest.
+		p.Legend.Top, p.Legend.Left = true, true
 		out = append(out, sweepPlot{name: "plot_" + fileSafe(m), title: p.Title.Text, draw: func(c draw.Canvas) error { p.Draw(c); return nil }})
 	}
 	return out, nil
