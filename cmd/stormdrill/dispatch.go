@@ -4,21 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills/live"
-	"github.com/stormdrill/stormdrill/model/queue"
 )
 
-const dispatchExamples = `  stormdrill partner drills/live-restart.toml --listen 127.0.0.1:8080 &
-  stormdrill dispatch --store sqlite:/tmp/q.db --drill drills/live-restart.toml --partners http://127.0.0.1:8080 \
-      --alert-url http://127.0.0.1:8080/alerts`
+const dispatchExamples = `  # deliver what a replay put back into the queue a live run left behind
+  stormdrill run drills/live-restart.toml --out out/live-restart
+  stormdrill dlq replay --store sqlite:out/live-restart/queue.db --reason max-attempts
+  stormdrill partner drills/live-restart.toml --listen 127.0.0.1:8080 &
+  stormdrill dispatch --store sqlite:out/live-restart/queue.db --drill drills/live-restart.toml \
+      --partners http://127.0.0.1:8080 --alert-url http://127.0.0.1:8080/alerts
+  # SIGTERM (or Ctrl-C) stops claiming, finishes the attempts in flight,
+  # gives the leases back and exits 0`
 
 func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dispatch", "--store sqlite:PATH --drill DRILL.toml --partners URL [flags]", dispatchExamples, stdout)
@@ -62,9 +63,9 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	if *start != 0 {
 		clock.Start = time.Unix(0, *start)
 	}
-	st, err := queue.Open(*store)
+	st, err := openStore("dispatch", *store)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -81,28 +82,9 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// loopbackURL accepts only http URLs on a loopback address: live drills
-// never leave the machine.
+// loopbackURL accepts only http URLs on a literal loopback address: live
+// drills never leave the machine.
 func loopbackURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Scheme != "http" {
-		return fmt.Errorf("%q: want an http:// URL", s)
-	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(h)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("%q is not on a loopback address (127.0.0.1 or ::1)", s)
-	}
-	if p := u.Port(); p != "" {
-		if _, err := strconv.Atoi(p); err != nil {
-			return fmt.Errorf("%q: bad port", s)
-		}
-	}
-	return nil
+	_, err := live.LoopbackURL(s)
+	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -77,9 +78,9 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 			return usagef("stormdrill dlq: --older-than: %v", err)
 		}
 	}
-	st, err := queue.Open(*store)
+	st, err := openStore("dlq "+sub, *store)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -117,6 +118,33 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "replayed %d of %d matching dead letters in %d batches of at most %d, as %s (one audit record per batch)\n", res.Moved, res.Matched, res.Batches, *batch, who)
 	return nil
+}
+
+// openStore opens the durable queue a command works on. The file must
+// exist: opening a mistyped path would create an empty queue and report
+// nothing, and a memory: store is empty by construction. Every problem is a
+// usage error (exit 2).
+func openStore(cmd, dsn string) (queue.Store, error) {
+	scheme, path, ok := strings.Cut(dsn, ":")
+	switch {
+	case !ok:
+		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, dsn)
+	case strings.EqualFold(scheme, "memory"):
+		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, dsn)
+	case strings.EqualFold(scheme, "sqlite") && path != "":
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, usagef("stormdrill %s: --store %q: no queue there (%v); a live run writes one as DIR/queue.db", cmd, dsn, errors.Unwrap(err))
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, usagef("stormdrill %s: --store %q: not a file", cmd, dsn)
+		}
+	}
+	st, err := queue.Open(dsn)
+	if err != nil {
+		return nil, usagef("stormdrill %s: --store: %v", cmd, err)
+	}
+	return st, nil
 }
 
 func knownReason(r string) bool {

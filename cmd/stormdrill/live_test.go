@@ -2,18 +2,24 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/queue"
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -44,7 +50,15 @@ func TestLiveRestartDrillPassesItsGates(t *testing.T) {
 	code, stdout, stderr := stormdrill(t, "run", "drills/live-restart.toml", "--out", out, "--quiet")
 	if code != exitOK {
 		log, _ := os.ReadFile(filepath.Join(out, "dispatch.log"))
-		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\ndispatch.log (tail): %s", code, stdout, stderr, tail(string(log), 2000))
+		var failed []string
+		if s, err := reports.ReadSummary(out); err == nil {
+			for _, g := range s.Gates {
+				if !g.Pass {
+					failed = append(failed, g.Expr+" (measured "+g.Display+")")
+				}
+			}
+		}
+		t.Fatalf("exit %d, failed gates %v\nstdout: %s\nstderr: %s\ndispatch.log (tail): %s", code, failed, stdout, stderr, tail(string(log), 2000))
 	}
 	s, err := reports.ReadSummary(out)
 	if err != nil {
@@ -53,8 +67,17 @@ func TestLiveRestartDrillPassesItsGates(t *testing.T) {
 	if s.Mode != "live" || s.Speed != 20 {
 		t.Errorf("mode %q speed %v: want live at 20", s.Mode, s.Speed)
 	}
-	if len(s.Restarts) != 2 || s.Restarts[0].Graceful || s.Restarts[1].Graceful {
-		t.Errorf("restarts %+v: want two kills", s.Restarts)
+	if len(s.Restarts) != 3 || s.Restarts[0].Graceful || s.Restarts[1].Graceful || !s.Restarts[2].Graceful {
+		t.Errorf("restarts %+v: want two kills, then a SIGTERM", s.Restarts)
+	}
+	// The runner watched every delayed delivery's run_at across the
+	// restarts (a moved one fails the run with exit 3) and says so.
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`(\d+) deliveries were delayed at a restart: (\d+) kept their run\\_at until due, \d+ were not due yet at the end, 0 moved`).FindSubmatch(md); m == nil || string(m[1]) == "0" {
+		t.Errorf("report.md does not show delayed deliveries checked across the restarts")
 	}
 	if s.Deliveries.Lost != 0 || s.Deliveries.Created == 0 || s.Deliveries.Delivered != s.Deliveries.Created {
 		t.Errorf("deliveries %+v: want every one delivered, none lost", s.Deliveries)
@@ -286,5 +309,223 @@ func TestDLQReplayByReasonInBatches(t *testing.T) {
 	}
 	if batches != 3 || moved != 25 || len(audit) != 4 {
 		t.Errorf("audit: %d records, %d batches moving %d: want 1 dry run + 3 batches moving 25", len(audit), batches, moved)
+	}
+}
+
+// termDrill answers in 300ms, so a SIGTERM 400ms after the first claim
+// finds attempts in flight.
+const termDrill = `
+name = "term"
+mode = "live"
+seed = 4
+duration = "10s"
+[source]
+rate = "1/s"
+[[partners]]
+name = "slow"
+count = 4
+latency = { dist = "constant", value = "300ms" }
+[dispatcher]
+workers = 8
+attempt_timeout = "5s"
+lease_timeout = "30s"
+`
+
+// TestDispatchSIGTERMFinishesInFlightAndReleases starts `stormdrill
+// dispatch` as a child process, sends it SIGTERM while attempts are in
+// flight, and checks: exit status 0; no lease left held by its owner; every
+// request the partners received is in the attempt history (the attempts in
+// flight were finished and persisted); every delivery the partners accepted
+// is delivered in the store; and nothing is lost.
+func TestDispatchSIGTERMFinishesInFlightAndReleases(t *testing.T) {
+	dir := t.TempDir()
+	drillPath := filepath.Join(dir, "term.toml")
+	if err := os.WriteFile(drillPath, []byte(termDrill), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := drills.Load(drillPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := d.PartnerSpecs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := fakepartner.NewServer(specs, fakepartner.ServerOptions{Seed: d.Seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	base := "http://" + l.Addr().String()
+
+	dbPath := filepath.Join(dir, "queue.db")
+	st, err := queue.OpenSQLite(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	start := time.Now()
+	var ds []queue.Delivery
+	for e := 0; e < 30; e++ {
+		for m := 0; m < 4; m++ {
+			ds = append(ds, queue.Delivery{ID: fmt.Sprintf("evt-%06d:slow-%d", e, m), Partner: fmt.Sprintf("slow-%d", m), Cohort: "slow", Created: start})
+		}
+	}
+	if _, err := st.Enqueue(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+
+	const owner = "term-test"
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "dispatch", "--store", "sqlite:"+dbPath, "--drill", drillPath, "--partners", base,
+		"--owner", owner, "--start", strconv.FormatInt(start.UnixNano(), 10))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		once := false
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready\t") && !once {
+				once = true
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("dispatcher not ready; stderr: %s", stderr.String())
+	}
+	time.Sleep(400 * time.Millisecond) // the first wave is in flight (300ms each, 8 workers)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("dispatch after SIGTERM: %v (want exit 0)\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("dispatch did not stop within 15s of SIGTERM\nstderr: %s", stderr.String())
+	}
+	var inFlight int
+	if i := strings.Index(stderr.String(), "stopping: "); i < 0 {
+		t.Fatalf("no stopping line in stderr: %s", stderr.String())
+	} else if _, err := fmt.Sscanf(stderr.String()[i:], "stopping: %d attempts in flight", &inFlight); err != nil || inFlight == 0 {
+		t.Fatalf("in flight at SIGTERM: %d (%v): the test wants some; stderr: %s", inFlight, err, stderr.String())
+	}
+
+	db := st.DB()
+	var leased, held, attempts, delivered, total int64
+	if err := db.QueryRow(`SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'leased'),
+		(SELECT count(*) FROM deliveries WHERE lease_owner = ?),
+		(SELECT count(*) FROM attempts),
+		(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
+		(SELECT count(*) FROM deliveries)`, owner).Scan(&leased, &held, &attempts, &delivered, &total); err != nil {
+		t.Fatal(err)
+	}
+	var requests, accepted int64
+	for _, s := range srv.Stats() {
+		requests += s.Requests
+		accepted += s.Accepted
+	}
+	if leased != 0 || held != 0 {
+		t.Errorf("%d rows leased, %d still name owner %s: want every lease released", leased, held, owner)
+	}
+	if attempts != requests {
+		t.Errorf("the partners received %d requests, the attempt history holds %d: attempts in flight were not persisted", requests, attempts)
+	}
+	if delivered != accepted || delivered == 0 {
+		t.Errorf("the partners accepted %d deliveries, the store has %d delivered", accepted, delivered)
+	}
+	if total != int64(len(ds)) {
+		t.Errorf("the store holds %d deliveries, %d were enqueued", total, len(ds))
+	}
+	c, err := st.Counts(ctx, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Delivered+c.Ready+c.Dead != int64(len(ds)) {
+		t.Errorf("counts %+v: delivered + ready + dead must be all %d", c, len(ds))
+	}
+	t.Logf("SIGTERM with %d in flight: %d requests, %d attempts recorded, %d delivered, %d back to ready", inFlight, requests, attempts, delivered, c.Ready)
+}
+
+// TestLiveCommandsRefuseBadStoresAndNonLoopbackURLs: usage errors exit 2
+// with a message that names the flag.
+func TestLiveCommandsRefuseBadStoresAndNonLoopbackURLs(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "q.db")
+	st, err := queue.OpenSQLite(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	drill := "drills/live-restart.toml"
+	ok := "http://127.0.0.1:9"
+	tests := []struct {
+		args []string
+		want string // in stderr
+	}{
+		// a DSN without a scheme
+		{[]string{"dispatch", "--store", db, "--drill", drill, "--partners", ok}, "--store"},
+		// an unknown scheme
+		{[]string{"dispatch", "--store", "mysql:x", "--drill", drill, "--partners", ok}, `unknown store "mysql"`},
+		// a mistyped path would create an empty queue
+		{[]string{"dispatch", "--store", "sqlite:" + db + ".typo", "--drill", drill, "--partners", ok}, "no queue there"},
+		// partners off the machine
+		{[]string{"dispatch", "--store", "sqlite:" + db, "--drill", drill, "--partners", "http://10.1.2.3:80"}, "not on a loopback address"},
+		// a host name is not resolved, so not trusted
+		{[]string{"dispatch", "--store", "sqlite:" + db, "--drill", drill, "--partners", "http://example.com"}, "not on a loopback address"},
+		// https is not served by the fake partners
+		{[]string{"dispatch", "--store", "sqlite:" + db, "--drill", drill, "--partners", "https://127.0.0.1:8443"}, "want http://"},
+		// the alert sink must be local too
+		{[]string{"dispatch", "--store", "sqlite:" + db, "--drill", drill, "--partners", ok, "--alert-url", "http://192.168.1.1/alerts"}, "--alert-url"},
+		// required flags
+		{[]string{"dispatch", "--store", "sqlite:" + db}, "are required"},
+		// dlq on an in-memory store sees nothing
+		{[]string{"dlq", "list", "--store", "memory:"}, "starts empty"},
+		{[]string{"dlq", "list", "--store", "sqlite:" + filepath.Join(dir, "missing.db")}, "no queue there"},
+		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--batch", "0"}, "--batch"},
+		{[]string{"dlq", "list", "--store", "sqlite:" + db, "--reason", "bogus"}, "--reason"},
+		{[]string{"dlq", "frob"}, "unknown subcommand"},
+		// the partner server listens on loopback only
+		{[]string{"partner", drill, "--listen", "0.0.0.0:0"}, "loopback"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := stormdrill(t, tt.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", tt.args, code, errOut)
+		}
+		if !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: stderr %q lacks %q", tt.args, errOut, tt.want)
+		}
+	}
+	if _, err := os.Stat(db + ".typo"); err == nil {
+		t.Errorf("a mistyped --store path was created")
 	}
 }

@@ -74,6 +74,15 @@ func TestSimAndLiveAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, l := simRun.Summary, liveRun.Summary
+	// On a machine too busy to keep the arrival schedule (other test
+	// binaries on the same 2 cores), live measures the machine, not the
+	// policy. The harness measures that itself: lateness p99 beyond
+	// maxAgreeLatenessS skips the comparison, saying so.
+	const maxAgreeLatenessS = 0.1
+	if l.Lateness != nil && l.Lateness.P99 > maxAgreeLatenessS {
+		t.Skipf("arrival lateness p99 %.0fms (wall) > %.0fms: the machine could not keep the schedule; rerun on an idle machine",
+			l.Lateness.P99*1e3, maxAgreeLatenessS*1e3)
+	}
 	drain := func(x *reports.Summary) float64 {
 		if x.DrainTimeS == nil {
 			return math.NaN()

@@ -10,10 +10,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,6 +46,14 @@ const (
 	storeTimeout = 30 * time.Second
 	// maxErrorText bounds the last_error text kept per delivery.
 	maxErrorText = 200
+	// maxAlertKeys bounds the (partner cohort, reason) pairs aggregated
+	// between two alert batches; cohorts × reasons is far below it.
+	maxAlertKeys = 1024
+	// dialTimeout bounds connecting to a partner or the alert sink.
+	dialTimeout = 5 * time.Second
+	// clientSlack is added to the longest per-request timeout to form the
+	// HTTP client's overall timeout, a backstop behind the contexts.
+	clientSlack = time.Second
 )
 
 // Event line kinds the dispatcher writes to DispatcherConfig.Events, one per
@@ -58,10 +68,15 @@ const (
 type DispatcherConfig struct {
 	Drill       *drills.Drill
 	Store       queue.Store
-	PartnersURL string // base URL of the partner server, "http://127.0.0.1:PORT"
+	PartnersURL string // base URL of the partner server, "http://127.0.0.1:PORT"; loopback only
 	Owner       string // lease owner; must be unique among live dispatchers
-	AlertURL    string // DLQ alerts are POSTed here; "" sends none
-	Clock       Clock  // drill time; every time in the store is on it
+	// AlertURL receives DLQ alerts (loopback only; "" sends none): one
+	// JSON Alert per (partner cohort, reason) with dead letters since the
+	// last batch, one batch at most every dispatcher.alert_interval of
+	// drill time. The only exception is the batch sent when the
+	// dispatcher stops, which carries what is left rather than drop it.
+	AlertURL string
+	Clock    Clock // drill time; every time in the store is on it
 	// ClaimPoll is how often an idle loop claims (wall); default
 	// DefaultClaimPoll.
 	ClaimPoll time.Duration
@@ -131,7 +146,15 @@ type dispatcher struct {
 	stats    DispatchStats
 	alerts   map[alertKey]*alertAgg
 	alertCh  chan []Alert
-	speed    float64
+	// alertBusy is set while a batch waits in alertCh or is being posted;
+	// alertReadyNS (wall unix ns) is when the poster finished the last
+	// batch plus alert_interval. No new batch is handed over before both
+	// allow it, so however slow a post is, two batches arrive at least
+	// alert_interval apart.
+	alertBusy    atomic.Bool
+	alertReadyNS atomic.Int64
+	alertEvery   time.Duration // alert_interval in wall time
+	speed        float64
 }
 
 // RunDispatcher runs the dispatcher until ctx is cancelled, then stops
@@ -160,8 +183,15 @@ func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
 	if cfg.Owner == "" {
 		return nil, errors.New("dispatch: an owner name is required")
 	}
-	if !strings.HasPrefix(cfg.PartnersURL, "http://") {
-		return nil, fmt.Errorf("dispatch: partners URL %q: want http://HOST:PORT", cfg.PartnersURL)
+	var err error
+	if cfg.PartnersURL, err = LoopbackURL(cfg.PartnersURL); err != nil {
+		return nil, fmt.Errorf("dispatch: partners URL: %w", err)
+	}
+	cfg.PartnersURL = strings.TrimRight(cfg.PartnersURL, "/")
+	if cfg.AlertURL != "" {
+		if cfg.AlertURL, err = LoopbackURL(cfg.AlertURL); err != nil {
+			return nil, fmt.Errorf("dispatch: alert URL: %w", err)
+		}
 	}
 	if cfg.ClaimPoll <= 0 {
 		cfg.ClaimPoll = DefaultClaimPoll
@@ -184,6 +214,7 @@ func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
 		wallTO: cfg.Clock.Wall(d.Dispatcher.AttemptTimeout.D),
 		events: cfg.Events, logw: cfg.Log, alerts: map[alertKey]*alertAgg{},
 		alertCh: make(chan []Alert, 1), speed: cfg.Clock.speed(),
+		alertEvery: cfg.Clock.Wall(d.Dispatcher.AlertInterval.D),
 	}
 	if ds.events == nil {
 		ds.events = io.Discard
@@ -229,7 +260,7 @@ func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds.client = newHTTPClient(d.Dispatcher.Workers)
+	ds.client = newHTTPClient(d.Dispatcher.Workers, max(ds.wallTO, alertTimeout)+clientSlack)
 	return ds, nil
 }
 
@@ -237,18 +268,57 @@ func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
 // host. Requests carry a body without GetBody, so the transport never
 // resends one on its own after a connection error: every resend is a
 // decision of the policy, and the partner's duplicate count means what it
-// says.
-func newHTTPClient(workers int) *http.Client {
+// says. Every request also carries its own context deadline (the attempt
+// timeout, or alertTimeout); timeout is the client-wide backstop.
+func newHTTPClient(workers int, timeout time.Duration) *http.Client {
 	tr := &http.Transport{
 		Proxy:               nil, // loopback only, never through a proxy
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxConnsPerHost:     workers,
 		MaxIdleConns:        workers,
 		MaxIdleConnsPerHost: workers,
 		IdleConnTimeout:     60 * time.Second,
 		DisableCompression:  true,
 	}
-	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// LoopbackURL checks that s is an http URL on a literal loopback address
+// (127.0.0.0/8 or ::1; "localhost" is read as 127.0.0.1 rather than
+// resolved, since a hosts file could point it elsewhere) and returns it
+// with localhost replaced. Live drills never leave the machine.
+func LoopbackURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("%q: %v", s, err)
+	}
+	if u.Scheme != "http" || u.Host == "" {
+		return "", fmt.Errorf("%q: want http://127.0.0.1:PORT", s)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("%q: user information is not allowed", s)
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("%q is not on a loopback address; use 127.0.0.1 or [::1]", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%q: bad port %q", s, p)
+		}
+	}
+	if u.Port() != "" {
+		u.Host = net.JoinHostPort(ip.String(), u.Port())
+	} else if ip.To4() == nil {
+		u.Host = "[" + ip.String() + "]"
+	} else {
+		u.Host = ip.String()
+	}
+	return u.String(), nil
 }
 
 func (ds *dispatcher) event(fields ...string) {
@@ -282,6 +352,8 @@ func (ds *dispatcher) run(ctx context.Context) (DispatchStats, error) {
 			defer alertWG.Done()
 			for batch := range ds.alertCh {
 				ds.postAlerts(batch)
+				ds.alertReadyNS.Store(time.Now().Add(ds.alertEvery).UnixNano())
+				ds.alertBusy.Store(false)
 			}
 		}()
 	}
@@ -300,7 +372,7 @@ func (ds *dispatcher) run(ctx context.Context) (DispatchStats, error) {
 
 func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan result) error {
 	poll := ds.cfg.ClaimPoll
-	alertEvery := ds.cfg.Clock.Wall(ds.d.Dispatcher.AlertInterval.D)
+	alertEvery := ds.alertEvery
 	nextClaim := time.Now()
 	nextAlert := time.Now().Add(alertEvery)
 	timer := time.NewTimer(poll)
@@ -335,7 +407,12 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		}
 		if !wallNow.Before(nextAlert) {
 			ds.flushAlerts(false)
+			// The next try: one interval on, or when the poster allows it
+			// if that is later (a slow post delays the next batch).
 			nextAlert = wallNow.Add(alertEvery)
+			if ready := time.Unix(0, ds.alertReadyNS.Load()); ready.After(nextAlert) {
+				nextAlert = ready
+			}
 		}
 		if stopping && ds.core.InFlight() == 0 {
 			break
@@ -568,7 +645,7 @@ func (ds *dispatcher) deadLetter(it *dispatch.Item, at time.Time, reason model.R
 	k := alertKey{ds.cohorts[ds.subs[it.Partner].Cohort], string(reason)}
 	a := ds.alerts[k]
 	if a == nil {
-		if len(ds.alerts) >= 1024 { // bounded: cohorts × reasons is small
+		if len(ds.alerts) >= maxAlertKeys {
 			return
 		}
 		a = &alertAgg{oldestC: it.FirstSeen}
@@ -602,11 +679,15 @@ func (ds *dispatcher) flush() error {
 	return nil
 }
 
-// flushAlerts hands the aggregated alerts to the poster; if it is still
-// busy with the previous batch they keep aggregating (rate limit). final
-// waits for room instead.
+// flushAlerts hands the aggregated alerts to the poster. The loop calls it
+// once per alert_interval; if the poster is still busy with the previous
+// batch, the alerts keep aggregating until the next call (rate limit).
+// final (the dispatcher is stopping) waits for the poster instead.
 func (ds *dispatcher) flushAlerts(final bool) {
 	if len(ds.alerts) == 0 || ds.cfg.AlertURL == "" {
+		return
+	}
+	if !final && (ds.alertBusy.Load() || time.Now().UnixNano() < ds.alertReadyNS.Load()) {
 		return
 	}
 	now := ds.cfg.Clock.Now().UnixNano()
@@ -614,17 +695,20 @@ func (ds *dispatcher) flushAlerts(final bool) {
 	for k, a := range ds.alerts {
 		batch = append(batch, Alert{Count: a.count, Reason: k.reason, Partner: k.partner, OldestS: max(0, float64(now-a.oldestC)/1e9)})
 	}
+	ds.alertBusy.Store(true)
 	if final {
+		t := time.NewTimer(alertTimeout)
+		defer t.Stop()
 		select {
 		case ds.alertCh <- batch:
-		case <-time.After(alertTimeout):
+		case <-t.C:
 			return
 		}
 	} else {
 		select {
 		case ds.alertCh <- batch:
 		default:
-			return
+			return // cannot happen while alertBusy was clear
 		}
 	}
 	clear(ds.alerts)

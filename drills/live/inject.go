@@ -49,11 +49,13 @@ func (in *injector) run(ctx context.Context) error {
 	batch := make([]queue.Delivery, 0, 256)
 	var due []scheduled
 	flush := func() error {
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(due) == 0 {
 			return nil
 		}
-		if err := in.enqueue(batch); err != nil {
-			return err
+		if len(batch) > 0 {
+			if err := in.enqueue(batch); err != nil {
+				return err
+			}
 		}
 		done := time.Now()
 		in.mu.Lock()
@@ -104,7 +106,9 @@ func (in *injector) run(ctx context.Context) error {
 			}
 			due = append(due, scheduled{wall: wallAt, n: len(r.fanout)})
 			in.events++
-			if len(batch) >= MaxInsertBatch {
+			// due is bounded too: an event always adds to it, even one that
+			// fans out to no subscriber.
+			if len(batch) >= MaxInsertBatch || len(due) >= MaxInsertBatch {
 				if err := flush(); err != nil {
 					return err
 				}

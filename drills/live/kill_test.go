@@ -120,14 +120,18 @@ func waitTerminal(t *testing.T, st queue.Store, timeout time.Duration) queue.Cou
 }
 
 // TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt kills the dispatcher
-// process three times at moments drawn from a fixed seed while deliveries
-// to a partner that is down wait out their backoff in the store. Across
-// every restart the run_at of each delayed delivery stays the same; at the
-// end every delivery is delivered, the attempt history has each ordinal at
-// most once, and partners saw duplicates only for attempts in flight at a
-// kill.
+// process four times, each after a pause drawn from a fixed seed (0.1 to
+// 0.9 s of a run whose retries come due at 3 s and 6 s, so kills fall
+// both between and inside the retry waves), while deliveries to a partner
+// that is down wait out their backoff in the store. Across every restart
+// the run_at of every delivery delayed at the kill and not yet due stays
+// the same; no attempt starts before its backoff has passed (jitter none:
+// each retry starts at least 3 s after the previous attempt ended); at the
+// end every delivery is delivered, the attempt history has each ordinal
+// once, and partners saw duplicates only for attempts in flight at a kill.
 func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
-	r, st := startEnv(t, killDrill)
+	// 20ms answers keep attempts in flight at most kills.
+	r, st := startEnv(t, strings.ReplaceAll(killDrill, `value = "2ms"`, `value = "20ms"`))
 	created := enqueueEvents(t, r, st, 50)
 	rng := rand.New(rand.NewPCG(42, 1))
 	ctx := context.Background()
@@ -137,8 +141,9 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	}
 	var inFlight int64
 	compared := 0
-	for round := 0; round < 3; round++ {
-		time.Sleep(time.Duration(150+rng.IntN(450)) * time.Millisecond)
+	const kills = 4
+	for round := 0; round < kills; round++ {
+		time.Sleep(time.Duration(100+rng.IntN(800)) * time.Millisecond)
 		before, err := st.RunAts(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -191,6 +196,22 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	if bad != 0 {
 		t.Fatalf("%d deliveries have an attempt history with a repeated or missing ordinal", bad)
 	}
+	// No retry ran early, whichever process made it: base = cap = 3s and
+	// jitter none, so attempt k+1 starts at least 3s after attempt k ended
+	// (a kill can only make it later). 1ms of slack for clock reads.
+	var early int
+	var retries int
+	if err := r.reader.DB().QueryRow(`SELECT count(*), coalesce(sum(b.started < a.ended + ?), 0)
+		FROM attempts a JOIN attempts b ON a.delivery_id = b.delivery_id AND b.ordinal = a.ordinal + 1`,
+		int64(3*time.Second-time.Millisecond)).Scan(&retries, &early); err != nil {
+		t.Fatal(err)
+	}
+	if early != 0 {
+		t.Fatalf("%d of %d retries started before their backoff had passed", early, retries)
+	}
+	if retries == 0 {
+		t.Fatal("no retry recorded: the drill exercised no backoff")
+	}
 	var dups int64
 	for _, s := range r.srv.Stats() {
 		dups += s.Duplicates
@@ -198,7 +219,7 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	if dups > inFlight {
 		t.Fatalf("partners saw %d duplicates, more than the %d attempts in flight at the kills", dups, inFlight)
 	}
-	t.Logf("compared %d delayed run_ats across 3 kills; %d duplicates, at most %d in flight at the kills", compared, dups, inFlight)
+	t.Logf("compared %d delayed run_ats across %d kills; %d retries none early; %d duplicates, at most %d in flight at the kills", compared, kills, retries, dups, inFlight)
 }
 
 // TestSIGTERMFinishesInFlightAndReleasesLeases stops a busy dispatcher
@@ -226,5 +247,49 @@ func TestSIGTERMFinishesInFlightAndReleasesLeases(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, "queue.db")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRunAtWatchFlagsMovedDelayedDeliveries drives the runner's run_at
+// watch by hand: of four deliveries delayed at a "kill", one keeps its
+// run_at, one has it moved, one ends before it is due, and one comes due;
+// the watch must count exactly one kept, two moved.
+func TestRunAtWatchFlagsMovedDelayedDeliveries(t *testing.T) {
+	r, st := startEnv(t, killDrill)
+	ctx := context.Background()
+	now := r.clock.Now()
+	ids := []string{"evt-1:ok-0", "evt-2:ok-0", "evt-3:ok-0", "evt-4:ok-0"}
+	runAt := []time.Time{now.Add(time.Hour), now.Add(time.Hour), now.Add(time.Hour), now.Add(300 * time.Millisecond)}
+	var ds []queue.Delivery
+	for i, id := range ids {
+		ds = append(ds, queue.Delivery{ID: id, Partner: "ok-0", Cohort: "ok", Created: now, RunAt: runAt[i]})
+	}
+	if _, err := st.Enqueue(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.watchDelayed(); err != nil || n != 4 {
+		t.Fatalf("watchDelayed: %d, %v; want 4", n, err)
+	}
+	db := r.reader.DB()
+	if _, err := db.Exec(`UPDATE deliveries SET run_at = run_at - 1000 WHERE id = ?`, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE deliveries SET state = 'delivered' WHERE id = ?`, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	r.cur = &child{} // checks run only while a dispatcher is up
+	defer func() { r.cur = nil }()
+	time.Sleep(400 * time.Millisecond) // ids[3] comes due
+	if err := r.checkRunAts(); err != nil {
+		t.Fatal(err)
+	}
+	if r.runAtKept != 1 || r.runAtMoved != 2 || len(r.runAtWatch) != 1 {
+		t.Fatalf("kept %d moved %d still watched %d: want 1, 2, 1 (%v)", r.runAtKept, r.runAtMoved, len(r.runAtWatch), r.runAtExample)
+	}
+	if _, ok := r.runAtWatch[ids[0]]; !ok {
+		t.Errorf("the untouched delivery left the watch early")
+	}
+	if len(r.runAtExample) != 2 || !strings.Contains(strings.Join(r.runAtExample, ";"), "moved by -1µs") {
+		t.Errorf("examples %q: want both named, one moved by -1µs", r.runAtExample)
 	}
 }

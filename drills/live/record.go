@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
@@ -75,14 +76,17 @@ func (rec *liveRecorder) sample(dt time.Duration) (pending int64, err error) {
 	now := r.clock.Start.Add(dt).UnixNano()
 	var readyDue, leasedDue, delayed, delivered, dead int64
 	var oldReady, oldDelayed *int64
+	// Rows created after now were injected between the sample's clock
+	// reading and the query; they are left out (the pending correction
+	// below counts them), or they would read as delayed with a negative age.
 	err = r.reader.DB().QueryRow(`SELECT
 		(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= ?1),
 		(SELECT count(*) FROM deliveries WHERE state = 'leased' AND run_at <= ?1),
-		(SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1),
+		(SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1),
 		(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
 		(SELECT count(*) FROM deliveries WHERE state = 'dead'),
 		(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at <= ?1),
-		(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1)`, now).
+		(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1)`, now).
 		Scan(&readyDue, &leasedDue, &delayed, &delivered, &dead, &oldReady, &oldDelayed)
 	if err != nil {
 		return 0, fmt.Errorf("live: sampling the store: %w", err)
@@ -142,10 +146,10 @@ func (rec *liveRecorder) sample(dt time.Duration) (pending int64, err error) {
 		DLQPerS:           float64(dead-rec.prevDead) / sec,
 	}
 	if oldReady != nil {
-		s.OldestReadyAgeS = float64(now-*oldReady) / 1e9
+		s.OldestReadyAgeS = max(0, float64(now-*oldReady)/1e9)
 	}
 	if oldDelayed != nil {
-		s.OldestDelayedAgeS = float64(now-*oldDelayed) / 1e9
+		s.OldestDelayedAgeS = max(0, float64(now-*oldDelayed)/1e9)
 	}
 	if iv.first > 0 {
 		s.Amplification = float64(iv.all) / float64(iv.first)
@@ -430,6 +434,14 @@ func (r *runner) finish() (*reports.Run, error) {
 		r.clock.speed(), d.Dispatcher.LeaseTimeout.D, d.Dispatcher.ClaimBatch)})
 	if math.IsNaN(s.Amplification) {
 		s.Amplification = 0
+	}
+	if len(r.restarts) > 0 {
+		run.Policy = append(run.Policy, reports.KV{Key: "live restarts", Value: fmt.Sprintf(
+			"%d deliveries were delayed at a restart: %d kept their run_at until due, %d were not due yet at the end, %d moved",
+			r.runAtKept+r.runAtMoved+int64(len(r.runAtWatch)), r.runAtKept, len(r.runAtWatch), r.runAtMoved)})
+	}
+	if r.runAtMoved > 0 {
+		return run, fmt.Errorf("%w: %d deliveries, e.g. %s", ErrRunAtMoved, r.runAtMoved, strings.Join(r.runAtExample, "; "))
 	}
 	if s.Deliveries.Lost != 0 || unknown != 0 {
 		return run, fmt.Errorf("%w: created %d = delivered %d + dead-lettered %d + pending %d + lost %d (store rows of unknown partners: %d)",

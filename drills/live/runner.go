@@ -33,7 +33,17 @@ const (
 	// stopGrace is added to the attempt timeout when waiting for a
 	// dispatcher to stop after SIGTERM, before it is killed.
 	stopGrace = 10 * time.Second
+	// MaxRunAtWatch bounds the delayed deliveries whose run_at the runner
+	// watches across restarts; past it, a sample of that many is watched.
+	MaxRunAtWatch = 100_000
+	// maxRunAtMovedShown bounds the examples a moved-run_at error names.
+	maxRunAtMovedShown = 5
 )
+
+// ErrRunAtMoved is returned (with the run) when a restart moved the run_at
+// of a delivery that was waiting out a delay: the durable queue must keep
+// every delayed delivery's run time across a restart.
+var ErrRunAtMoved = errors.New("a restart moved a delayed delivery's run_at")
 
 // Options tune a live run.
 type Options struct {
@@ -84,6 +94,14 @@ type runner struct {
 	reader *queue.SQLite // sampling and the final accounting
 	inj    *injector
 	rec    *liveRecorder
+
+	// runAtWatch holds the deliveries that were delayed (run_at in the
+	// future) when a dispatcher was stopped, with that run_at. Each sample
+	// checks that they keep it until it comes due.
+	runAtWatch   map[string]time.Time
+	runAtKept    int64    // watched deliveries that kept their run_at until due
+	runAtMoved   int64    // watched deliveries whose run_at moved, or that ended early
+	runAtExample []string // a few of those, for the error
 }
 
 // Run runs a drill in live mode and builds its report. dir receives the
@@ -341,9 +359,16 @@ func (r *runner) run() error {
 	r.rec = newLiveRecorder(r)
 	r.inj = newInjector(r, injStore)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	injDone := make(chan error, 1)
 	go func() { injDone <- r.inj.run(ctx) }()
+	// On every return the injector is stopped and waited for before its
+	// store closes (defers run last-in, first-out).
+	defer func() {
+		cancel()
+		if injDone != nil {
+			<-injDone
+		}
+	}()
 
 	var steps []faultStep
 	for i, f := range d.Faults {
@@ -377,6 +402,11 @@ func (r *runner) run() error {
 				if err != nil {
 					return err
 				}
+				delayed, err := r.watchDelayed()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(r.logw, "live: %s at %v drill time: %d deliveries delayed, their run_at watched until due\n", f.Kind, dt.Round(time.Millisecond), delayed)
 				r.restarts = append(r.restarts, reports.Restart{AtS: dt.Seconds(), DownS: f.Down.D.Seconds(), Graceful: s.grace, InFlight: inFlight})
 				fmt.Fprintf(r.logw, "live: %s at %v drill time: at most %d attempts in flight\n", f.Kind, dt.Round(time.Millisecond), inFlight)
 			} else if r.cur == nil {
@@ -388,6 +418,9 @@ func (r *runner) run() error {
 		if dt >= nextSample {
 			p, err := r.rec.sample(dt)
 			if err != nil {
+				return err
+			}
+			if err := r.checkRunAts(); err != nil {
 				return err
 			}
 			nextSample += interval
@@ -427,13 +460,104 @@ func (r *runner) run() error {
 	r.rec.endDT = r.clock.At(time.Now()).Sub(r.clock.Start)
 	cancel()
 	if injDone != nil {
-		if err := <-injDone; err != nil && !errors.Is(err, context.Canceled) {
+		err := <-injDone
+		injDone = nil
+		if err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
+	}
+	// What is still watched has not come due yet; the last check counts
+	// the ones that did.
+	if err := r.checkRunAts(); err != nil {
+		return err
 	}
 	if r.cur != nil {
 		if err := r.stop(true); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// watchDelayed adds the deliveries delayed now (run_at in the future) to
+// the run_at watch and returns how many there are. It runs while no
+// dispatcher is up, so nothing moves them between the stop and the read.
+func (r *runner) watchDelayed() (int, error) {
+	now := r.clock.Now().UnixNano()
+	rows, err := r.reader.DB().Query(`SELECT id, run_at FROM deliveries
+		WHERE state IN ('ready', 'leased') AND run_at > ? ORDER BY run_at LIMIT ?`, now, MaxRunAtWatch)
+	if err != nil {
+		return 0, fmt.Errorf("live: reading delayed deliveries: %w", err)
+	}
+	defer rows.Close()
+	if r.runAtWatch == nil {
+		r.runAtWatch = map[string]time.Time{}
+	}
+	n := 0
+	for rows.Next() {
+		var id string
+		var ns int64
+		if err := rows.Scan(&id, &ns); err != nil {
+			return 0, fmt.Errorf("live: reading delayed deliveries: %w", err)
+		}
+		n++
+		if _, ok := r.runAtWatch[id]; ok || len(r.runAtWatch) < MaxRunAtWatch {
+			r.runAtWatch[id] = time.Unix(0, ns)
+		}
+	}
+	return n, rows.Err()
+}
+
+// checkRunAts compares the watched deliveries with the store: one whose
+// run_at has not come yet must still be pending with the same run_at. Once
+// due it leaves the watch, counted as kept.
+func (r *runner) checkRunAts() error {
+	if len(r.runAtWatch) == 0 || r.cur == nil {
+		return nil
+	}
+	cur := make(map[string]int64, len(r.runAtWatch))
+	rows, err := r.reader.DB().Query(`SELECT id, run_at FROM deliveries
+		WHERE state IN ('ready', 'leased') AND run_at > ? LIMIT ?`, r.clock.Now().UnixNano(), 4*MaxRunAtWatch)
+	if err != nil {
+		return fmt.Errorf("live: checking run_at: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var ns int64
+		if err := rows.Scan(&id, &ns); err != nil {
+			rows.Close()
+			return fmt.Errorf("live: checking run_at: %w", err)
+		}
+		if _, ok := r.runAtWatch[id]; ok {
+			cur[id] = ns
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("live: checking run_at: %w", err)
+	}
+	// Read the clock after the query: a delivery still in the future now
+	// was in the future while the query read it, so no dispatcher could
+	// have been entitled to touch it.
+	now := r.clock.Now()
+	for id, ra := range r.runAtWatch {
+		if !ra.After(now) {
+			r.runAtKept++
+			delete(r.runAtWatch, id)
+			continue
+		}
+		got, ok := cur[id]
+		if ok && got == ra.UnixNano() {
+			continue
+		}
+		r.runAtMoved++
+		delete(r.runAtWatch, id)
+		if len(r.runAtExample) < maxRunAtMovedShown {
+			what := "ended before it was due"
+			if ok {
+				what = fmt.Sprintf("run_at moved by %v", time.Duration(got-ra.UnixNano()))
+			}
+			r.runAtExample = append(r.runAtExample, fmt.Sprintf("%s (due at %v drill time) %s", id, ra.Sub(r.clock.Start).Round(time.Millisecond), what))
 		}
 	}
 	return nil
