@@ -30,8 +30,12 @@ bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end
 	./$(BIN) bench
 
 fuzz: ## fuzz the parsers for 30s each
-	$(GO) test -run '^$$' -fuzz FuzzParseRetryAfter -fuzztime 30s ./model/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./drills/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime 30s ./model/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./drills/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 30s ./drills/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRate$$' -fuzztime 30s ./drills/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseGate$$' -fuzztime 30s ./reports/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTolerance$$' -fuzztime 30s ./reports/
 
 clean: ## remove build and run outputs
 	rm -rf bin out

@@ -22,6 +22,13 @@ const (
 	MaxDrillBytes   = 1 << 20 // one drill file
 	MaxIncludeDepth = 8       // include chains
 	maxOverrides    = 1000
+
+	// The TOML decoder takes time and memory quadratic in the nesting
+	// depth and in the number of parts of a dotted key: a 1 MB file of
+	// "{b = " or "t." ran for minutes and took gigabytes. A drill needs a
+	// few levels and parts; these bounds are checked before decoding.
+	MaxNestingDepth = 32 // open [ and { at once
+	MaxKeyParts     = 32 // parts of one dotted key or table header
 )
 
 // Load reads the drill at path, resolves its includes, decodes it strictly,
@@ -174,6 +181,9 @@ func decodeTOML(name string, data []byte) (m map[string]any, e *Error) {
 			m, e = nil, &Error{File: name, Msg: fmt.Sprintf("cannot parse: %v", r)}
 		}
 	}()
+	if e := checkTOMLShape(name, data); e != nil {
+		return nil, e
+	}
 	if _, err := toml.Decode(string(data), &m); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -764,4 +774,88 @@ func (ld *loader) markOverride(p string) {
 		}
 	}
 	ld.origins[p] = origin{file: ld.top, override: true}
+}
+
+// checkTOMLShape refuses text nested deeper than MaxNestingDepth or with a
+// key of more than MaxKeyParts parts, in one linear pass and before the
+// decoder sees it. It reads just enough TOML to skip strings and comments
+// and to tell keys from values; anything else is left for the decoder.
+func checkTOMLShape(name string, data []byte) *Error {
+	var (
+		open   []byte // the [ and { open at this point, innermost last
+		line   = 1
+		inKey  = true // at the start of a line, keys come first
+		parts  = 1    // parts of the key being read
+		header = 0    // depth of an open [table] or [[table]] header
+	)
+	fail := func(msg string) *Error { return &Error{File: name, Line: line, Msg: msg} }
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case c == '\n':
+			line++
+			if len(open) == 0 {
+				inKey, parts = true, 1
+			}
+		case c == '#':
+			for i+1 < len(data) && data[i+1] != '\n' {
+				i++
+			}
+		case c == '"' || c == '\'':
+			// A string: skip to its end, counting lines. Three quotes open
+			// a multi-line string; a backslash escapes in basic strings.
+			quote := []byte{c}
+			if i+2 < len(data) && data[i+1] == c && data[i+2] == c {
+				quote = []byte{c, c, c}
+			}
+			j := i + len(quote)
+			for j < len(data) && !bytesAt(data, j, quote) {
+				if data[j] == '\\' && c == '"' {
+					j++
+				}
+				if j < len(data) && data[j] == '\n' {
+					line++
+				}
+				j++
+			}
+			i = j + len(quote) - 1
+		case c == '.' && inKey:
+			parts++
+			if parts > MaxKeyParts {
+				return fail(fmt.Sprintf("a key with more than %d dotted parts", MaxKeyParts))
+			}
+		case c == '=' && inKey:
+			inKey, parts = false, 1
+		case c == '[' && inKey && (len(open) == 0 || header > 0):
+			header++ // [table] or [[array of tables]]
+			if header > 2 {
+				return fail("a table header with too many brackets")
+			}
+		case c == ']' && header > 0:
+			header--
+			if header == 0 {
+				inKey, parts = false, 1
+			}
+		case c == '[' || c == '{':
+			open = append(open, c)
+			if len(open) > MaxNestingDepth {
+				return fail(fmt.Sprintf("nested deeper than %d levels", MaxNestingDepth))
+			}
+			inKey, parts = c == '{', 1
+		case c == ']' || c == '}':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+			inKey = false
+		case c == ',':
+			// In an inline table a comma starts the next key.
+			inKey, parts = len(open) > 0 && open[len(open)-1] == '{', 1
+		}
+	}
+	return nil
+}
+
+// bytesAt reports whether data holds want at i.
+func bytesAt(data []byte, i int, want []byte) bool {
+	return i+len(want) <= len(data) && string(data[i:i+len(want)]) == string(want)
 }

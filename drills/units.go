@@ -43,7 +43,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	if strings.HasSuffix(s, "d") {
 		n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
-		if err != nil || n < 0 || n*24 > float64(math.MaxInt64)/float64(time.Hour) {
+		if err != nil || !(n >= 0) || n*24 > float64(math.MaxInt64)/float64(time.Hour) { // !(n >= 0) also refuses NaN
 			return 0, fmt.Errorf("bad duration %q", s)
 		}
 		return time.Duration(n * 24 * float64(time.Hour)), nil

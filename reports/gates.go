@@ -147,7 +147,7 @@ func parseDurationS(s string) (float64, error) {
 	}
 	if d, found := strings.CutSuffix(s, "d"); found {
 		v, err := parseFinite(d)
-		if err != nil || v < 0 {
+		if err != nil || v < 0 || math.IsInf(v*86400, 0) { // in seconds it must stay finite
 			return 0, fmt.Errorf("bad duration %q: want a number with a unit (ms, s, m, h, d)", s)
 		}
 		return v * 86400, nil

@@ -212,7 +212,7 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 {{range .Breaker}}<tr><td class="num">{{.At}}</td><td>{{.Partner}}</td><td>{{.From}}</td><td>{{.To}}</td></tr>
 {{end}}</tbody>
 </table></div>
-{{if .BreakerOmitted}}<p class="omitted">… and {{.BreakerOmitted}} more transitions not shown.</p>{{end}}
+{{if .BreakerOmitted}}<p class="omitted">… and {{.BreakerOmitted}} more rows of transitions not shown.</p>{{end}}
 </section>{{end}}
 
 {{if .HTMLPlots}}<section id="plots">

@@ -97,6 +97,40 @@ type breakerRow struct {
 	At, Partner, From, To string
 }
 
+// breakerRows is one row per transition, except that a run of failed
+// probes (open → half-open → open, again and again, for one partner) is one
+// row: a breaker held open through a 20-minute outage would otherwise fill
+// the table with the same two lines.
+func breakerRows(ts []BreakerTransition) []breakerRow {
+	isProbe := func(i int) bool { // ts[i], ts[i+1] is one failed probe
+		return i+1 < len(ts) && ts[i].From == "open" && ts[i].To == "half-open" &&
+			ts[i+1].From == "half-open" && ts[i+1].To == "open" && ts[i+1].Partner == ts[i].Partner
+	}
+	var rows []breakerRow
+	for i := 0; i < len(ts); {
+		probes := 0
+		for isProbe(i+2*probes) && ts[i+2*probes].Partner == ts[i].Partner {
+			probes++
+		}
+		if probes >= 2 {
+			last := ts[i+2*probes-1]
+			rows = append(rows, breakerRow{
+				At:      FormatDuration(ts[i].AtS) + " – " + FormatDuration(last.AtS),
+				Partner: oneLine(ts[i].Partner), From: "open",
+				To: fmt.Sprintf("half-open → open, %d times (each probe failed)", probes),
+			})
+			i += 2 * probes
+			continue
+		}
+		b := ts[i]
+		rows = append(rows, breakerRow{
+			At: FormatDuration(b.AtS), Partner: oneLine(b.Partner), From: oneLine(b.From), To: oneLine(b.To),
+		})
+		i++
+	}
+	return rows
+}
+
 type alertRow struct {
 	At, Partner, Reason, Count string
 }
@@ -230,14 +264,13 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 		})
 	}
 
-	for i, b := range s.BreakerTransitions {
+	rows := breakerRows(s.BreakerTransitions)
+	for i, r := range rows {
 		if i >= maxBreakerRows {
-			v.BreakerOmitted = len(s.BreakerTransitions) - i
+			v.BreakerOmitted = len(rows) - i
 			break
 		}
-		v.Breaker = append(v.Breaker, breakerRow{
-			At: FormatDuration(b.AtS), Partner: oneLine(b.Partner), From: oneLine(b.From), To: oneLine(b.To),
-		})
+		v.Breaker = append(v.Breaker, r)
 	}
 
 	for i, p := range plots {
@@ -597,7 +630,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		for _, b := range v.Breaker {
 			m.row(b.At, mdCell(b.Partner), mdCell(b.From), mdCell(b.To))
 		}
-		m.omitted(v.BreakerOmitted, "transitions")
+		m.omitted(v.BreakerOmitted, "rows of transitions")
 	}
 
 	if len(v.Plots) > 0 {

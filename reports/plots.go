@@ -11,7 +11,9 @@ import (
 	"strconv"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -194,8 +196,21 @@ func renderPlot(p *plot.Plot, format string) (data []byte, err error) {
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
+	if format == "svg" {
+		// The SVG names the font without a fallback; a viewer without
+		// Liberation Sans would pick its default, often a serif. Arial
+		// has the same metrics, so the measured layout still fits.
+		return bytes.ReplaceAll(buf.Bytes(), []byte("font-family:"+svgFontName+";"), []byte("font-family:"+svgFontFallbacks+";")), nil
+	}
 	return buf.Bytes(), nil
 }
+
+// svgFontName is how vgsvg names the plots' font; svgFontFallbacks is the
+// CSS font list written instead.
+const (
+	svgFontName      = plotTypeface + " " + plotFontVariant
+	svgFontFallbacks = "'" + svgFontName + "',Arimo,Arial,Helvetica,sans-serif"
+)
 
 // legendGap separates the data area from a legend drawn to its right.
 const legendGap = 8 * vg.Millimeter / 2
@@ -233,8 +248,70 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	p.Legend.Padding = vg.Points(2)
+	// Sans-serif, like the HTML report around the plots. gonum registers
+	// the Liberation collection, Sans variant included, by default.
+	for _, f := range []*font.Font{
+		&p.Title.TextStyle.Font, &p.Legend.TextStyle.Font,
+		&p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font,
+	} {
+		f.Typeface, f.Variant = plotTypeface, plotFontVariant
+	}
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// The plots' font: Liberation Sans, which gonum embeds.
+const (
+	plotTypeface    = "Liberation"
+	plotFontVariant = "Sans"
+)
+
+// niceTicks labels a linear axis at 1, 2 or 5 × a power of ten, about five
+// labels in all, written without needless decimals and with thousands
+// separators ("1,500", "0.25"), and puts four unlabelled ticks between.
+type niceTicks struct{}
+
+// niceTickCount is about how many labelled ticks an axis gets.
+const niceTickCount = 5
+
+// Ticks implements plot.Ticker.
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return nil
+	}
+	raw := (hi - lo) / niceTickCount
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	// The 1, 2, 5 or 10 × mag nearest to raw on a log scale.
+	step := mag
+	for _, m := range []float64{2, 5, 10} {
+		if math.Abs(math.Log(m*mag/raw)) < math.Abs(math.Log(step/raw)) {
+			step = m * mag
+		}
+	}
+	decimals := max(0, -int(math.Floor(math.Log10(step)+1e-9)))
+	minor := step / 5
+	var ticks []plot.Tick
+	for k := math.Ceil(lo / minor); k*minor <= hi*(1+1e-12)+1e-12 && len(ticks) < 200; k++ {
+		v := k * minor
+		t := plot.Tick{Value: v}
+		if r := math.Round(v / step); math.Abs(v/step-r) < 1e-6 {
+			t.Value = r * step
+			t.Label = tickLabel(t.Value, decimals)
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks
+}
+
+// tickLabel writes v with the given decimals and thousands separators.
+func tickLabel(v float64, decimals int) string {
+	if decimals == 0 && math.Abs(v) < 1e15 {
+		return groupDigits(int64(math.Round(v)))
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
 }
 
 // newTimePlot is a plot whose x axis is drill time in in.time's unit, with
@@ -563,20 +640,106 @@ func ordinalsPlot(in plotInput, title string) (*plot.Plot, error) {
 	if len(heights) == 0 {
 		return nil, nil
 	}
-	p := newPlot(title, "attempt ordinal (1 = first attempt)", "attempts")
+	// Counts span decades (a million first attempts, a handful of 5th
+	// ones): a log axis shows every bar, and each bar carries its count.
+	p := newPlot(title, "attempt ordinal (1 = first attempt)", "attempts (log scale)")
 	width := min(vg.Points(30), max(vg.Points(3), plotWidth*0.6/vg.Length(len(heights))))
-	bars, err := plotter.NewBarChart(heights, width)
-	if err != nil {
-		return nil, err
-	}
-	bars.Color = plotPalette[0]
-	bars.LineStyle.Width = 0
+	bars := newCountBars(heights, width, plotPalette[0], p.Y.Tick.Label)
 	p.Add(bars)
 	p.Legend.Add("attempts", bars)
 	p.NominalX(labels...)
-	p.Y.Min = 0
-	p.Y.Max *= 1.05 // headroom above the tallest bar
+	// Half a slot either side, so the outer bars and their labels show whole.
+	p.X.Min, p.X.Max = -0.5, float64(len(heights))-0.5
+	_, _, lo, hi := bars.DataRange()
+	if !(lo > 0) {
+		lo, hi = 1, 10 // every bar is 0: an empty decade
+	}
+	// Half a decade under the smallest bar, so a bar of exactly a power of
+	// ten still shows; a decade of room above the tallest for its label.
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo))) / 2
+	p.Y.Max = math.Pow(10, math.Ceil(math.Log10(hi*3)))
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = countDecadeTicks{}
 	return p, nil
+}
+
+// countBars is a bar chart for a log-scaled y axis: each bar rises from the
+// bottom of the plot (a log axis has no 0), and carries its count above it.
+// Bars of height 0 are not drawn.
+type countBars struct {
+	heights []float64
+	width   vg.Length
+	color   color.Color
+	label   text.Style
+}
+
+func newCountBars(heights []float64, width vg.Length, col color.Color, label text.Style) *countBars {
+	label.XAlign, label.YAlign = draw.XCenter, draw.YBottom
+	return &countBars{heights: heights, width: width, color: col, label: label}
+}
+
+// Plot implements plot.Plotter.
+func (b *countBars) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	for i, h := range b.heights {
+		if !(h > 0) {
+			continue
+		}
+		x, top := trX(float64(i)), min(trY(h), c.Max.Y)
+		c.FillPolygon(b.color, c.ClipPolygonXY([]vg.Point{
+			{X: x - b.width/2, Y: c.Min.Y}, {X: x - b.width/2, Y: top},
+			{X: x + b.width/2, Y: top}, {X: x + b.width/2, Y: c.Min.Y},
+		}))
+		c.FillText(b.label, vg.Point{X: x, Y: top + vg.Points(2)}, groupDigits(int64(math.Round(h))))
+	}
+}
+
+// DataRange implements plot.DataRanger: y covers the positive heights only.
+func (b *countBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = math.Inf(1), math.Inf(-1)
+	for _, h := range b.heights {
+		if h > 0 {
+			ymin, ymax = math.Min(ymin, h), math.Max(ymax, h)
+		}
+	}
+	return 0, float64(max(len(b.heights)-1, 0)), ymin, ymax
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (b *countBars) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(b.color, []vg.Point{
+		{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y},
+		{X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y},
+	})
+}
+
+// countDecadeTicks is decadeTicks with counts written compactly: 1, 10,
+// 100, 1k, 10k, 100k, 1M.
+type countDecadeTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (countDecadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := decadeTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = compactCount(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// compactCount writes a power-of-ten count as 1, 10, 100, 1k … 100M, 1G;
+// fractions (an axis that starts below 1) as they are.
+func compactCount(v float64) string {
+	for _, u := range []struct {
+		div    float64
+		suffix string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if v >= u.div {
+			return strconv.FormatFloat(v/u.div, 'g', -1, 64) + u.suffix
+		}
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 func deadLettersPlot(in plotInput, title string) (*plot.Plot, error) {

@@ -46,11 +46,15 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 	if s.SLOS > 0 {
 		p99 += " (SLO " + FormatDuration(s.SLOS) + ")"
 	}
-	drain := notApplicable(s, "drain_time")
-	if d, ok, _ := s.Metric("drain_time"); ok {
-		drain = FormatDuration(d)
+	// Drain time is about outages: a drill without one does not mention it.
+	drain := ""
+	if len(s.Outages) > 0 {
+		drain = " · drain time " + notApplicable(s, "drain_time")
+		if d, ok, _ := s.Metric("drain_time"); ok {
+			drain = " · drain time " + FormatDuration(d)
+		}
 	}
-	m.line(fmt.Sprintf("  amplification %s · healthy p99 %s · drain time %s · DLQ %s · lost %s",
+	m.line(fmt.Sprintf("  amplification %s · healthy p99 %s%s · DLQ %s · lost %s",
 		FormatValue(Ratio, s.Amplification), p99, drain,
 		groupDigits(s.Deliveries.DeadLettered), groupDigits(s.Deliveries.Lost)))
 	if r.Dir != "" {

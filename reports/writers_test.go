@@ -233,7 +233,7 @@ func TestMarkdownBounds(t *testing.T) {
 	if n := strings.Count(out, "| acme | "); n < 50 {
 		t.Errorf("%d acme rows", n)
 	}
-	if !strings.Contains(out, "… and 5 more transitions not shown.") {
+	if !strings.Contains(out, "… and 5 more rows of transitions not shown.") {
 		t.Error("breaker table is not bounded with a count")
 	}
 	for _, want := range []string{

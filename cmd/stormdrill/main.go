@@ -133,13 +133,19 @@ func newFlags(name, synopsis, examples string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, allowing flags after positional arguments.
+// parseFlags parses args, allowing flags after positional arguments; after
+// "--" everything is positional. The usage goes to stdout for --help only:
+// the flag package would also print it on every bad flag, where the error
+// alone belongs, on stderr.
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				usage()
 				return nil, flag.ErrHelp
 			}
 			return nil, usagef("stormdrill %s: %v (see --help)", fs.Name(), err)
@@ -147,6 +153,9 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		rest := fs.Args()
 		if len(rest) == 0 {
 			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]

@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
 // stormdrill runs the CLI in-process from the repository root (where the
@@ -33,6 +37,41 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 		}
 		if !strings.Contains(out, "Usage: stormdrill "+c.name) || !strings.Contains(out, "Examples:") {
 			t.Errorf("%s --help lacks usage or examples:\n%s", c.name, out)
+		}
+		if n := strings.Count(out, "Usage: stormdrill "+c.name); n > 1 {
+			t.Errorf("%s --help prints the usage %d times", c.name, n)
+		}
+	}
+}
+
+// TestUsageErrorsKeepStdoutClean: a bad flag is an error on stderr, not
+// the whole usage on stdout, where results go.
+func TestUsageErrorsKeepStdoutClean(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--no-such-flag"}, // bad flag
+		{"validate", "--seed"},    // a flag of another command
+		{"compare", "--fail-on"},  // flag without its value
+	} {
+		code, out, errOut := stormdrill(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "see --help") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing, the error", args, code, out, errOut)
+		}
+	}
+}
+
+// TestLoadDrillsReportsEveryBadFile: one validate run names the problems of
+// every bad drill and still says which files are fine.
+func TestLoadDrillsReportsEveryBadFile(t *testing.T) {
+	code, out, errOut := stormdrill(t, "validate", "cmd/stormdrill/testdata/typo.toml", "drills/edi-partner.toml", "cmd/stormdrill/testdata/typo.toml", "--", "drills/fanout-outage.toml")
+	if code != exitUsage {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if n := strings.Count(errOut, "typo.toml:11:"); n != 2 {
+		t.Errorf("stderr names typo.toml:11 %d times, want 2:\n%s", n, errOut)
+	}
+	for _, f := range []string{"drills/edi-partner.toml: ok", "drills/fanout-outage.toml: ok"} {
+		if !strings.Contains(out, f) {
+			t.Errorf("stdout lacks %q:\n%s", f, out)
 		}
 	}
 }
@@ -219,4 +258,77 @@ func TestGoldenReportFromFixedSeed(t *testing.T) {
 			t.Errorf("%s differs from %s (run with -update after a deliberate change)\n--- got ---\n%s", name, golden, got)
 		}
 	}
+}
+
+func TestProgressText(t *testing.T) {
+	cases := []struct {
+		pr                   drills.Progress
+		elapsed              time.Duration
+		wantTime, wantCounts string
+		wantETA              string
+	}{
+		// A third of the way after 2s of wall time: 4s left.
+		{drills.Progress{DrillTime: 20 * time.Minute, Total: time.Hour, Created: 1234567, DLQ: 1500}, 2 * time.Second,
+			"20m / 1h", "deliveries 1,234,567  DLQ 1,500", "ETA 4s"},
+		// Past the source's end: the backlog drains, the ETA says so.
+		{drills.Progress{DrillTime: 67*time.Minute + 23*time.Second, Total: time.Hour}, 3 * time.Second,
+			"1h07m23s / 1h (draining)", "deliveries 0  DLQ 0", "ETA draining"},
+		// Nothing yet: no division by zero.
+		{drills.Progress{Total: time.Hour}, time.Second, "0s / 1h", "deliveries 0  DLQ 0", "ETA ?"},
+	}
+	for _, c := range cases {
+		if got := timeText(c.pr); got != c.wantTime {
+			t.Errorf("timeText = %q, want %q", got, c.wantTime)
+		}
+		if got := countsText(c.pr); got != c.wantCounts {
+			t.Errorf("countsText = %q, want %q", got, c.wantCounts)
+		}
+		if got := etaText(c.pr, c.elapsed); got != c.wantETA {
+			t.Errorf("etaText = %q, want %q", got, c.wantETA)
+		}
+	}
+}
+
+// TestProgressBarUpdatesWhileDrawing: the run updates the bar while mpb
+// draws it from its own goroutine (run with -race); a non-interactive
+// progress writes nothing at all.
+func TestProgressBarUpdatesWhileDrawing(t *testing.T) {
+	d := &drills.Drill{Name: "x"}
+	var buf syncBuffer
+	p := newProgress(&buf, true, d)
+	p.started = time.Now().Add(-2 * progressBarDelay) // show the bar at once
+	for i := range 200 {
+		p.update(drills.Progress{DrillTime: time.Duration(i) * time.Second, Total: 200 * time.Second, Created: int64(i)})
+		time.Sleep(100 * time.Microsecond)
+	}
+	p.finish()
+	if !strings.Contains(buf.String(), "deliveries") {
+		t.Errorf("bar output lacks the counts: %q", buf.String())
+	}
+	var quiet syncBuffer
+	q := newProgress(&quiet, false, d)
+	q.started = time.Now().Add(-2 * progressBarDelay)
+	q.update(drills.Progress{DrillTime: time.Second, Total: time.Minute})
+	q.finish()
+	if quiet.String() != "" {
+		t.Errorf("non-interactive progress wrote %q", quiet.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for mpb's writer goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -20,21 +20,38 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if len(files) == 0 {
 		return usagef("stormdrill validate: name at least one drill file (see --help)")
 	}
+	loaded, err := loadDrills(files)
+	for i, d := range loaded {
+		if d != nil {
+			fmt.Fprintf(stdout, "%s: ok\n", files[i])
+		}
+	}
+	return err
+}
+
+// loadDrills loads every file in order. It collects the drill errors of all
+// of them, so that one invocation reports every bad drill rather than only
+// the first; a file that cannot be loaded for another reason stops it at
+// once. loaded[i] is files[i]'s drill, nil where that drill was refused.
+// Every error is a usage error (exit status 2).
+func loadDrills(files []string) (loaded []*drills.Drill, err error) {
+	loaded = make([]*drills.Drill, len(files))
 	var bad drills.Errors
-	for _, f := range files {
-		if _, err := drills.Load(f, nil); err != nil {
+	for i, f := range files {
+		d, err := drills.Load(f, nil)
+		if err != nil {
 			if es, ok := drills.AsErrors(err); ok {
 				bad = append(bad, es...)
 				continue
 			}
-			return usageError{err}
+			return loaded, usageError{err}
 		}
-		fmt.Fprintf(stdout, "%s: ok\n", f)
+		loaded[i] = d
 	}
 	if len(bad) > 0 {
-		return usageError{bad}
+		return loaded, usageError{bad}
 	}
-	return nil
+	return loaded, nil
 }
 
 func cmdKeys(args []string, stdout, stderr io.Writer) error {

@@ -60,24 +60,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	// Load every drill first: a typo in the third drill should not cost the
 	// time of running the first two.
-	loaded := make([]*drills.Drill, len(files))
-	var bad drills.Errors
-	for i, f := range files {
-		d, err := drills.Load(f, nil)
-		if err != nil {
-			if es, ok := drills.AsErrors(err); ok {
-				bad = append(bad, es...)
-				continue
-			}
-			return usageError{err}
-		}
-		if seedOverride != nil {
+	loaded, err := loadDrills(files)
+	if err != nil {
+		return err
+	}
+	if seedOverride != nil {
+		for _, d := range loaded {
 			d.Seed = *seedOverride
 		}
-		loaded[i] = d
-	}
-	if len(bad) > 0 {
-		return usageError{bad}
 	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	multi := len(loaded) > 1
