@@ -2,8 +2,10 @@ package drills
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // ModelPolicy converts the drill's retry policy into the policy core's.
@@ -63,13 +65,13 @@ func (d *Drill) BudgetEnabled() bool { return d.Policy.Budget.MaxTokens > 0 }
 func (d *Drill) PolicyEcho() [][2]string {
 	r, b, bu, ds := &d.Policy.Retry, &d.Policy.Breaker, &d.Policy.Budget, &d.Dispatcher
 	rows := [][2]string{
-		{"retry", fmt.Sprintf("max_attempts %d, base %s, cap %s, ×%g, jitter %s", r.MaxAttempts, r.Base.D, r.Cap.D, r.Multiplier, r.Jitter)},
-		{"delivery window", windowText(r.DeliveryWindow.D.String(), r.DeliveryWindow.D == 0)},
-		{"Retry-After", fmt.Sprintf("%s, at most %s", r.RetryAfter, r.RetryAfterMax.D)},
+		{"retry", fmt.Sprintf("max_attempts %d, base %s, cap %s, ×%g, jitter %s", r.MaxAttempts, dur(r.Base.D), dur(r.Cap.D), r.Multiplier, r.Jitter)},
+		{"delivery window", windowText(dur(r.DeliveryWindow.D), r.DeliveryWindow.D == 0)},
+		{"Retry-After", fmt.Sprintf("%s, at most %s", r.RetryAfter, dur(r.RetryAfterMax.D))},
 	}
 	if d.BreakerEnabled() {
 		rows = append(rows, [2]string{"breaker", fmt.Sprintf("%s threshold %d, window %s, ratio %g, min_calls %d, cooldown %s, probes %d, on_open %s",
-			b.Trip, b.Threshold, b.Window.D, b.Ratio, b.MinCalls, b.Cooldown.D, b.Probes, b.OnOpen)})
+			b.Trip, b.Threshold, dur(b.Window.D), b.Ratio, b.MinCalls, dur(b.Cooldown.D), b.Probes, b.OnOpen)})
 	} else {
 		rows = append(rows, [2]string{"breaker", "none"})
 	}
@@ -80,9 +82,9 @@ func (d *Drill) PolicyEcho() [][2]string {
 	}
 	rows = append(rows,
 		[2]string{"dispatcher", fmt.Sprintf("%d workers, per-partner concurrency %d, queue %d (%s), attempt timeout %s",
-			ds.Workers, ds.PerPartnerConcurrency, ds.QueueCapacity, ds.OnFull, ds.AttemptTimeout.D)},
-		[2]string{"source", fmt.Sprintf("%s at %g/s for %s", d.Source.Arrival, d.Source.Rate.PerSecond, d.Duration.D)},
-		[2]string{"SLO", "delivery latency " + d.SLO.DeliveryLatency.D.String()},
+			ds.Workers, ds.PerPartnerConcurrency, ds.QueueCapacity, ds.OnFull, dur(ds.AttemptTimeout.D))},
+		[2]string{"source", fmt.Sprintf("%s at %g/s for %s", d.Source.Arrival, d.Source.Rate.PerSecond, dur(d.Duration.D))},
+		[2]string{"SLO", "delivery latency " + dur(d.SLO.DeliveryLatency.D)},
 	)
 	return rows
 }
@@ -93,3 +95,6 @@ func windowText(s string, none bool) string {
 	}
 	return s
 }
+
+// dur formats a duration the way the reports do ("5m", "2h", "250ms").
+func dur(d time.Duration) string { return reports.FormatDuration(d.Seconds()) }
