@@ -50,7 +50,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("bad duration %q: want a number with a unit (ns, us, ms, s, m, h, d)", s)
+		return 0, fmt.Errorf("bad duration %q: want a number with a unit (ns, us, ms, s, m, h, d), at most about 290 years", s)
 	}
 	return v, nil
 }
