@@ -13,12 +13,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	files, err := expandGlobs(pos)
+	files, err := drillFiles("validate", pos)
 	if err != nil {
 		return err
-	}
-	if len(files) == 0 {
-		return usagef("stormdrill validate: name at least one drill file (see --help)")
 	}
 	loaded, err := loadDrills(files)
 	for i, d := range loaded {

@@ -32,12 +32,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	files, err := expandGlobs(pos)
+	files, err := drillFiles("run", pos)
 	if err != nil {
 		return err
-	}
-	if len(files) == 0 {
-		return usagef("stormdrill run: name at least one drill file (see --help)")
 	}
 	var seedOverride *uint64
 	if *seed != "" {
@@ -189,6 +186,19 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// drillFiles expands the drill arguments of a command; there must be at
+// least one.
+func drillFiles(cmd string, args []string) ([]string, error) {
+	files, err := expandGlobs(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, usagef("stormdrill %s: name at least one drill file (see --help)", cmd)
+	}
+	return files, nil
+}
 
 // expandGlobs expands shell-style patterns that the shell left alone.
 func expandGlobs(args []string) ([]string, error) {
