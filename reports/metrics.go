@@ -121,7 +121,33 @@ func init() {
 		"source_held_back_max": {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackMaxS })},
 		"peak_attempts_per_s":  {kind: Ratio, better: lowerBetter, value: always(func(s *Summary) float64 { return s.PeakAttemptsPerS })},
 		"peak_pending":         {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.PeakPending) })},
-		"breaker_transitions":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(len(s.BreakerTransitions)) })},
+		// The cohorts a scripted fault hits, on their own: in a fan-out to
+		// hundreds of healthy subscribers the overall figures hide them.
+		"faulty.amplification": {kind: Ratio, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				var attempts, attempted float64
+				for _, c := range s.Cohorts {
+					if c.Faulty && c.Amplification > 0 {
+						attempts += float64(c.Attempts)
+						attempted += float64(c.Attempts) / c.Amplification
+					}
+				}
+				if attempted == 0 {
+					return 0, false
+				}
+				return attempts / attempted, true
+			},
+			na: naText("no faulty cohort made an attempt")},
+		"faulty.dead_lettered": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 {
+			var n int64
+			for _, c := range s.Cohorts {
+				if c.Faulty {
+					n += c.DeadLettered
+				}
+			}
+			return float64(n)
+		})},
+		"breaker_transitions": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(len(s.BreakerTransitions)) })},
 		"lateness.p99": {kind: Duration, better: lowerBetter,
 			value: func(s *Summary) (float64, bool) {
 				if s.Lateness == nil {

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func TestMetricNames(t *testing.T) {
 		"healthy_within_slo": Fraction, "duplicates": Count, "duplicates_beyond_in_flight": Count,
 		"retry_after_ignored": Count, "source_held_back": Duration, "source_held_back_max": Duration,
 		"peak_attempts_per_s": Ratio, "peak_pending": Count, "breaker_transitions": Count,
-		"lateness.p99": Duration,
+		"lateness.p99": Duration, "faulty.amplification": Ratio, "faulty.dead_lettered": Count,
 	}
 	for _, q := range []string{"p50", "p90", "p99", "p999", "max"} {
 		want["healthy.latency."+q] = Duration
@@ -54,6 +55,7 @@ func TestMetricValues(t *testing.T) {
 		{"dlq.window-expired", 700, true},          // reason in the map
 		{"dlq.queue-full", 0, true},                // reason absent from the map is 0
 		{"breaker_transitions", 55, true},          // a count of a list
+		{"faulty.dead_lettered", 750, true},        // acme 150 + globex 600; healthy left out
 		{"duplicates_beyond_in_flight", 3, true},   // 7 duplicates − 4 in flight at the restart
 		{"drain_time", 0, false},                   // globex never drained
 		{"healthy.latency.p999", 2.5, true},        // percentile
@@ -92,5 +94,19 @@ func TestNearestMetric(t *testing.T) {
 		if got := nearestMetric(tt.in); got != tt.want {
 			t.Errorf("nearestMetric(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestFaultyAmplificationIgnoresHealthyCohorts(t *testing.T) {
+	s := fixtureSummary()
+	// acme made 30,000 attempts for 7,200 deliveries, globex 30,123 for
+	// 7,200: together 60,123 ÷ 14,400. The healthy cohort's 1.01 is left out.
+	v, ok, err := s.Metric("faulty.amplification")
+	if err != nil || !ok || math.Abs(v-60123.0/14400) > 1e-4 {
+		t.Fatalf("faulty.amplification = %v, %v, %v; want %.5f", v, ok, err, 60123.0/14400)
+	}
+	none := &Summary{Cohorts: []Cohort{{Name: "healthy", Attempts: 10, Amplification: 1}}}
+	if _, ok, _ := none.Metric("faulty.amplification"); ok {
+		t.Error("faulty.amplification applies to a drill without faulty cohorts")
 	}
 }
