@@ -332,3 +332,29 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestRunWithBaselinePutsComparisonInReport(t *testing.T) {
+	base, cand := t.TempDir(), t.TempDir()
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
+	}
+	// The same drill as its own baseline: nothing regresses.
+	same := t.TempDir()
+	code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", same, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
+	if code != exitOK {
+		t.Fatalf("run against an identical baseline: exit %d\n%s%s", code, out, e)
+	}
+	// A worse policy against it: the tolerance fails the run and the report
+	// carries the comparison.
+	code, out, e = stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
+	if code != exitGateFail {
+		t.Fatalf("run against the baseline with a tight tolerance: exit %d, want 1\n%s%s", code, out, e)
+	}
+	md, err := os.ReadFile(filepath.Join(cand, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "baseline") || !strings.Contains(string(md), "amplification=+1%") {
+		t.Errorf("report.md lacks the baseline comparison:\n%s", md)
+	}
+}
