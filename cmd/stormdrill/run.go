@@ -70,7 +70,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	multi := len(loaded) > 1
 	var index []reports.IndexEntry
 	worst := exitOK
-	for _, d := range loaded {
+	for i, d := range loaded {
 		dir := *outDir
 		switch {
 		case multi && dir == "":
@@ -80,7 +80,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		case dir == "":
 			dir = filepath.Join("out", d.Name)
 		}
-		code, run, err := runOne(d, dir, base, tols, interactive, stdout, stderr, !multi && !*quiet)
+		code, run, err := runOne(d, files[i], dir, base, tols, interactive, stdout, stderr, !multi && !*quiet)
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func d2rel(parent, dir string) string {
 }
 
 // runOne runs one drill, writes its files and prints its summary.
-func runOne(d *drills.Drill, dir string, base *reports.Summary, tols []reports.Tolerance, interactive bool, stdout, stderr io.Writer, full bool) (int, *reports.Run, error) {
+func runOne(d *drills.Drill, file, dir string, base *reports.Summary, tols []reports.Tolerance, interactive bool, stdout, stderr io.Writer, full bool) (int, *reports.Run, error) {
 	started := time.Now()
 	bar := newProgress(stderr, interactive, d)
 	var run *reports.Run
@@ -158,11 +158,15 @@ func runOne(d *drills.Drill, dir string, base *reports.Summary, tols []reports.T
 	if err != nil {
 		// The run finished but broke the accounting identity: the files are
 		// written so the failure can be studied, and the status is 3.
-		fmt.Fprintf(stderr, "stormdrill: %s: %v (report in %s)\n", d.Name, err, dir)
+		fmt.Fprintf(stderr, "stormdrill: %s: %v (report in %s; reproduce with --seed %d)\n", d.Name, err, dir, d.Seed)
 		return exitRunFail, run, nil
 	}
 	if full {
 		_ = reports.WriteTerminalSummary(stdout, run)
+		if code != exitOK && d.Mode != "live" {
+			// A simulated run is a pure function of the drill and its seed.
+			fmt.Fprintf(stdout, "  reproduce: stormdrill run %s --seed %d\n", file, d.Seed)
+		}
 	} else {
 		fmt.Fprintf(stdout, "%-28s %s  (%s, %s)\n", d.Name, verdictLine(run.Summary), dir, time.Since(started).Round(time.Millisecond))
 	}
