@@ -23,7 +23,7 @@ const dispatchExamples = `  # deliver what a replay put back into the queue a li
 
 func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dispatch", "--store sqlite:PATH --drill DRILL.toml --partners URL [flags]", dispatchExamples, stdout)
-	store := fs.String("store", "", "the durable queue: sqlite:PATH")
+	store := fs.String("store", "", "the durable queue: sqlite:PATH, or postgres://USER:PASS@127.0.0.1:PORT/DB for several dispatchers on one queue")
 	drillPath := fs.String("drill", "", "the drill whose policy, breaker, budget and dispatcher settings to run")
 	partners := fs.String("partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080")
 	host, _ := os.Hostname()

@@ -626,10 +626,11 @@ func (ds *dispatcher) complete(r result) {
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
 		// The core keeps the delivery until it is due; the row keeps our
-		// lease until then, so our own claims cannot hand it out twice,
-		// and after a kill it is claimable at its run_at, which does not
-		// change.
-		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt
+		// lease until one lease past its run_at, so neither our own claims
+		// nor another dispatcher's can hand it out while we are about to
+		// send it. After a kill it is claimable once that lease runs out;
+		// its run_at does not change.
+		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.lease)
 		ds.stats.Rescheduled++
 		ds.pending = append(ds.pending, c)
 	default:

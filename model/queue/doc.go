@@ -1,6 +1,8 @@
 // Package queue holds the durable delivery stores behind one interface: an
-// in-memory store for tests and the simulation, and SQLite (pure Go, WAL) as
-// the embedded default for live drills. Schema migrations are embedded.
+// in-memory store for tests, SQLite (pure Go, WAL) as the embedded default
+// for live drills, and PostgreSQL for several dispatcher processes on one
+// queue (claims with FOR UPDATE SKIP LOCKED). Schema migrations are
+// embedded.
 //
 // A dispatcher claims due deliveries with a lease, works on them and hands
 // back a batch of completions; each batch is one transaction, and a

@@ -204,11 +204,11 @@ type Store interface {
 	Close() error
 }
 
-// Open opens a store by DSN: "sqlite:PATH" or "memory:".
+// Open opens a store by DSN: "sqlite:PATH", "postgres://USER:PASS@127.0.0.1:PORT/DB" (loopback only) or "memory:".
 func Open(dsn string) (Store, error) {
 	scheme, rest, ok := strings.Cut(dsn, ":")
 	if !ok {
-		return nil, fmt.Errorf("queue: dsn %q: want sqlite:PATH or memory:", dsn)
+		return nil, fmt.Errorf("queue: dsn %q: want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", dsn)
 	}
 	switch strings.ToLower(scheme) {
 	case "sqlite":
@@ -222,9 +222,9 @@ func Open(dsn string) (Store, error) {
 		}
 		return NewMemory(), nil
 	case "postgres", "postgresql":
-		return nil, fmt.Errorf("queue: dsn %q: postgres is not built in this version; use sqlite:PATH", scheme+":...")
+		return OpenPostgres(dsn)
 	}
-	return nil, fmt.Errorf("queue: dsn %q: unknown store %q; want sqlite:PATH or memory:", dsn, scheme)
+	return nil, fmt.Errorf("queue: dsn %q: unknown store %q; want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", dsn, scheme)
 }
 
 // toNS stores a time as unix nanoseconds; the zero time is 0.

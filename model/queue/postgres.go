@@ -1,0 +1,657 @@
+package queue
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations_pg/*.sql
+var pgMigrationFS embed.FS
+
+// pgMigrateLockKey is the advisory lock that serialises migrations, so two
+// processes opening one new database apply each migration once.
+const pgMigrateLockKey int64 = 0x73746f726d647231 // "stormdr1"
+
+// DefaultPostgresConnectTimeout bounds connecting when the DSN sets no
+// connect_timeout.
+const DefaultPostgresConnectTimeout = 10 * time.Second
+
+// Postgres is the Store for several dispatcher processes on one queue: a
+// pgx connection pool on a PostgreSQL database. Claims lock their rows with
+// FOR UPDATE SKIP LOCKED, so concurrent claimers never wait on each other
+// and never lease one row twice.
+type Postgres struct {
+	pool *pgxpool.Pool
+	dsn  string // redacted, for messages
+}
+
+var _ Store = (*Postgres)(nil)
+
+// OpenPostgres connects to dsn ("postgres://user:pass@127.0.0.1:5432/db?
+// sslmode=disable" or "postgresql://..."), refuses any host that is not
+// loopback, and applies the embedded migrations that are not yet applied.
+// Unknown query parameters are sent as run-time settings, so
+// "?search_path=NAME" puts the tables in schema NAME.
+func OpenPostgres(dsn string) (*Postgres, error) {
+	shown, err := checkPostgresDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("queue: postgres dsn %s: %v", shown, redactErr(err, dsn))
+	}
+	if err := checkPostgresHosts(cfg); err != nil {
+		return nil, fmt.Errorf("queue: postgres dsn %s: %w", shown, err)
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultPostgresConnectTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.ConnConfig.ConnectTimeout+storeOpenTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("queue: postgres %s: %v", shown, redactErr(err, dsn))
+	}
+	s := &Postgres{pool: pool, dsn: shown}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("queue: postgres %s: %v", shown, redactErr(err, dsn))
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("queue: postgres %s: %w", shown, err)
+	}
+	return s, nil
+}
+
+// storeOpenTimeout bounds the migrations at open, on top of connecting.
+const storeOpenTimeout = time.Minute
+
+// checkPostgresDSN accepts only the URL forms and returns the DSN with its
+// password hidden, for messages.
+func checkPostgresDSN(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// url's message quotes the input, password and all.
+		return "", errors.New("queue: postgres dsn is not a valid URL; want postgres://user:pass@127.0.0.1:5432/db?sslmode=disable")
+	}
+	// Neither refusal quotes the DSN: only the URL form's password can be hidden.
+	if s := strings.ToLower(u.Scheme); s != "postgres" && s != "postgresql" {
+		return "", errors.New("queue: postgres dsn: want postgres:// or postgresql://, e.g. postgres://user:pass@127.0.0.1:5432/db?sslmode=disable")
+	}
+	if u.Opaque != "" {
+		return "", errors.New("queue: postgres dsn: want postgres://user:pass@127.0.0.1:5432/db, with //")
+	}
+	return u.Redacted(), nil
+}
+
+// checkPostgresHosts refuses every host, including fallbacks, that is not a
+// loopback address: the harness never talks to another machine.
+func checkPostgresHosts(cfg *pgxpool.Config) error {
+	hosts := []string{cfg.ConnConfig.Host}
+	for _, f := range cfg.ConnConfig.Fallbacks {
+		hosts = append(hosts, f.Host)
+	}
+	for _, h := range hosts {
+		if err := loopbackHost(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loopbackHost(h string) error {
+	if strings.HasPrefix(h, "/") {
+		return fmt.Errorf("host %q is a unix socket directory; give a loopback address such as 127.0.0.1", h)
+	}
+	if strings.EqualFold(h, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(strings.Trim(h, "[]")); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("host %q is not a loopback address; only 127.0.0.0/8, ::1 and localhost are allowed", h)
+}
+
+// redactErr hides the DSN's password should a driver message quote it.
+func redactErr(err error, dsn string) string {
+	msg := err.Error()
+	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func loadPGMigrations() ([]migration, error) {
+	files, err := fs.Glob(pgMigrationFS, "migrations_pg/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, f := range files {
+		base := strings.TrimPrefix(f, "migrations_pg/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", base)
+		}
+		body, err := pgMigrationFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: base, sql: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("migrations %s and %s share a version", out[i-1].name, out[i].name)
+		}
+	}
+	return out, nil
+}
+
+// migrate applies each missing migration in its own transaction, all under
+// a session advisory lock held on one connection.
+func (s *Postgres) migrate(ctx context.Context) error {
+	ms, err := loadPGMigrations()
+	if err != nil {
+		return err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, pgMigrateLockKey); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	// Unlock on a fresh context: ctx may be what failed.
+	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, pgMigrateLockKey)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL)`); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if err := pgApplyMigration(ctx, conn.Conn(), m); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+func pgApplyMigration(ctx context.Context, conn *pgx.Conn, m migration) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, m.version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	// No arguments: pgx sends it with the simple protocol, which runs
+	// every statement of the file.
+	if _, err := tx.Exec(ctx, m.sql); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Pool exposes the connection pool for checks the Store interface does not
+// offer (a test counting attempts by owner, say).
+func (s *Postgres) Pool() *pgxpool.Pool { return s.pool }
+
+// Close implements Store.
+func (s *Postgres) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// inTx runs fn in one transaction.
+func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback(ctx)
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Enqueue implements Store. One INSERT of unnested arrays: one round trip
+// whatever the batch size.
+func (s *Postgres) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
+	for _, d := range ds {
+		if err := validateDelivery(d); err != nil {
+			return 0, err
+		}
+	}
+	if len(ds) == 0 {
+		return 0, nil
+	}
+	n := len(ds)
+	var (
+		id, event, partner, cohort, lastErr = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		payload                             = make([][]byte, n)
+		attempt                             = make([]int32, n)
+		firstSeen, created, runAt, prev, up = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	)
+	for i, d := range ds {
+		if d.Attempt > 1<<31-1 {
+			return 0, fmt.Errorf("queue: enqueue %s: attempt %d out of range", d.ID, d.Attempt)
+		}
+		id[i], event[i], partner[i], cohort[i], lastErr[i] = d.ID, d.Event, d.Partner, d.Cohort, d.LastError
+		payload[i], attempt[i] = d.Payload, int32(d.Attempt)
+		firstSeen[i], created[i], runAt[i], prev[i] = toNS(d.FirstSeen), toNS(d.Created), toNS(runAtOf(d)), int64(d.PrevDelay)
+		up[i] = toNS(d.FirstSeen)
+		if up[i] == 0 {
+			up[i] = toNS(d.Created)
+		}
+	}
+	// A duplicate id, in the table or earlier in the batch, is skipped.
+	tag, err := s.pool.Exec(ctx, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
+		first_seen, created, run_at, prev_delay, state, last_error, updated)
+		SELECT id, event, partner, cohort, payload, attempt, first_seen, created, run_at, prev_delay,
+			'ready', last_error, updated
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::int4[], $7::int8[],
+			$8::int8[], $9::int8[], $10::int8[], $11::text[], $12::int8[])
+			AS u(id, event, partner, cohort, payload, attempt, first_seen, created, run_at, prev_delay, last_error, updated)
+		ON CONFLICT (id) DO NOTHING`,
+		id, event, partner, cohort, payload, attempt, firstSeen, created, runAt, prev, lastErr, up)
+	if err != nil {
+		return 0, fmt.Errorf("queue: enqueue: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// pgDeliveryCols is deliveryCols qualified with d, for statements that join.
+const pgDeliveryCols = `d.id, d.event, d.partner, d.cohort, d.payload, d.attempt, d.first_seen, d.created, d.run_at,
+	d.prev_delay, d.lease_owner, d.lease_until, d.state, d.last_error`
+
+// pgClaimSQL leases up to $4 rows in one statement. Each branch walks its
+// own index in (run_at, id) order and skips rows another claimer has locked,
+// so two dispatchers never wait on or lease the same row; the row locks are
+// held until the UPDATE commits with the statement.
+const pgClaimSQL = `WITH ready AS (
+		SELECT id, run_at FROM deliveries WHERE state = 'ready' AND run_at <= $1
+		ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
+	), expired AS (
+		SELECT id, run_at FROM deliveries WHERE state = 'leased' AND lease_until <= $1
+		ORDER BY run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED
+	), pick AS (
+		SELECT id FROM (SELECT id, run_at FROM ready UNION ALL SELECT id, run_at FROM expired) u
+		ORDER BY run_at, id LIMIT $4
+	)
+	UPDATE deliveries d SET state = 'leased', lease_owner = $2, lease_until = $3, updated = $1,
+		first_seen = CASE WHEN d.first_seen = 0 THEN $1 ELSE d.first_seen END
+	FROM pick WHERE d.id = pick.id
+	RETURNING ` + pgDeliveryCols
+
+// Claim implements Store.
+func (s *Postgres) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error) {
+	limit, err := validateClaim(owner, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, pgClaimSQL, toNS(now), owner, now.Add(lease).UnixNano(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("queue: claim: %w", err)
+	}
+	defer rows.Close()
+	var out []Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("queue: claim: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("queue: claim: %w", err)
+	}
+	// RETURNING has no order.
+	slices.SortFunc(out, func(a, b Delivery) int {
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// pgTransitionSQL ends a lease: $1 state; NULL in $2..$6 keeps the column.
+// The dead-letter entry ($9 reason non-empty) and the attempt row ($13) are
+// written only if the transition applied, in the same statement.
+const pgTransitionSQL = `WITH t AS (
+		UPDATE deliveries SET state = $1, attempt = COALESCE($2, attempt), run_at = COALESCE($3, run_at),
+			prev_delay = COALESCE($4, prev_delay), last_error = COALESCE($5, last_error),
+			lease_owner = '', lease_until = 0, updated = COALESCE($6, updated)
+		WHERE id = $7 AND state = 'leased' AND lease_owner = $8
+		RETURNING id, event, partner, cohort, created, first_seen, payload
+	), dead AS (
+		INSERT INTO dead_letters (id, event, partner, cohort, reason, last_error, attempts, created,
+			first_seen, dead_at, payload)
+		SELECT id, event, partner, cohort, $9, $10, $11, created, first_seen, $12, payload
+		FROM t WHERE $9::text <> ''
+		ON CONFLICT (id) DO UPDATE SET event = excluded.event, partner = excluded.partner,
+			cohort = excluded.cohort, reason = excluded.reason, last_error = excluded.last_error,
+			attempts = excluded.attempts, created = excluded.created, first_seen = excluded.first_seen,
+			dead_at = excluded.dead_at, payload = excluded.payload
+	), att AS (
+		INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
+		SELECT id, $11, $14, $12, $15, $10, $8 FROM t WHERE $13::bool
+	)
+	SELECT count(*) FROM t`
+
+// pgHoldSQL reschedules but keeps the lease (KindHold), with the same
+// conditional attempt row.
+const pgHoldSQL = `WITH t AS (
+		UPDATE deliveries SET attempt = $1, run_at = $2, prev_delay = $3, last_error = $4,
+			lease_until = $5, updated = $6
+		WHERE id = $7 AND state = 'leased' AND lease_owner = $8
+		RETURNING id
+	), att AS (
+		INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
+		SELECT id, $1, $10, $6, $11, $4, $8 FROM t WHERE $9::bool
+	)
+	SELECT count(*) FROM t`
+
+// Complete implements Store. The batch is one transaction sent in one round
+// trip; each completion is one statement that applies only while its owner
+// still holds the lease.
+func (s *Postgres) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
+	var res CompleteResult
+	for _, c := range cs {
+		if err := validateCompletion(c); err != nil {
+			return res, err
+		}
+		if c.Attempt > 1<<31-1 || c.Status > 1<<31-1 || c.Status < -1<<31 {
+			return res, fmt.Errorf("queue: complete %s: attempt %d or status %d out of range", c.ID, c.Attempt, c.Status)
+		}
+	}
+	if len(cs) == 0 {
+		return res, nil
+	}
+	// Rows are locked in id order, so two batches that overlap (a stale
+	// owner's and the new owner's) cannot deadlock; the stable sort keeps
+	// the order of completions for one id.
+	order := make([]int, len(cs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cs[order[a]].ID < cs[order[b]].ID })
+	b := &pgx.Batch{}
+	for _, i := range order {
+		c := cs[i]
+		at := toNS(c.At)
+		record := c.RecordAttempt && c.Kind != KindRelease
+		var attempt, runAt, prevDelay, lastErr, updated any
+		var state State
+		reason := ""
+		switch c.Kind {
+		case KindHold:
+			b.Queue(pgHoldSQL, int32(c.Attempt), toNS(c.RunAt), int64(c.PrevDelay), c.LastError,
+				toNS(c.LeaseUntil), at, c.ID, c.Owner, record, toNS(c.Started), int32(c.Status))
+			continue
+		case KindRelease:
+			state = StateReady
+		case KindAck:
+			state, attempt, lastErr, updated = StateDelivered, int32(c.Attempt), c.LastError, at
+		case KindReschedule:
+			state, attempt, runAt, prevDelay, lastErr, updated = StateReady, int32(c.Attempt), toNS(c.RunAt),
+				int64(c.PrevDelay), c.LastError, at
+		case KindDeadLetter:
+			state, attempt, lastErr, updated, reason = StateDead, int32(c.Attempt), c.LastError, at, c.Reason
+		}
+		b.Queue(pgTransitionSQL, string(state), attempt, runAt, prevDelay, lastErr, updated, c.ID, c.Owner,
+			reason, c.LastError, int32(c.Attempt), at, record, toNS(c.Started), int32(c.Status))
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		for _, i := range order {
+			var n int64
+			if err := br.QueryRow().Scan(&n); err != nil {
+				br.Close()
+				return fmt.Errorf("%v %s: %w", cs[i].Kind, cs[i].ID, err)
+			}
+			if n == 0 {
+				res.Stale++
+			} else {
+				res.Applied++
+			}
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return CompleteResult{}, fmt.Errorf("queue: complete: %w", err)
+	}
+	return res, nil
+}
+
+// Release implements Store.
+func (s *Postgres) Release(ctx context.Context, owner string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET state = 'ready', lease_owner = '', lease_until = 0
+		WHERE state = 'leased' AND lease_owner = $1`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("queue: release: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Counts implements Store. One statement, so one consistent snapshot.
+func (s *Postgres) Counts(ctx context.Context, now time.Time) (Counts, error) {
+	var c Counts
+	err := s.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= $1),
+		(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at > $1),
+		(SELECT count(*) FROM deliveries WHERE state = 'leased'),
+		(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
+		(SELECT count(*) FROM deliveries WHERE state = 'dead')`, toNS(now)).
+		Scan(&c.Ready, &c.Delayed, &c.Leased, &c.Delivered, &c.Dead)
+	if err != nil {
+		return c, fmt.Errorf("queue: counts: %w", err)
+	}
+	return c, nil
+}
+
+// Get implements Store.
+func (s *Postgres) Get(ctx context.Context, id string) (Delivery, error) {
+	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("queue: get %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// RunAts implements Store.
+func (s *Postgres) RunAts(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, run_at FROM deliveries WHERE state IN ('ready', 'leased')`)
+	if err != nil {
+		return nil, fmt.Errorf("queue: run_ats: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var id string
+		var ns int64
+		if err := rows.Scan(&id, &ns); err != nil {
+			return nil, err
+		}
+		out[id] = fromNS(ns)
+	}
+	return out, rows.Err()
+}
+
+// Attempts implements Store.
+func (s *Postgres) Attempts(ctx context.Context, id string) ([]AttemptRecord, error) {
+	rows, err := s.pool.Query(ctx, `SELECT delivery_id, ordinal, started, ended, status, error, owner
+		FROM attempts WHERE delivery_id = $1 ORDER BY seq LIMIT $2`, id, MaxList)
+	if err != nil {
+		return nil, fmt.Errorf("queue: attempts %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []AttemptRecord
+	for rows.Next() {
+		var a AttemptRecord
+		var started, ended int64
+		if err := rows.Scan(&a.DeliveryID, &a.Ordinal, &started, &ended, &a.Status, &a.Error, &a.Owner); err != nil {
+			return nil, err
+		}
+		a.Started, a.Ended = fromNS(started), fromNS(ended)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// pgDLQWhere is dlqWhere with PostgreSQL parameters: $1 reason, $2 partner,
+// $3 dead_at cutoff (0: none).
+const pgDLQWhere = `($1::text = '' OR reason = $1) AND ($2::text = '' OR partner = $2) AND ($3::bigint = 0 OR dead_at <= $3)`
+
+// DeadLetters implements Store.
+func (s *Postgres) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, error) {
+	cut, err := cutoff(f)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+dlqCols+` FROM dead_letters WHERE `+pgDLQWhere+
+		` ORDER BY dead_at, id LIMIT $4`, f.Reason, f.Partner, cut, listLimit(f.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("queue: dead letters: %w", err)
+	}
+	defer rows.Close()
+	var out []DeadLetter
+	for rows.Next() {
+		d, err := scanDeadLetter(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Replay implements Store. Each batch is one transaction that moves rows and
+// writes its audit record; rows another replay has locked are skipped.
+func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (ReplayResult, error) {
+	var res ReplayResult
+	p, err := planReplay(f, o)
+	if err != nil {
+		return res, err
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_letters WHERE `+pgDLQWhere,
+		f.Reason, f.Partner, p.cutoffNS).Scan(&res.Matched); err != nil {
+		return res, fmt.Errorf("queue: replay: %w", err)
+	}
+	if p.limit > 0 {
+		res.Matched = min(res.Matched, p.limit)
+	}
+	audit := func(tx pgx.Tx, at time.Time, count, batch int, dry bool) error {
+		_, err := tx.Exec(ctx, `INSERT INTO replays (at, who, filter, count, batch, dry_run)
+			VALUES ($1, $2, $3, $4, $5, $6)`, toNS(at), o.Who, p.filter, count, batch, dry)
+		return err
+	}
+	if o.DryRun {
+		res.Batches = (res.Matched + p.batch - 1) / p.batch
+		err := s.inTx(ctx, func(tx pgx.Tx) error { return audit(tx, p.now(), res.Matched, 0, true) })
+		if err != nil {
+			return res, fmt.Errorf("queue: replay: %w", err)
+		}
+		return res, nil
+	}
+	for res.Moved < res.Matched {
+		if res.Batches > 0 {
+			if err := p.pause(ctx); err != nil {
+				return res, err
+			}
+		}
+		moved := 0
+		err := s.inTx(ctx, func(tx pgx.Tx) error {
+			moved = 0
+			now := toNS(p.now())
+			rows, err := tx.Query(ctx, `SELECT id FROM dead_letters WHERE `+pgDLQWhere+
+				` ORDER BY dead_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+				f.Reason, f.Partner, p.cutoffNS, min(p.batch, res.Matched-res.Moved))
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			// Same id, fresh attempt budget, due now.
+			if _, err := tx.Exec(ctx, `INSERT INTO deliveries (id, event, partner, cohort,
+				payload, attempt, first_seen, created, run_at, prev_delay, state, last_error, updated)
+				SELECT id, event, partner, cohort, payload, 0, first_seen, created, $1, 0, 'ready',
+				last_error, $1 FROM dead_letters WHERE id = ANY($2)
+				ON CONFLICT (id) DO UPDATE SET state = 'ready', attempt = 0, run_at = excluded.run_at,
+				prev_delay = 0, lease_owner = '', lease_until = 0, updated = excluded.updated`, now, ids); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE id = ANY($1)`, ids); err != nil {
+				return err
+			}
+			moved = len(ids)
+			return audit(tx, fromNS(now), moved, res.Batches+1, false)
+		})
+		if err != nil {
+			return res, fmt.Errorf("queue: replay: %w", err)
+		}
+		if moved == 0 {
+			break // someone else drained the DLQ meanwhile
+		}
+		res.Batches++
+		res.Moved += moved
+	}
+	return res, nil
+}
+
+// Audit implements Store.
+func (s *Postgres) Audit(ctx context.Context) ([]ReplayAudit, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, at, who, filter, count, batch, dry_run
+		FROM replays ORDER BY id LIMIT $1`, MaxList)
+	if err != nil {
+		return nil, fmt.Errorf("queue: audit: %w", err)
+	}
+	defer rows.Close()
+	var out []ReplayAudit
+	for rows.Next() {
+		var a ReplayAudit
+		var at int64
+		if err := rows.Scan(&a.ID, &at, &a.Who, &a.Filter, &a.Count, &a.Batch, &a.DryRun); err != nil {
+			return nil, err
+		}
+		a.At = fromNS(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
