@@ -54,6 +54,9 @@ const (
 	// clientSlack is added to the longest per-request timeout to form the
 	// HTTP client's overall timeout, a backstop behind the contexts.
 	clientSlack = time.Second
+	// MaxRenewBatch bounds the lease renewals one store batch carries; a
+	// dispatcher holding more renews the rest in the next batches.
+	MaxRenewBatch = 10_000
 )
 
 // Event line kinds the dispatcher writes to DispatcherConfig.Events, one per
@@ -92,7 +95,8 @@ type DispatchStats struct {
 	Claimed, Attempts, Acked, Rescheduled, DeadLettered int64
 	Stale                                               int64 // completions the store refused (lease taken over)
 	RetryAfterIgnored                                   int64
-	Released                                            int // leases given back at the end
+	Released                                            int   // leases given back at the end
+	Renewed                                             int64 // lease renewals sent for deliveries held in memory
 	AlertsSent                                          int64
 }
 
@@ -109,6 +113,20 @@ type result struct {
 	errText string
 	started time.Time
 	ended   time.Time
+}
+
+// heldRow is a delivery this dispatcher has claimed and keeps in memory,
+// with what its row holds once the queued transitions are stored: a lease
+// renewal rewrites exactly these values (KindHold), so it changes nothing
+// but lease_until, even while an attempt is in flight whose outcome is
+// not stored yet.
+type heldRow struct {
+	attempt    int
+	runAt      time.Time
+	prevDelay  time.Duration
+	lastErr    string
+	updated    time.Time
+	leaseUntil time.Time
 }
 
 type alertKey struct{ partner, reason string }
@@ -134,7 +152,7 @@ type dispatcher struct {
 	byName   map[string]int32
 	core     *dispatch.Core
 	rng      *rand.Rand
-	held     map[string]*dispatch.Item
+	held     map[string]*heldRow
 	holdCap  int
 	lease    time.Duration
 	wallTO   time.Duration
@@ -208,7 +226,7 @@ func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
 		return nil, err
 	}
 	ds := &dispatcher{
-		cfg: cfg, d: d, byName: map[string]int32{}, held: map[string]*dispatch.Item{},
+		cfg: cfg, d: d, byName: map[string]int32{}, held: map[string]*heldRow{},
 		rng:    sim.NewRand(d.Seed, "dispatcher/"+cfg.Owner),
 		lease:  d.Dispatcher.LeaseTimeout.D,
 		wallTO: cfg.Clock.Wall(d.Dispatcher.AttemptTimeout.D),
@@ -375,6 +393,12 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 	alertEvery := ds.alertEvery
 	nextClaim := time.Now()
 	nextAlert := time.Now().Add(alertEvery)
+	// Leases of held deliveries are renewed every third of a lease, each
+	// once less than two thirds of it is left: a delivery kept waiting
+	// for a worker, a partner slot or a breaker never outlives its lease,
+	// so no other dispatcher can claim and send it meanwhile.
+	renewEvery := max(ds.cfg.Clock.Wall(ds.lease/3), time.Millisecond)
+	nextRenew := time.Now().Add(renewEvery)
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	stopping := false
@@ -399,6 +423,12 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 				nextClaim = wallNow.Add(poll)
 			}
 		}
+		if !wallNow.Before(nextRenew) {
+			nextRenew = wallNow.Add(renewEvery)
+			if ds.renew(now) {
+				nextRenew = wallNow // more to renew: the next batch right after this one
+			}
+		}
 		if !stopping {
 			ds.pump(now, jobs)
 		}
@@ -419,7 +449,7 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		}
 		// Sleep until the next thing to do: a claim, a wake-up of the core,
 		// an alert, or a result.
-		wait := time.Until(nextAlert)
+		wait := min(time.Until(nextAlert), time.Until(nextRenew))
 		if !stopping {
 			wait = min(wait, time.Until(nextClaim))
 			if w, ok := ds.core.NextWake(); ok {
@@ -486,9 +516,10 @@ func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
 	fresh := 0
 	for i := range rows {
 		r := &rows[i]
-		if _, ok := ds.held[r.ID]; ok {
+		if h, ok := ds.held[r.ID]; ok {
 			// Already ours (its lease had run out while we kept it): the
 			// claim renewed the lease and nothing else changes.
+			h.leaseUntil, h.updated = r.LeaseUntil, now
 			continue
 		}
 		si, ok := ds.byName[r.Partner]
@@ -505,12 +536,42 @@ func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
 		if r.Created.IsZero() {
 			it.FirstSeen = r.RunAt.UnixNano()
 		}
-		ds.held[r.ID] = it
+		ds.held[r.ID] = &heldRow{attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
+			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil}
 		ds.core.Requeue(it, now)
 		fresh++
 	}
 	ds.stats.Claimed += int64(fresh)
 	return len(rows) == limit, nil
+}
+
+// renew queues a lease renewal (KindHold with the row's stored values and
+// a lease from now) for every held delivery with less than two thirds of
+// a lease left, at most MaxRenewBatch; more reports that some were left
+// for the next batch. The renewals go to the store with the next flush,
+// after the transitions queued before them.
+func (ds *dispatcher) renew(now time.Time) (more bool) {
+	if len(ds.pending) > MaxPendingCompletions/2 {
+		return false // the store is not taking writes; renewals would only pile up
+	}
+	horizon := now.Add(ds.lease - ds.lease/3)
+	until := now.Add(ds.lease)
+	n := 0
+	for id, h := range ds.held {
+		if h.leaseUntil.After(horizon) {
+			continue
+		}
+		if n >= MaxRenewBatch {
+			more = true
+			break
+		}
+		ds.pending = append(ds.pending, queue.Completion{ID: id, Owner: ds.cfg.Owner, Kind: queue.KindHold, At: h.updated,
+			Attempt: h.attempt, RunAt: h.runAt, PrevDelay: h.prevDelay, LastError: h.lastErr, LeaseUntil: until})
+		h.leaseUntil = until
+		n++
+	}
+	ds.stats.Renewed += int64(n)
+	return more
 }
 
 // pump starts every attempt the core wants started now.
@@ -631,6 +692,9 @@ func (ds *dispatcher) complete(r result) {
 		// send it. After a kill it is claimable once that lease runs out;
 		// its run_at does not change.
 		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.lease)
+		if h := ds.held[it.ID]; h != nil {
+			h.attempt, h.runAt, h.prevDelay, h.lastErr, h.updated, h.leaseUntil = c.Attempt, c.RunAt, c.PrevDelay, c.LastError, c.At, c.LeaseUntil
+		}
 		ds.stats.Rescheduled++
 		ds.pending = append(ds.pending, c)
 	default:

@@ -5,6 +5,14 @@
 // the dispatcher, and builds the same report as the simulation from what
 // the partners observed and what the store holds.
 //
+// The injector honours dispatcher.queue_capacity and on_full against the
+// store's non-terminal deliveries (block: the source is held back and that
+// is reported; reject: queue-full dead letters). The dispatcher renews the
+// leases of the deliveries it keeps in memory, so that several dispatcher
+// processes on one queue never send the same delivery while its owner is
+// alive. Samples count a partner's due deliveries as delayed while its
+// breaker, as the dispatcher reports it, is not closed.
+//
 // Time: every time the dispatcher and the store hold is drill time, on a
 // Clock that runs Speed times faster than the wall clock from Start. The
 // policy's durations therefore need no scaling, and the store's run_at,

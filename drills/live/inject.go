@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,26 +10,94 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/queue"
+)
+
+// Back-pressure limits (dispatcher.queue_capacity and on_full).
+const (
+	// maxHeldEvents bounds the due events the injector holds back while
+	// the store is full. Past it, later arrivals stay in the schedule
+	// (their created time does not change) and the held-back series
+	// undercounts them.
+	maxHeldEvents = 100_000
+	// minCapacityPoll is the shortest pause (wall) between two counts of
+	// the store's pending deliveries while it is at capacity.
+	minCapacityPoll = 2 * time.Millisecond
+	// capacityPollFactor: the pause after a count is at least this many
+	// times what the count cost, so counting takes a bounded share of
+	// the store however large the queue is.
+	capacityPollFactor = 4
+	// queueFullError is the last_error of a delivery rejected at capacity.
+	queueFullError = "queue full: not enqueued"
 )
 
 // injector inserts deliveries into the store on the drill's arrival
 // schedule. Each delivery's created time is its scheduled time, not the
 // time it was inserted (no coordinated omission); how late the insert was
 // is measured as lateness.
+//
+// It honours dispatcher.queue_capacity as the simulation does, counting
+// the store's non-terminal deliveries as the queue: an estimate (the last
+// count plus what was written since) is checked per delivery, and only
+// when it reaches capacity is the store counted again, at a bounded rate.
+// With on_full = "block" the source is held back until there is room:
+// the deliveries keep their scheduled created time, so their latency
+// includes the wait, and the wait is reported as source held back (not as
+// lateness). With on_full = "reject" the delivery is dead-lettered with
+// reason queue-full.
 type injector struct {
 	r       *runner
 	st      queue.Store
+	db      *sql.DB // the same store: pending counts and queue-full dead letters
 	created atomic.Int64
-	events  int64
+	// heldBack is the number of deliveries whose event is due but which
+	// the source holds back (on_full = "block"), for the series.
+	heldBack atomic.Int64
+	events   int64
 
-	mu       sync.Mutex // guards lateness and perSub
-	lateness *drills.LatencyHist
-	perSub   []int64 // deliveries created per subscriber
+	capacity int64 // 0: no limit
+	block    bool
+	// pendingEst is at least the store's non-terminal deliveries: the
+	// last count plus every delivery written (or batched) since.
+	pendingEst int64
+	nextCount  time.Time // wall: no count before this
+
+	arr         *drills.Arrivals
+	ahead       []arrival // pulled from the schedule while held back
+	aheadHead   int
+	aheadHeld   int64 // events in ahead that were due when pulled
+	unwrittenAt int64 // deliveries due but not written when run returned
+
+	batch   []queue.Delivery
+	rejects []rejected
+	due     []scheduled
+
+	mu          sync.Mutex // guards what the recorder reads below
+	lateness    *drills.LatencyHist
+	perSub      []int64 // deliveries created per subscriber
+	heldBackSum float64 // drill seconds, summed over held-back events
+	heldBackMax float64
 }
 
-func newInjector(r *runner, st queue.Store) *injector {
-	return &injector{r: r, st: st, lateness: drills.NewLatencyHist(), perSub: make([]int64, len(r.subs))}
+type arrival struct {
+	at   time.Duration // drill time
+	n    int           // events
+	held bool          // already due when the held-back source pulled it
+}
+
+type rejected struct {
+	d  queue.Delivery
+	at time.Time // drill time of the decision
+}
+
+func newInjector(r *runner, st queue.Store, db *sql.DB) *injector {
+	in := &injector{r: r, st: st, db: db, lateness: drills.NewLatencyHist(), perSub: make([]int64, len(r.subs))}
+	if c := r.d.Dispatcher.QueueCapacity; c > 0 {
+		in.capacity = int64(c)
+	}
+	in.block = r.d.Dispatcher.OnFull != "reject"
+	return in
 }
 
 type scheduled struct {
@@ -38,7 +107,7 @@ type scheduled struct {
 
 func (in *injector) run(ctx context.Context) error {
 	r := in.r
-	arr := r.d.NewArrivals()
+	in.arr = r.d.NewArrivals()
 	var payload []byte
 	if n := r.d.Source.Payload; n > 0 {
 		payload = make([]byte, n)
@@ -46,39 +115,27 @@ func (in *injector) run(ctx context.Context) error {
 			payload[i] = 'x'
 		}
 	}
-	batch := make([]queue.Delivery, 0, 256)
-	var due []scheduled
-	flush := func() error {
-		if len(batch) == 0 && len(due) == 0 {
-			return nil
-		}
-		if len(batch) > 0 {
-			if err := in.enqueue(batch); err != nil {
-				return err
-			}
-		}
-		done := time.Now()
-		in.mu.Lock()
-		for _, s := range due {
-			in.lateness.Record(int64(done.Sub(s.wall)))
-		}
-		in.mu.Unlock()
-		in.created.Add(int64(len(batch)))
-		clear(batch)
-		batch, due = batch[:0], due[:0]
-		return nil
+	in.batch = make([]queue.Delivery, 0, 256)
+	fan := len(r.fanout)
+	// stop ends a cancelled run: what was batched is written (best
+	// effort), and rest due deliveries, with those pulled ahead, are left
+	// unwritten.
+	stop := func(rest int64) error {
+		_ = in.flush()
+		in.unwrittenAt = rest + in.aheadHeld*int64(fan)
+		return ctx.Err()
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
-		at, n, ok := arr.Next()
+		a, ok := in.nextArrival()
 		if !ok {
-			return flush()
+			return in.flush()
 		}
-		wallAt := r.clock.WallAt(r.clock.Start.Add(at))
+		wallAt := r.clock.WallAt(r.clock.Start.Add(a.at))
 		if wait := time.Until(wallAt); wait > 0 {
-			if err := flush(); err != nil {
+			if err := in.flush(); err != nil {
 				return err
 			}
 			if wait = time.Until(wallAt); wait > 0 {
@@ -86,36 +143,269 @@ func (in *injector) run(ctx context.Context) error {
 				select {
 				case <-timer.C:
 				case <-ctx.Done():
-					return ctx.Err()
+					return stop(0)
 				}
 			}
 		} else if ctx.Err() != nil {
-			return ctx.Err()
+			return stop(int64(a.n * fan))
 		}
-		created := r.clock.Start.Add(at)
-		for e := 0; e < n; e++ {
-			for _, si := range r.fanout {
+		created := r.clock.Start.Add(a.at)
+		for e := 0; e < a.n; e++ {
+			held := a.held
+			for k, si := range r.fanout {
 				s := &r.subs[si]
-				batch = append(batch, queue.Delivery{
+				d := queue.Delivery{
 					ID: drills.DeliveryID(in.events, s.Name), Event: fmt.Sprintf("evt-%06d", in.events),
 					Partner: s.Name, Cohort: r.specs[s.Cohort].Name, Payload: payload, Created: created,
-				})
-				in.mu.Lock()
-				in.perSub[si]++
-				in.mu.Unlock()
+				}
+				if in.capacity > 0 && !in.room() {
+					if !in.block {
+						in.rejects = append(in.rejects, rejected{d: d, at: r.clock.Now()})
+						in.countSub(si)
+						continue
+					}
+					// Held here: the rest of this arrival waits too.
+					rest := int64(fan-k) + int64(a.n-e-1)*int64(fan)
+					if err := in.waitForRoom(ctx, rest); err != nil {
+						if ctx.Err() != nil {
+							return stop(rest)
+						}
+						return err
+					}
+					held = true
+				}
+				in.batch = append(in.batch, d)
+				in.pendingEst++
+				in.countSub(si)
 			}
-			due = append(due, scheduled{wall: wallAt, n: len(r.fanout)})
+			if held {
+				// As the simulation measures it: from the scheduled
+				// arrival until the source let the event's last delivery
+				// through.
+				heldS := max(0, r.clock.Now().Sub(created).Seconds())
+				in.mu.Lock()
+				in.heldBackSum += heldS
+				in.heldBackMax = max(in.heldBackMax, heldS)
+				in.mu.Unlock()
+			} else {
+				in.due = append(in.due, scheduled{wall: wallAt, n: fan})
+			}
 			in.events++
 			// due is bounded too: an event always adds to it, even one that
 			// fans out to no subscriber.
-			if len(batch) >= MaxInsertBatch || len(due) >= MaxInsertBatch {
-				if err := flush(); err != nil {
+			if len(in.batch) >= MaxInsertBatch || len(in.due) >= MaxInsertBatch || len(in.rejects) >= MaxInsertBatch {
+				if err := in.flush(); err != nil {
 					return err
 				}
 			}
 		}
+		in.heldBack.Store(in.aheadHeld * int64(fan))
 	}
 }
+
+func (in *injector) countSub(si int) {
+	in.mu.Lock()
+	in.perSub[si]++
+	in.mu.Unlock()
+}
+
+// nextArrival returns the next arrival: first those pulled ahead while
+// the source was held back, then the schedule's.
+func (in *injector) nextArrival() (arrival, bool) {
+	if in.aheadHead < len(in.ahead) {
+		a := in.ahead[in.aheadHead]
+		in.aheadHead++
+		if a.held {
+			in.aheadHeld -= int64(a.n)
+		}
+		if in.aheadHead == len(in.ahead) {
+			in.ahead, in.aheadHead = in.ahead[:0], 0
+		} else if in.aheadHead > 4096 && in.aheadHead*2 > len(in.ahead) {
+			in.ahead = append(in.ahead[:0], in.ahead[in.aheadHead:]...)
+			in.aheadHead = 0
+		}
+		return a, true
+	}
+	at, n, ok := in.arr.Next()
+	return arrival{at: at, n: n}, ok
+}
+
+// pullAhead takes the arrivals that are due now off the schedule, so the
+// held-back series counts them, and at most one that is not due yet.
+func (in *injector) pullAhead() {
+	r := in.r
+	due := func(at time.Duration) bool {
+		return !r.clock.WallAt(r.clock.Start.Add(at)).After(time.Now())
+	}
+	if k := len(in.ahead); k > in.aheadHead && !in.ahead[k-1].held {
+		last := &in.ahead[k-1]
+		if !due(last.at) {
+			return
+		}
+		last.held = true
+		in.aheadHeld += int64(last.n)
+	}
+	for len(in.ahead)-in.aheadHead < maxHeldEvents {
+		at, n, ok := in.arr.Next()
+		if !ok {
+			return
+		}
+		a := arrival{at: at, n: n, held: due(at)}
+		in.ahead = append(in.ahead, a)
+		if !a.held {
+			return
+		}
+		in.aheadHeld += int64(n)
+	}
+}
+
+// room reports whether the store has room for one more delivery,
+// counting it again if the estimate says it is full and the last count
+// is old enough.
+func (in *injector) room() bool {
+	if in.pendingEst < in.capacity {
+		return true
+	}
+	if time.Now().Before(in.nextCount) {
+		return false
+	}
+	// The count must see what is batched, or it would undercount.
+	if err := in.flush(); err != nil {
+		return false // counted again at the next poll; flush fails again if it must
+	}
+	if err := in.count(); err != nil {
+		return false
+	}
+	return in.pendingEst < in.capacity
+}
+
+// count sets pendingEst to the store's non-terminal deliveries and the
+// time of the next count.
+func (in *injector) count() error {
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	var n int64
+	err := in.db.QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased')`).Scan(&n)
+	took := time.Since(t0)
+	in.nextCount = time.Now().Add(max(minCapacityPoll, capacityPollFactor*took))
+	if err != nil {
+		return fmt.Errorf("live: counting pending deliveries: %w", err)
+	}
+	in.pendingEst = n
+	return nil
+}
+
+// waitForRoom holds the source until the store has room. rest is how many
+// deliveries of the current arrival are held; arrivals that come due
+// meanwhile are pulled ahead and counted as held too.
+func (in *injector) waitForRoom(ctx context.Context, rest int64) error {
+	if err := in.flush(); err != nil {
+		return err
+	}
+	fan := int64(len(in.r.fanout))
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		in.pullAhead()
+		in.heldBack.Store(rest + in.aheadHeld*fan)
+		if !time.Now().Before(in.nextCount) {
+			if err := in.count(); err != nil {
+				return err
+			}
+			if in.pendingEst < in.capacity {
+				return nil
+			}
+		}
+		timer.Reset(max(0, time.Until(in.nextCount)))
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// flush writes the batch and the rejected deliveries and records the
+// lateness of the events written.
+func (in *injector) flush() error {
+	if len(in.batch) == 0 && len(in.due) == 0 && len(in.rejects) == 0 {
+		return nil
+	}
+	if len(in.batch) > 0 {
+		if err := in.enqueue(in.batch); err != nil {
+			return err
+		}
+	}
+	if len(in.rejects) > 0 {
+		if err := in.retryBusy("dead-lettering deliveries (queue full)", in.reject); err != nil {
+			return err
+		}
+	}
+	done := time.Now()
+	in.mu.Lock()
+	for _, s := range in.due {
+		in.lateness.Record(int64(done.Sub(s.wall)))
+	}
+	in.mu.Unlock()
+	in.created.Add(int64(len(in.batch) + len(in.rejects)))
+	clear(in.batch)
+	clear(in.rejects)
+	in.batch, in.due, in.rejects = in.batch[:0], in.due[:0], in.rejects[:0]
+	return nil
+}
+
+// reject writes the rejected deliveries straight to the DLQ in one
+// transaction: each as a dead delivery row (attempt 0, never claimed) and
+// its dead_letters entry with reason queue-full. The store API has no call
+// for a delivery that dies before it is queued (Complete needs a lease,
+// and Claim cannot pick rows), so this writes the two tables with the
+// columns the store's own dead-lettering writes; `stormdrill dlq` lists
+// and replays them like any other.
+func (in *injector) reject() error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	tx, err := in.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	insRow, err := tx.PrepareContext(ctx, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
+		first_seen, created, run_at, prev_delay, state, last_error, updated)
+		VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ?6, ?6, 0, 'dead', ?7, ?8) ON CONFLICT (id) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer insRow.Close()
+	insDead, err := tx.PrepareContext(ctx, `INSERT INTO dead_letters (id, event, partner, cohort, reason,
+		last_error, attempts, created, first_seen, dead_at, payload)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?9) ON CONFLICT (id) DO NOTHING`)
+	if err != nil {
+		return err
+	}
+	defer insDead.Close()
+	for _, rj := range in.rejects {
+		d := rj.d
+		at := max(rj.at.UnixNano(), d.Created.UnixNano())
+		res, err := insRow.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, d.Payload, d.Created.UnixNano(), queueFullError, at)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			continue // already known (idempotency): leave it as it is
+		}
+		if _, err := insDead.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, string(model.ReasonQueueFull),
+			queueFullError, d.Created.UnixNano(), at, d.Payload); err != nil {
+			return fmt.Errorf("%s: %w", d.ID, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// unwritten is how many due deliveries the source still held when run
+// returned (cancelled while held back); read after run has returned.
+func (in *injector) unwritten() int64 { return in.unwrittenAt }
 
 // busyRetry is the pause between two tries of a busy store.
 const busyRetry = 200 * time.Microsecond
@@ -123,16 +413,25 @@ const busyRetry = 200 * time.Microsecond
 // enqueue inserts one batch, retrying while the store is busy (another
 // process holds the write lock), for at most storeTimeout.
 func (in *injector) enqueue(batch []queue.Delivery) error {
+	return in.retryBusy("injecting deliveries", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		_, err := in.st.Enqueue(ctx, batch)
+		return err
+	})
+}
+
+// retryBusy runs fn until it succeeds, fails with another error than a
+// busy store, or storeTimeout has passed.
+func (in *injector) retryBusy(what string, fn func() error) error {
 	deadline := time.Now().Add(storeTimeout)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		_, err := in.st.Enqueue(ctx, batch)
-		cancel()
+		err := fn()
 		if err == nil {
 			return nil
 		}
 		if !isBusy(err) || time.Now().After(deadline) {
-			return fmt.Errorf("live: injecting deliveries: %w", err)
+			return fmt.Errorf("live: %s: %w", what, err)
 		}
 		time.Sleep(busyRetry)
 	}

@@ -193,6 +193,13 @@ latency = { dist = "constant", value = "10ms" }
   kind = "unavailable"`, 1)
 }
 
+// heldPastLease shortens the lease to 1s and makes deliveries wait for a
+// partner slot longer than that.
+func heldPastLease(src string) string {
+	return strings.NewReplacer(`lease_timeout = "30s"`, `lease_timeout = "1s"
+per_partner_concurrency = 1`, `value = "10ms"`, `value = "150ms"`).Replace(src)
+}
+
 // TestMultiDispatchersShareOnePostgresQueue runs two `stormdrill dispatch`
 // processes on one PostgreSQL queue while the test injects deliveries in
 // waves. Nothing is lost (every delivery delivered), nothing is sent twice
@@ -209,6 +216,11 @@ func TestMultiDispatchersShareOnePostgresQueue(t *testing.T) {
 		// backoff; the other must not take it when the backoff ends
 		// (regression: the hold lease used to end at the retry's run_at)
 		{"retries", withOutage(multiDrill), true},
+		// a 1s lease, one slot per partner and 150ms answers: a process
+		// keeps up to 16 due deliveries waiting for slots, longer than the
+		// lease; its renewals keep the other from claiming them
+		// (regression: they were sent by both)
+		{"held past lease", heldPastLease(multiDrill), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

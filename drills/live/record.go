@@ -1,6 +1,7 @@
 package live
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -76,20 +77,33 @@ func (rec *liveRecorder) sample(dt time.Duration) (pending int64, err error) {
 	now := r.clock.Start.Add(dt).UnixNano()
 	var readyDue, leasedDue, delayed, delivered, dead int64
 	var oldReady, oldDelayed *int64
+	// Due rows of a partner whose breaker is not closed wait out the
+	// breaker, not a worker: they are delayed, as the simulation's
+	// Snapshot counts them. The runner knows the breaker states from the
+	// dispatcher's transition lines. With every breaker closed (the usual
+	// case) the partner conditions are left out of the query altogether.
+	held := rec.heldPartners()
 	// Rows created after now were injected between the sample's clock
 	// reading and the query; they are left out (the pending correction
 	// below counts them), or they would read as delayed with a negative age.
-	err = r.reader.DB().QueryRow(`SELECT
-		(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= ?1),
-		(SELECT count(*) FROM deliveries WHERE state = 'leased' AND run_at <= ?1),
-		(SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1),
-		(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
-		(SELECT count(*) FROM deliveries WHERE state = 'dead'),
-		(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at <= ?1),
-		(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1)`, now).
-		Scan(&readyDue, &leasedDue, &delayed, &delivered, &dead, &oldReady, &oldDelayed)
-	if err != nil {
+	q, args := sampleSQL, []any{now}
+	if held != "" {
+		q, args = sampleHeldSQL, []any{now, held}
+	}
+	var hReady, hLeased int64
+	var hOldest *int64
+	dst := []any{&readyDue, &leasedDue, &delayed, &delivered, &dead, &oldReady, &oldDelayed}
+	if held != "" {
+		dst = append(dst, &hReady, &hLeased, &hOldest)
+	}
+	if err = r.reader.DB().QueryRow(q, args...).Scan(dst...); err != nil {
 		return 0, fmt.Errorf("live: sampling the store: %w", err)
+	}
+	// With held partners, readyDue, leasedDue and oldReady already leave
+	// them out; their due rows join the delayed ones.
+	delayed += hReady + hLeased
+	if hOldest != nil && (oldDelayed == nil || *hOldest < *oldDelayed) {
+		oldDelayed = hOldest
 	}
 	byReason := map[string]int64{}
 	rows, err := r.reader.DB().Query(`SELECT reason, count(*) FROM dead_letters GROUP BY reason`)
@@ -144,6 +158,7 @@ func (rec *liveRecorder) sample(dt time.Duration) (pending int64, err error) {
 		Delayed:           float64(delayed),
 		InFlight:          float64(leasedDue),
 		DLQPerS:           float64(dead-rec.prevDead) / sec,
+		SourceHeldBack:    float64(r.inj.heldBack.Load()),
 	}
 	if oldReady != nil {
 		s.OldestReadyAgeS = max(0, float64(now-*oldReady)/1e9)
@@ -182,6 +197,62 @@ func (rec *liveRecorder) sample(dt time.Duration) (pending int64, err error) {
 	// Pending also counts deliveries the injector has not written yet.
 	pending += max(0, r.inj.created.Load()-(delivered+dead+readyDue+leasedDue+delayed))
 	return pending, nil
+}
+
+// sampleSQL reads depths, totals and oldest ages in one statement (one
+// snapshot); ?1 is the sample's drill time.
+const sampleSQL = `SELECT
+	(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= ?1),
+	(SELECT count(*) FROM deliveries WHERE state = 'leased' AND run_at <= ?1),
+	(SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1),
+	(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
+	(SELECT count(*) FROM deliveries WHERE state = 'dead'),
+	(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at <= ?1),
+	(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1)`
+
+// sampleHeldSQL is sampleSQL when the partners in the JSON array ?2 have a
+// breaker that is not closed: due rows count as ready, in flight or
+// oldest ready only for the other partners, and the last three columns
+// are the held partners' due rows (ready, leased, oldest created).
+const sampleHeldSQL = `SELECT
+	(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= ?1
+		AND partner NOT IN (SELECT value FROM json_each(?2))),
+	(SELECT count(*) FROM deliveries WHERE state = 'leased' AND run_at <= ?1
+		AND partner NOT IN (SELECT value FROM json_each(?2))),
+	(SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1),
+	(SELECT count(*) FROM deliveries WHERE state = 'delivered'),
+	(SELECT count(*) FROM deliveries WHERE state = 'dead'),
+	(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at <= ?1
+		AND partner NOT IN (SELECT value FROM json_each(?2))),
+	(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at > ?1 AND created <= ?1),
+	(SELECT count(*) FROM deliveries WHERE state = 'ready' AND run_at <= ?1
+		AND partner IN (SELECT value FROM json_each(?2))),
+	(SELECT count(*) FROM deliveries WHERE state = 'leased' AND run_at <= ?1
+		AND partner IN (SELECT value FROM json_each(?2))),
+	(SELECT min(created) FROM deliveries WHERE state IN ('ready', 'leased') AND run_at <= ?1
+		AND partner IN (SELECT value FROM json_each(?2)))`
+
+// heldPartners returns, as a JSON array for the sampling query, the
+// partners whose breaker is open or half-open now ("" if none), as the
+// dispatcher's transition lines last said.
+func (rec *liveRecorder) heldPartners() string {
+	r := rec.r
+	r.mu.Lock()
+	names := make([]string, 0, len(r.breakerNow))
+	for name, st := range r.breakerNow {
+		if st != 0 {
+			names = append(names, name)
+		}
+	}
+	r.mu.Unlock()
+	if len(names) == 0 {
+		return ""
+	}
+	js, err := json.Marshal(names)
+	if err != nil {
+		return ""
+	}
+	return string(js)
 }
 
 type outageTrack struct {
@@ -341,9 +412,15 @@ func (r *runner) finish() (*reports.Run, error) {
 	for len(byOrdinal) > 0 && byOrdinal[len(byOrdinal)-1] == 0 {
 		byOrdinal = byOrdinal[:len(byOrdinal)-1]
 	}
-	created := r.inj.created.Load()
+	// Deliveries the source still held back when the run ended (on_full =
+	// "block") are created and pending, as the simulation counts them,
+	// though no store has seen them.
+	unwritten := r.inj.unwritten()
+	created := r.inj.created.Load() + unwritten
+	pending += unwritten
 	r.inj.mu.Lock()
 	lateness := r.inj.lateness.Percentiles()
+	heldBackS, heldBackMaxS := r.inj.heldBackSum, r.inj.heldBackMax
 	var healthyCreated int64
 	for si, n := range r.inj.perSub {
 		if r.subs[si].Healthy {
@@ -370,6 +447,8 @@ func (r *runner) finish() (*reports.Run, error) {
 		PeakAttemptsPerS:      rec.peakAttemptsPerS,
 		PeakPending:           rec.peakPending,
 		Lateness:              &lateness,
+		SourceHeldBackS:       heldBackS,
+		SourceHeldBackMaxS:    heldBackMaxS,
 		Restarts:              r.restarts,
 	}
 	if s.Attempts.ByOrdinal == nil {

@@ -357,7 +357,7 @@ func (r *runner) run() error {
 		return err
 	}
 	r.rec = newLiveRecorder(r)
-	r.inj = newInjector(r, injStore)
+	r.inj = newInjector(r, injStore, injStore.DB())
 	ctx, cancel := context.WithCancel(context.Background())
 	injDone := make(chan error, 1)
 	go func() { injDone <- r.inj.run(ctx) }()

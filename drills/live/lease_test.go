@@ -1,0 +1,138 @@
+package live
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stormdrill/stormdrill/model/queue"
+)
+
+// leaseDrill has one subscriber and a 1s lease, far shorter than the time
+// its deliveries wait in a dispatcher's memory; PARTNER, GUARD and
+// DISPATCHER say what they wait for.
+const leaseDrill = `
+name = "lease"
+mode = "live"
+seed = 13
+speed = 2
+duration = "5s"
+[source]
+arrival = "constant"
+rate = "1/s"
+[[partners]]
+name = "p"
+count = 1
+PARTNER
+[policy.retry]
+max_attempts = 20
+base = "100ms"
+cap = "100ms"
+jitter = "none"
+GUARD
+[dispatcher]
+workers = 4
+attempt_timeout = "500ms"
+lease_timeout = "1s"
+claim_batch = 32
+DISPATCHER
+`
+
+// TestLeaseRenewalKeepsHeldDeliveriesFromASecondDispatcher runs two
+// dispatchers (two owners, each with its own store handle) on one SQLite
+// queue. One claims the deliveries and keeps them in memory, due, for
+// longer than the lease: waiting for the partner's single slot, or for
+// its open breaker. Its lease renewals keep the other from claiming and
+// sending them as well: every delivery is attempted by one owner only,
+// no completion is stale, no ordinal repeats and the partner sees no
+// duplicate.
+func TestLeaseRenewalKeepsHeldDeliveriesFromASecondDispatcher(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two dispatchers")
+	}
+	cases := []struct {
+		name, partner, guard, dispatcher string
+		deliveries                       int
+	}{
+		// one slot, 300ms answers: the 10th waits about 3s for the slot
+		{"partner slot", `latency = { dist = "constant", value = "300ms" }`, "", "per_partner_concurrency = 1", 10},
+		// down for 2s; the breaker opens at once and holds everything
+		// until its probe after 2.5s
+		{"open breaker", `latency = { dist = "constant", value = "5ms" }
+  [[partners.outages]]
+  start = "0s"
+  for = "2s"
+  kind = "unavailable"`, `[policy.breaker]
+trip = "consecutive"
+threshold = 1
+cooldown = "2500ms"
+on_open = "hold"`, "", 10},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.NewReplacer("PARTNER", tc.partner, "GUARD", tc.guard, "DISPATCHER", tc.dispatcher).Replace(leaseDrill)
+			r, st := startEnv(t, src)
+			if n := enqueueEvents(t, r, st, tc.deliveries); n != tc.deliveries {
+				t.Fatalf("enqueued %d", n)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var wg sync.WaitGroup
+			stats := make([]DispatchStats, 2)
+			errs := make([]error, 2)
+			for i, owner := range []string{"owner-a", "owner-b"} {
+				ost, err := queue.OpenSQLite(r.dbPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ost.Close()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					stats[i], errs[i] = RunDispatcher(ctx, DispatcherConfig{Drill: r.d, Store: ost, PartnersURL: r.baseURL,
+						Owner: owner, Clock: r.clock, Log: logWriter{t}})
+				}()
+				if i == 0 {
+					// The first claims everything; the second comes up
+					// while the first holds it all.
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			c := waitTerminal(t, st, 30*time.Second)
+			cancel()
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("dispatcher %d: %v", i, err)
+				}
+			}
+			if c.Delivered != int64(tc.deliveries) {
+				t.Fatalf("store %+v: want all %d delivered", c, tc.deliveries)
+			}
+			var shared, repeated int
+			if err := st.DB().QueryRow(`SELECT count(*) FROM (SELECT delivery_id FROM attempts
+				GROUP BY delivery_id HAVING count(DISTINCT owner) > 1)`).Scan(&shared); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.DB().QueryRow(`SELECT count(*) FROM (SELECT delivery_id, ordinal FROM attempts
+				GROUP BY delivery_id, ordinal HAVING count(*) > 1)`).Scan(&repeated); err != nil {
+				t.Fatal(err)
+			}
+			var dups int64
+			for _, s := range r.srv.Stats() {
+				dups += s.Duplicates
+			}
+			stale, renewed := stats[0].Stale+stats[1].Stale, stats[0].Renewed+stats[1].Renewed
+			if shared != 0 || repeated != 0 || dups != 0 || stale != 0 {
+				t.Errorf("%d deliveries attempted by both owners, %d ordinals repeated, %d partner duplicates, %d stale completions: a lease ran out while its owner held the delivery",
+					shared, repeated, dups, stale)
+			}
+			if renewed == 0 {
+				t.Errorf("no lease was renewed: the drill exercised nothing")
+			}
+			t.Logf("stats a %+v, b %+v", stats[0], stats[1])
+		})
+	}
+}
