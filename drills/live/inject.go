@@ -28,8 +28,6 @@ const (
 	// times what the count cost, so counting takes a bounded share of
 	// the store however large the queue is.
 	capacityPollFactor = 4
-	// queueFullError is the last_error of a delivery rejected at capacity.
-	queueFullError = "queue full: not enqueued"
 )
 
 // injector inserts deliveries into the store on the drill's arrival
@@ -49,7 +47,7 @@ const (
 type injector struct {
 	r       *runner
 	st      queue.Store
-	db      *sql.DB // the same store: pending counts and queue-full dead letters
+	db      *sql.DB // the same store, for pending counts
 	created atomic.Int64
 	// heldBack is the number of deliveries whose event is due but which
 	// the source holds back (on_full = "block"), for the series.
@@ -70,8 +68,12 @@ type injector struct {
 	unwrittenAt int64 // deliveries due but not written when run returned
 
 	batch   []queue.Delivery
-	rejects []rejected
-	due     []scheduled
+	rejects []queue.Delivery // dead-lettered as queue-full at the next flush
+	// rejectAt is when the latest of rejects was turned away (drill
+	// time), and no earlier than any of their created times: the batch's
+	// dead_at.
+	rejectAt time.Time
+	due      []scheduled
 
 	mu          sync.Mutex // guards what the recorder reads below
 	lateness    *drills.LatencyHist
@@ -84,11 +86,6 @@ type arrival struct {
 	at   time.Duration // drill time
 	n    int           // events
 	held bool          // already due when the held-back source pulled it
-}
-
-type rejected struct {
-	d  queue.Delivery
-	at time.Time // drill time of the decision
 }
 
 func newInjector(r *runner, st queue.Store, db *sql.DB) *injector {
@@ -160,7 +157,12 @@ func (in *injector) run(ctx context.Context) error {
 				}
 				if in.capacity > 0 && !in.room() {
 					if !in.block {
-						in.rejects = append(in.rejects, rejected{d: d, at: r.clock.Now()})
+						in.rejects = append(in.rejects, d)
+						for _, at := range [...]time.Time{r.clock.Now(), d.Created} {
+							if at.After(in.rejectAt) {
+								in.rejectAt = at
+							}
+						}
 						in.countSub(si)
 						continue
 					}
@@ -353,54 +355,30 @@ func (in *injector) flush() error {
 	clear(in.batch)
 	clear(in.rejects)
 	in.batch, in.due, in.rejects = in.batch[:0], in.due[:0], in.rejects[:0]
+	in.rejectAt = time.Time{}
 	return nil
 }
 
-// reject writes the rejected deliveries straight to the DLQ in one
-// transaction: each as a dead delivery row (attempt 0, never claimed) and
-// its dead_letters entry with reason queue-full. The store API has no call
-// for a delivery that dies before it is queued (Complete needs a lease,
-// and Claim cannot pick rows), so this writes the two tables with the
-// columns the store's own dead-lettering writes; `stormdrill dlq` lists
-// and replays them like any other.
+// reject dead-letters the rejected deliveries with reason queue-full;
+// `stormdrill dlq` lists and replays them like any other. One event can
+// fan out past the store's batch limit, so they go in chunks; a retry
+// after a partial write is safe, as a known id is ignored.
 func (in *injector) reject() error {
+	for rest := in.rejects; len(rest) > 0; {
+		n := min(len(rest), queue.MaxRejectBatch)
+		if err := in.rejectChunk(rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
+}
+
+func (in *injector) rejectChunk(ds []queue.Delivery) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	tx, err := in.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	insRow, err := tx.PrepareContext(ctx, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
-		first_seen, created, run_at, prev_delay, state, last_error, updated)
-		VALUES (?1, ?2, ?3, ?4, ?5, 0, 0, ?6, ?6, 0, 'dead', ?7, ?8) ON CONFLICT (id) DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer insRow.Close()
-	insDead, err := tx.PrepareContext(ctx, `INSERT INTO dead_letters (id, event, partner, cohort, reason,
-		last_error, attempts, created, first_seen, dead_at, payload)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, 0, ?8, ?9) ON CONFLICT (id) DO NOTHING`)
-	if err != nil {
-		return err
-	}
-	defer insDead.Close()
-	for _, rj := range in.rejects {
-		d := rj.d
-		at := max(rj.at.UnixNano(), d.Created.UnixNano())
-		res, err := insRow.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, d.Payload, d.Created.UnixNano(), queueFullError, at)
-		if err != nil {
-			return fmt.Errorf("%s: %w", d.ID, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			continue // already known (idempotency): leave it as it is
-		}
-		if _, err := insDead.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, string(model.ReasonQueueFull),
-			queueFullError, d.Created.UnixNano(), at, d.Payload); err != nil {
-			return fmt.Errorf("%s: %w", d.ID, err)
-		}
-	}
-	return tx.Commit()
+	_, err := in.st.Reject(ctx, ds, string(model.ReasonQueueFull), in.rejectAt)
+	return err
 }
 
 // unwritten is how many due deliveries the source still held when run

@@ -60,7 +60,7 @@ func cloneDelivery(d *Delivery) Delivery {
 // Enqueue implements Store.
 func (m *Memory) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 	for _, d := range ds {
-		if err := validateDelivery(d); err != nil {
+		if err := validateDelivery("enqueue", d); err != nil {
 			return 0, err
 		}
 	}
@@ -86,6 +86,39 @@ func (m *Memory) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 		accepted++
 	}
 	return accepted, nil
+}
+
+// Reject implements Store.
+func (m *Memory) Reject(ctx context.Context, ds []Delivery, reason string, at time.Time) (int, error) {
+	if err := validateReject(ds, reason, at); err != nil {
+		return 0, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	at = norm(at)
+	rejected := 0
+	for _, d := range ds {
+		if _, ok := m.rows[d.ID]; ok {
+			continue
+		}
+		if _, ok := m.dead[d.ID]; ok {
+			continue
+		}
+		created, firstSeen := norm(d.Created), norm(d.FirstSeen)
+		m.rows[d.ID] = &Delivery{
+			ID: d.ID, Event: d.Event, Partner: d.Partner, Cohort: d.Cohort,
+			Payload: slices.Clone(d.Payload), Created: created, FirstSeen: firstSeen,
+			RunAt: norm(runAtOf(d)), State: StateDead,
+		}
+		m.dead[d.ID] = &DeadLetter{
+			ID: d.ID, Event: d.Event, Partner: d.Partner, Cohort: d.Cohort, Reason: reason,
+			Created: created, FirstSeen: firstSeen, DeadAt: at, Payload: slices.Clone(d.Payload),
+		}
+		rejected++
+	}
+	return rejected, nil
 }
 
 // Claim implements Store.

@@ -246,7 +246,7 @@ func (s *Postgres) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // whatever the batch size.
 func (s *Postgres) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 	for _, d := range ds {
-		if err := validateDelivery(d); err != nil {
+		if err := validateDelivery("enqueue", d); err != nil {
 			return 0, err
 		}
 	}
@@ -286,6 +286,56 @@ func (s *Postgres) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 		return 0, fmt.Errorf("queue: enqueue: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// pgRejectSQL writes rejected deliveries as dead rows and their dead
+// letters in one statement; an id already known (in the table or earlier
+// in the batch) gets neither, so the count is of new rows only. $9
+// reason, $10 dead_at.
+const pgRejectSQL = `WITH ins AS (
+		INSERT INTO deliveries (id, event, partner, cohort, payload, attempt, first_seen, created, run_at,
+			prev_delay, state, last_error, updated)
+		SELECT id, event, partner, cohort, payload, 0, first_seen, created, run_at, 0, 'dead', '', $10::int8
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::int8[], $7::int8[], $8::int8[])
+			AS u(id, event, partner, cohort, payload, first_seen, created, run_at)
+		ON CONFLICT (id) DO NOTHING
+		RETURNING id, event, partner, cohort, created, first_seen, payload
+	), dead AS (
+		INSERT INTO dead_letters (id, event, partner, cohort, reason, last_error, attempts, created,
+			first_seen, dead_at, payload)
+		SELECT id, event, partner, cohort, $9::text, '', 0, created, first_seen, $10::int8, payload FROM ins
+		ON CONFLICT (id) DO UPDATE SET event = excluded.event, partner = excluded.partner,
+			cohort = excluded.cohort, reason = excluded.reason, last_error = excluded.last_error,
+			attempts = excluded.attempts, created = excluded.created, first_seen = excluded.first_seen,
+			dead_at = excluded.dead_at, payload = excluded.payload
+	)
+	SELECT count(*) FROM ins`
+
+// Reject implements Store. One statement, so one transaction and one
+// round trip whatever the batch size.
+func (s *Postgres) Reject(ctx context.Context, ds []Delivery, reason string, at time.Time) (int, error) {
+	if err := validateReject(ds, reason, at); err != nil {
+		return 0, err
+	}
+	if len(ds) == 0 {
+		return 0, nil
+	}
+	n := len(ds)
+	var (
+		id, event, partner, cohort = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		payload                    = make([][]byte, n)
+		firstSeen, created, runAt  = make([]int64, n), make([]int64, n), make([]int64, n)
+	)
+	for i, d := range ds {
+		id[i], event[i], partner[i], cohort[i], payload[i] = d.ID, d.Event, d.Partner, d.Cohort, d.Payload
+		firstSeen[i], created[i], runAt[i] = toNS(d.FirstSeen), toNS(d.Created), toNS(runAtOf(d))
+	}
+	var rejected int64
+	if err := s.pool.QueryRow(ctx, pgRejectSQL, id, event, partner, cohort, payload, firstSeen, created, runAt,
+		reason, toNS(at)).Scan(&rejected); err != nil {
+		return 0, fmt.Errorf("queue: reject: %w", err)
+	}
+	return int(rejected), nil
 }
 
 // pgDeliveryCols is deliveryCols qualified with d, for statements that join.

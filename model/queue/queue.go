@@ -26,6 +26,7 @@ const (
 	MaxClaim           = 10000      // most deliveries one Claim hands out
 	MaxList            = 100000     // most rows DeadLetters, Audit or Attempts return
 	MaxReplayBatch     = 10000      // most dead letters one replay transaction moves
+	MaxRejectBatch     = 10000      // most deliveries one Reject call writes
 	DefaultReplayBatch = 100        // replay batch size when none is given
 	MinReplayRate      = 1.0 / 3600 // slowest replay rate in batches/s: one batch an hour
 )
@@ -186,6 +187,13 @@ type Store interface {
 	Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
 	// Complete applies a batch of transitions in one transaction.
 	Complete(ctx context.Context, cs []Completion) (CompleteResult, error)
+	// Reject writes deliveries that die before they are ever queued (a full
+	// queue) straight to the DLQ, in one transaction: each becomes a dead
+	// row with attempt 0 and a dead letter with reason, no last error,
+	// attempts 0 and dead_at at. Like Enqueue, a delivery whose id is
+	// already known is ignored and not counted. At most MaxRejectBatch
+	// deliveries per call.
+	Reject(ctx context.Context, ds []Delivery, reason string, at time.Time) (rejected int, err error)
 	// Release gives back every lease of owner, keeping run_at and attempt.
 	Release(ctx context.Context, owner string) (int, error)
 	Counts(ctx context.Context, now time.Time) (Counts, error)
@@ -243,12 +251,32 @@ func fromNS(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-func validateDelivery(d Delivery) error {
+// validateDelivery checks a delivery to be written; op names the call.
+func validateDelivery(op string, d Delivery) error {
 	if d.ID == "" {
-		return errors.New("queue: enqueue: delivery with empty id")
+		return fmt.Errorf("queue: %s: delivery with empty id", op)
 	}
 	if d.Created.IsZero() && d.RunAt.IsZero() {
-		return fmt.Errorf("queue: enqueue %s: neither created nor run_at set", d.ID)
+		return fmt.Errorf("queue: %s %s: neither created nor run_at set", op, d.ID)
+	}
+	return nil
+}
+
+// validateReject checks a Reject call before it writes anything.
+func validateReject(ds []Delivery, reason string, at time.Time) error {
+	if len(ds) > MaxRejectBatch {
+		return fmt.Errorf("queue: reject: %d deliveries exceed the batch limit %d", len(ds), MaxRejectBatch)
+	}
+	if reason == "" {
+		return errors.New("queue: reject: empty reason")
+	}
+	if at.IsZero() {
+		return errors.New("queue: reject: zero dead-letter time")
+	}
+	for _, d := range ds {
+		if err := validateDelivery("reject", d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -341,6 +341,134 @@ func TestDeadLetter(t *testing.T) {
 	})
 }
 
+// TestReject: deliveries rejected at a full queue go straight to the DLQ
+// as never-attempted dead letters, count as dead, replay like any other
+// and respect the idempotency key.
+func TestReject(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, reopen func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s, delivery("live:acme-0", t0))
+		at := t0.Add(3 * time.Second)
+		seen := delivery("r-2:acme-1", t0.Add(2*time.Second))
+		seen.Partner, seen.FirstSeen = "acme-1", t0.Add(2500*time.Millisecond)
+		moved := delivery("r-0:acme-0", t0)
+		moved.Partner = "elsewhere"
+		batch := []Delivery{
+			delivery("r-0:acme-0", t0),
+			delivery("r-1:acme-0", t0.Add(time.Second)),
+			seen,                        // first_seen is carried over
+			delivery("live:acme-0", t0), // already queued: ignored
+			moved,                       // same id earlier in the batch: ignored
+			delivery("r-1:acme-0", t0),  // likewise
+		}
+		n, err := s.Reject(ctx, batch, "queue-full", at)
+		if err != nil || n != 3 {
+			t.Fatalf("reject: %d, %v; want 3", n, err)
+		}
+		if reopen != nil {
+			s = reopen(s) // the rejection is durable
+		}
+		dl, err := s.DeadLetters(ctx, DLQFilter{Reason: "queue-full"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []DeadLetter{
+			{ID: "r-0:acme-0", Event: "r-0", Partner: "acme-0", Cohort: "acme", Reason: "queue-full", Created: t0, DeadAt: at},
+			{ID: "r-1:acme-0", Event: "r-1", Partner: "acme-0", Cohort: "acme", Reason: "queue-full", Created: t0.Add(time.Second), DeadAt: at},
+			{ID: "r-2:acme-1", Event: "r-2", Partner: "acme-1", Cohort: "acme", Reason: "queue-full", Created: t0.Add(2 * time.Second),
+				FirstSeen: t0.Add(2500 * time.Millisecond), DeadAt: at},
+		}
+		if len(dl) != len(want) {
+			t.Fatalf("dead letters %+v, want %d", dl, len(want))
+		}
+		for i := range want {
+			want[i].Payload = []byte(`{"id":"` + want[i].ID + `"}`)
+			if !reflect.DeepEqual(dl[i], want[i]) {
+				t.Fatalf("dead letter %d: %+v, want %+v", i, dl[i], want[i])
+			}
+		}
+		for _, w := range want {
+			if d := mustGet(t, s, w.ID); d.State != StateDead || d.Attempt != 0 || d.LastError != "" || d.LeaseOwner != "" {
+				t.Fatalf("rejected row %+v", d)
+			}
+		}
+		if d := mustGet(t, s, "live:acme-0"); d.State != StateReady {
+			t.Fatalf("queued delivery touched by reject: %+v", d)
+		}
+		if c := mustCounts(t, s, at); c != (Counts{Ready: 1, Dead: 3}) {
+			t.Fatalf("counts after reject %+v", c)
+		}
+		if a, _ := s.Attempts(ctx, "r-0:acme-0"); len(a) != 0 {
+			t.Fatalf("a rejected delivery has attempts %+v", a)
+		}
+		// Rejecting or enqueueing a known id again changes nothing.
+		if n, err := s.Reject(ctx, []Delivery{delivery("r-0:acme-0", t0)}, "queue-full", at.Add(time.Hour)); err != nil || n != 0 {
+			t.Fatalf("duplicate reject: %d, %v", n, err)
+		}
+		if n, _ := s.Enqueue(ctx, []Delivery{delivery("r-0:acme-0", t0)}); n != 0 {
+			t.Fatal("enqueue of a rejected delivery accepted")
+		}
+		if dl, _ := s.DeadLetters(ctx, DLQFilter{}); len(dl) != 3 || !dl[0].DeadAt.Equal(at) {
+			t.Fatalf("dead letters after duplicates %+v", dl)
+		}
+		// Replay by reason: back to ready, due now, fresh attempt budget.
+		replayAt := t0.Add(time.Hour)
+		res, err := s.Replay(ctx, DLQFilter{Reason: "queue-full", Now: replayAt}, ReplayOptions{})
+		if err != nil || res != (ReplayResult{Matched: 3, Moved: 3, Batches: 1}) {
+			t.Fatalf("replay %+v, %v", res, err)
+		}
+		for _, w := range want {
+			if d := mustGet(t, s, w.ID); d.State != StateReady || d.Attempt != 0 || !d.RunAt.Equal(replayAt) {
+				t.Fatalf("replayed %+v", d)
+			}
+		}
+		if c := mustCounts(t, s, replayAt); c != (Counts{Ready: 4}) {
+			t.Fatalf("counts after replay %+v", c)
+		}
+		got := mustClaim(t, s, "w1", replayAt, time.Minute, 10)
+		if fmt.Sprint(ids(got)) != "[live:acme-0 r-0:acme-0 r-1:acme-0 r-2:acme-1]" {
+			t.Fatalf("claimed after replay %v", ids(got))
+		}
+		return s
+	})
+}
+
+// TestRejectInvalidChangesNothing: a bad Reject call is refused whole.
+func TestRejectInvalidChangesNothing(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		good := delivery("ok:acme-0", t0)
+		tooMany := make([]Delivery, MaxRejectBatch+1)
+		for i := range tooMany {
+			tooMany[i] = delivery(fmt.Sprintf("many-%05d:acme-0", i), t0)
+		}
+		cases := []struct {
+			name   string
+			ds     []Delivery
+			reason string
+			at     time.Time
+		}{
+			{"no reason", []Delivery{good}, "", t0},                         // reason is required
+			{"zero time", []Delivery{good}, "queue-full", time.Time{}},      // dead_at is required
+			{"empty id", []Delivery{good, {Created: t0}}, "queue-full", t0}, // one bad row spoils the batch
+			{"no times", []Delivery{good, {ID: "x"}}, "queue-full", t0},     // neither created nor run_at
+			{"batch too large", tooMany, "queue-full", t0.Add(time.Second)}, // bounded batch
+		}
+		for _, c := range cases {
+			if n, err := s.Reject(ctx, c.ds, c.reason, c.at); err == nil {
+				t.Fatalf("%s: accepted (%d)", c.name, n)
+			}
+		}
+		if c := mustCounts(t, s, t0); c != (Counts{}) {
+			t.Fatalf("refused rejects wrote rows: %+v", c)
+		}
+		if n, err := s.Reject(ctx, nil, "queue-full", t0); err != nil || n != 0 {
+			t.Fatalf("empty reject: %d, %v", n, err)
+		}
+		return s
+	})
+}
+
 func TestDeadLettersOlderThan(t *testing.T) {
 	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
 		ctx := context.Background()

@@ -48,7 +48,7 @@ var _ Store = (*SQLite)(nil)
 
 type sqliteStmts struct {
 	insert, selReady, selExpired, lease, transition, release, hold *sql.Stmt
-	insDead, insAttempt, get                                       *sql.Stmt
+	insDead, insAttempt, get, reject                               *sql.Stmt
 }
 
 // deliveryCols is the column list scanDelivery reads, in order.
@@ -136,6 +136,11 @@ func (s *SQLite) init() error {
 		prep(&st.insAttempt, `INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`),
 		prep(&st.get, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`),
+		// A rejected delivery: dead since ?9, never attempted; insDead
+		// copies its dead letter from this row.
+		prep(&st.reject, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
+			first_seen, created, run_at, prev_delay, state, last_error, updated)
+			VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, 0, 'dead', '', ?9) ON CONFLICT (id) DO NOTHING`),
 	)
 }
 
@@ -225,7 +230,7 @@ func (s *SQLite) DB() *sql.DB { return s.db }
 // Close implements Store.
 func (s *SQLite) Close() error {
 	for _, st := range []*sql.Stmt{s.st.insert, s.st.selReady, s.st.selExpired, s.st.lease,
-		s.st.transition, s.st.release, s.st.hold, s.st.insDead, s.st.insAttempt, s.st.get} {
+		s.st.transition, s.st.release, s.st.hold, s.st.insDead, s.st.insAttempt, s.st.get, s.st.reject} {
 		if st != nil {
 			st.Close()
 		}
@@ -249,7 +254,7 @@ func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // Enqueue implements Store.
 func (s *SQLite) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 	for _, d := range ds {
-		if err := validateDelivery(d); err != nil {
+		if err := validateDelivery("enqueue", d); err != nil {
 			return 0, err
 		}
 	}
@@ -278,6 +283,45 @@ func (s *SQLite) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 		return 0, fmt.Errorf("queue: %w", err)
 	}
 	return accepted, nil
+}
+
+// Reject implements Store.
+func (s *SQLite) Reject(ctx context.Context, ds []Delivery, reason string, at time.Time) (int, error) {
+	if err := validateReject(ds, reason, at); err != nil {
+		return 0, err
+	}
+	if len(ds) == 0 {
+		return 0, nil
+	}
+	atNS := toNS(at)
+	rejected := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rejected = 0 // a retried closure must not double count
+		ins, dead := tx.StmtContext(ctx, s.st.reject), tx.StmtContext(ctx, s.st.insDead)
+		for _, d := range ds {
+			r, err := ins.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, d.Payload,
+				toNS(d.FirstSeen), toNS(d.Created), toNS(runAtOf(d)), atNS)
+			if err != nil {
+				return fmt.Errorf("reject %s: %w", d.ID, err)
+			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				continue // already known: left as it is
+			}
+			if _, err := dead.ExecContext(ctx, reason, "", 0, atNS, d.ID); err != nil {
+				return fmt.Errorf("reject %s: %w", d.ID, err)
+			}
+			rejected++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue: %w", err)
+	}
+	return rejected, nil
 }
 
 type rowScanner interface{ Scan(...any) error }
