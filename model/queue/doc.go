@@ -9,5 +9,6 @@
 // completion from an owner whose lease was taken over is ignored as stale
 // (at-least-once delivery). Dead letters stay replayable by reason, in
 // bounded batches at a bounded rate, with an audit record per batch.
+//
 // Open picks a store by DSN: "sqlite:PATH", "postgres://USER:PASS@127.0.0.1:PORT/DB" or "memory:".
 package queue
