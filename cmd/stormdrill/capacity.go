@@ -20,7 +20,7 @@ import (
 const capacityExamples = `  stormdrill capacity drills/fanout-outage.toml                      # largest source.rate that passes
   stormdrill capacity drills/fanout-outage.toml --seeds 3 --min 1 --max 8
   stormdrill capacity drills/fanout-outage.toml --vary dispatcher.workers   # smallest pool that passes
-  stormdrill capacity drills/fanout-outage.toml --set dispatcher.workers=32 --out /tmp/cap`
+  stormdrill capacity drills/fanout-outage.toml --set dispatcher.workers=32 --out out/cap-32`
 
 func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("capacity", "DRILL.toml [flags]", capacityExamples, stdout)

@@ -16,7 +16,7 @@ import (
 )
 
 const runExamples = `  stormdrill run drills/fanout-outage.toml
-  stormdrill run drills/fanout-outage.toml --out /tmp/drill --seed 7
+  stormdrill run drills/fanout-outage.toml --out out/seed-7 --seed 7
   stormdrill run 'drills/demo-*.toml' --quiet        # several drills; out/index.html links them
   stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%`
 

@@ -13,7 +13,7 @@ import (
 )
 
 const sweepExamples = `  stormdrill sweep experiments/jitter.toml
-  stormdrill sweep experiments/breaker.toml --out /tmp/breaker --quiet`
+  stormdrill sweep experiments/breaker.toml --out out/breaker-seed-sweep --quiet`
 
 func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sweep", "EXPERIMENT.toml [flags]", sweepExamples, stdout)
