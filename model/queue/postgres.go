@@ -547,37 +547,18 @@ func (s *Postgres) RunAts(ctx context.Context) (map[string]time.Time, error) {
 		return nil, fmt.Errorf("queue: run_ats: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
-		var id string
-		var ns int64
-		if err := rows.Scan(&id, &ns); err != nil {
-			return nil, err
-		}
-		out[id] = fromNS(ns)
-	}
-	return out, rows.Err()
+	return collectRunAts(rows)
 }
 
 // Attempts implements Store.
 func (s *Postgres) Attempts(ctx context.Context, id string) ([]AttemptRecord, error) {
-	rows, err := s.pool.Query(ctx, `SELECT delivery_id, ordinal, started, ended, status, error, owner
+	rows, err := s.pool.Query(ctx, `SELECT `+attemptCols+`
 		FROM attempts WHERE delivery_id = $1 ORDER BY seq LIMIT $2`, id, MaxList)
 	if err != nil {
 		return nil, fmt.Errorf("queue: attempts %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []AttemptRecord
-	for rows.Next() {
-		var a AttemptRecord
-		var started, ended int64
-		if err := rows.Scan(&a.DeliveryID, &a.Ordinal, &started, &ended, &a.Status, &a.Error, &a.Owner); err != nil {
-			return nil, err
-		}
-		a.Started, a.Ended = fromNS(started), fromNS(ended)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return collect(rows, scanAttempt)
 }
 
 // pgDLQWhere is dlqWhere with PostgreSQL parameters: $1 reason, $2 partner,
@@ -596,15 +577,7 @@ func (s *Postgres) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, 
 		return nil, fmt.Errorf("queue: dead letters: %w", err)
 	}
 	defer rows.Close()
-	var out []DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, scanDeadLetter)
 }
 
 // Replay implements Store. Each batch is one transaction that moves rows and
@@ -687,21 +660,11 @@ func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Re
 
 // Audit implements Store.
 func (s *Postgres) Audit(ctx context.Context) ([]ReplayAudit, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, at, who, filter, count, batch, dry_run
+	rows, err := s.pool.Query(ctx, `SELECT `+auditCols+`
 		FROM replays ORDER BY id LIMIT $1`, MaxList)
 	if err != nil {
 		return nil, fmt.Errorf("queue: audit: %w", err)
 	}
 	defer rows.Close()
-	var out []ReplayAudit
-	for rows.Next() {
-		var a ReplayAudit
-		var at int64
-		if err := rows.Scan(&a.ID, &at, &a.Who, &a.Filter, &a.Count, &a.Batch, &a.DryRun); err != nil {
-			return nil, err
-		}
-		a.At = fromNS(at)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return collect(rows, scanAudit)
 }

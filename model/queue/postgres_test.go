@@ -340,41 +340,5 @@ func TestPostgresConcurrentClaimersLeaseOnce(t *testing.T) {
 func BenchmarkPostgresCycle(b *testing.B) {
 	s := mustOpenPostgres(b, pgTestSchema(b))
 	defer s.Close()
-	ctx := context.Background()
-	const enqueueBatch, claimBatch = 256, 64
-	payload := []byte(`{"shipment":"SH-000000","status":"in_transit","eta":"2026-01-02T00:00:00Z"}`)
-	b.ResetTimer()
-	done := 0
-	for next := 0; done < b.N; {
-		now := t0.Add(time.Duration(next) * time.Millisecond)
-		if next < b.N {
-			ds := make([]Delivery, 0, enqueueBatch)
-			for ; next < b.N && len(ds) < enqueueBatch; next++ {
-				ds = append(ds, Delivery{ID: fmt.Sprintf("evt-%09d:acme-0", next), Event: "evt", Partner: "acme-0",
-					Cohort: "acme", Payload: payload, Created: now})
-			}
-			if _, err := s.Enqueue(ctx, ds); err != nil {
-				b.Fatal(err)
-			}
-		}
-		for range enqueueBatch / claimBatch {
-			got, err := s.Claim(ctx, "bench", now, time.Minute, claimBatch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if len(got) == 0 {
-				break
-			}
-			cs := make([]Completion, len(got))
-			for i, d := range got {
-				cs[i] = Completion{ID: d.ID, Owner: "bench", Kind: KindAck, At: now, Started: now, Attempt: 1, Status: 200, RecordAttempt: true}
-			}
-			r, err := s.Complete(ctx, cs)
-			if err != nil || r.Applied != len(cs) {
-				b.Fatalf("complete %+v, %v", r, err)
-			}
-			done += len(got)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+	benchCycle(b, s)
 }

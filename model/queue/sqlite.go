@@ -346,15 +346,7 @@ func queryDeliveries(ctx context.Context, st *sql.Stmt, args ...any) ([]Delivery
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, scanDelivery)
 }
 
 // Claim implements Store. Due ready rows and expired leases are read by two
@@ -522,37 +514,18 @@ func (s *SQLite) RunAts(ctx context.Context) (map[string]time.Time, error) {
 		return nil, fmt.Errorf("queue: run_ats: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]time.Time{}
-	for rows.Next() {
-		var id string
-		var ns int64
-		if err := rows.Scan(&id, &ns); err != nil {
-			return nil, err
-		}
-		out[id] = fromNS(ns)
-	}
-	return out, rows.Err()
+	return collectRunAts(rows)
 }
 
 // Attempts implements Store.
 func (s *SQLite) Attempts(ctx context.Context, id string) ([]AttemptRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT delivery_id, ordinal, started, ended, status, error, owner
+	rows, err := s.db.QueryContext(ctx, `SELECT `+attemptCols+`
 		FROM attempts WHERE delivery_id = ? ORDER BY rowid LIMIT ?`, id, MaxList)
 	if err != nil {
 		return nil, fmt.Errorf("queue: attempts %s: %w", id, err)
 	}
 	defer rows.Close()
-	var out []AttemptRecord
-	for rows.Next() {
-		var a AttemptRecord
-		var started, ended int64
-		if err := rows.Scan(&a.DeliveryID, &a.Ordinal, &started, &ended, &a.Status, &a.Error, &a.Owner); err != nil {
-			return nil, err
-		}
-		a.Started, a.Ended = fromNS(started), fromNS(ended)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return collect(rows, scanAttempt)
 }
 
 // dlqWhere is the filter condition on dead_letters; ?1 reason, ?2 partner,
@@ -582,15 +555,7 @@ func (s *SQLite) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, er
 		return nil, fmt.Errorf("queue: dead letters: %w", err)
 	}
 	defer rows.Close()
-	var out []DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, scanDeadLetter)
 }
 
 // Replay implements Store. Each batch is one transaction that moves rows and
@@ -683,21 +648,11 @@ func (s *SQLite) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 
 // Audit implements Store.
 func (s *SQLite) Audit(ctx context.Context) ([]ReplayAudit, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, at, who, filter, count, batch, dry_run
+	rows, err := s.db.QueryContext(ctx, `SELECT `+auditCols+`
 		FROM replays ORDER BY id LIMIT ?`, MaxList)
 	if err != nil {
 		return nil, fmt.Errorf("queue: audit: %w", err)
 	}
 	defer rows.Close()
-	var out []ReplayAudit
-	for rows.Next() {
-		var a ReplayAudit
-		var at int64
-		if err := rows.Scan(&a.ID, &at, &a.Who, &a.Filter, &a.Count, &a.Batch, &a.DryRun); err != nil {
-			return nil, err
-		}
-		a.At = fromNS(at)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return collect(rows, scanAudit)
 }

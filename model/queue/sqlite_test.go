@@ -309,6 +309,12 @@ wait:
 func BenchmarkSQLiteCycle(b *testing.B) {
 	s, _ := openTemp(b)
 	defer s.Close()
+	benchCycle(b, s)
+}
+
+// benchCycle is the store benchmark every engine runs: enqueue, claim and
+// ack b.N deliveries, reporting deliveries per second.
+func benchCycle(b *testing.B, s Store) {
 	ctx := context.Background()
 	const enqueueBatch, claimBatch = 256, 64
 	payload := []byte(`{"shipment":"SH-000000","status":"in_transit","eta":"2026-01-02T00:00:00Z"}`)
