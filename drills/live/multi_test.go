@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,53 +16,12 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/queue/queuetest"
 )
-
-// envTestPostgres names the PostgreSQL server for the multi-dispatcher
-// test (a postgres:// DSN on loopback); .ci/run starts one.
-const envTestPostgres = "STORMDRILL_TEST_POSTGRES"
 
 // pgSchemaDSN returns a DSN for a fresh schema on the test server, dropped
 // at cleanup. Without a server the test skips, except in CI.
-func pgSchemaDSN(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv(envTestPostgres)
-	if base == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; CI must provide a PostgreSQL server (see .ci/run)", envTestPostgres)
-		}
-		t.Skipf("%s is not set; no PostgreSQL server to test against", envTestPostgres)
-	}
-	name := fmt.Sprintf("live_%d_%d", os.Getpid(), time.Now().UnixNano())
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connecting to %s: %v", envTestPostgres, err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", name, err)
-			return
-		}
-		defer c.Close(context.Background())
-		if _, err := c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+name+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", name, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s is not a URL: %v", envTestPostgres, err)
-	}
-	q := u.Query()
-	q.Set("search_path", name)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func pgSchemaDSN(t *testing.T) string { return queuetest.PostgresSchema(t, "live") }
 
 // multiDrill: two healthy partner cohorts, so every attempt succeeds and
 // any delivery sent twice shows up as a partner duplicate. The lease is

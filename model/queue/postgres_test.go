@@ -3,22 +3,15 @@ package queue
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// envTestPostgres names the PostgreSQL server the postgres tests use, as a
-// DSN: postgres://user:pass@127.0.0.1:PORT/db?sslmode=disable. CI starts one
-// (.ci/run); elsewhere the tests skip without it.
-const envTestPostgres = "STORMDRILL_TEST_POSTGRES"
+	"github.com/stormdrill/stormdrill/model/queue/queuetest"
+)
 
 // The conformance suite runs against PostgreSQL too: each test gets a
 // fresh schema; reopen closes the pool and connects again.
@@ -36,65 +29,8 @@ func init() {
 	}})
 }
 
-// pgTestDSN is the server's DSN; without one the test skips, except in CI,
-// which must have PostgreSQL.
-func pgTestDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv(envTestPostgres)
-	if dsn == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; CI must provide a PostgreSQL server (see .ci/run)", envTestPostgres)
-		}
-		t.Skipf("%s is not set; no PostgreSQL server to test against", envTestPostgres)
-	}
-	return dsn
-}
-
-var pgSchemaSeq atomic.Int64
-
-// pgTestSchema creates an empty schema for this test and returns the DSN
-// whose search_path points at it; the schema is dropped at cleanup. The
-// name holds the process id, so test binaries running at once (the plain
-// and the race run, other packages) never share one.
-func pgTestSchema(t testing.TB) string {
-	t.Helper()
-	base := pgTestDSN(t)
-	name := fmt.Sprintf("t_%d_%d", os.Getpid(), pgSchemaSeq.Add(1))
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connecting to %s: %v", envTestPostgres, err)
-	}
-	defer admin.Close(ctx)
-	// A schema left by a killed run with the same pid is dropped first.
-	if _, err := admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+name+` CASCADE; CREATE SCHEMA `+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", name, err)
-			return
-		}
-		defer c.Close(context.Background())
-		if _, err := c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+name+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", name, err)
-		}
-	})
-	return withSearchPath(t, base, name)
-}
-
-func withSearchPath(t testing.TB, dsn, schema string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("%s is not a URL: %v", envTestPostgres, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// pgTestSchema is a fresh schema on the test server (see queuetest).
+func pgTestSchema(t testing.TB) string { return queuetest.PostgresSchema(t, "t") }
 
 func mustOpenPostgres(t testing.TB, dsn string) *Postgres {
 	t.Helper()
