@@ -5,12 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -138,33 +136,7 @@ func redactErr(err error, dsn string) string {
 	return msg
 }
 
-func loadPGMigrations() ([]migration, error) {
-	files, err := fs.Glob(pgMigrationFS, "migrations_pg/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations_pg/")
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", base)
-		}
-		body, err := pgMigrationFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: base, sql: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("migrations %s and %s share a version", out[i-1].name, out[i].name)
-		}
-	}
-	return out, nil
-}
+func loadPGMigrations() ([]migration, error) { return readMigrations(pgMigrationFS, "migrations_pg") }
 
 // migrate applies each missing migration in its own transaction, all under
 // a session advisory lock held on one connection.

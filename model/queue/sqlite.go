@@ -151,20 +151,24 @@ type migration struct {
 	sql     string
 }
 
-func loadMigrations() ([]migration, error) {
-	files, err := fs.Glob(migrationFS, "migrations/*.sql")
+func loadMigrations() ([]migration, error) { return readMigrations(migrationFS, "migrations") }
+
+// readMigrations reads dir/NNNN_name.sql from fsys in version order; each
+// engine has its own directory, as their SQL dialects differ.
+func readMigrations(fsys embed.FS, dir string) ([]migration, error) {
+	files, err := fs.Glob(fsys, dir+"/*.sql")
 	if err != nil {
 		return nil, err
 	}
 	var out []migration
 	for _, f := range files {
-		base := strings.TrimPrefix(f, "migrations/")
+		base := strings.TrimPrefix(f, dir+"/")
 		num, _, ok := strings.Cut(base, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migration %s: name must start with a positive number and _", base)
 		}
-		body, err := migrationFS.ReadFile(f)
+		body, err := fsys.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
