@@ -17,17 +17,14 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/stormdrill/stormdrill/reports"
 )
 
-// Plot geometry: 8in × 4.5in, PNG at 100 dpi.
+// Plot geometry: 8in × 4.5in (PNG at the reports package's 100 dpi).
 const (
 	plotWidth  = 8 * vg.Inch
 	plotHeight = 4.5 * vg.Inch
-	plotDPI    = 100
 	// maxPlotLines bounds the lines of one sweep plot; more combinations of
 	// the other axes are left to the table.
 	maxPlotLines = 12
@@ -462,27 +459,6 @@ func renderPlot(drawFn func(draw.Canvas) error, format string) ([]byte, error) {
 	return renderPlotSize(drawFn, format, plotWidth, plotHeight)
 }
 
-func renderPlotSize(drawFn func(draw.Canvas) error, format string, width, height vg.Length) (data []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("drawing %s: %v", format, r)
-		}
-	}()
-	var c vg.CanvasWriterTo
-	switch format {
-	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(plotDPI), vgimg.UseBackgroundColor(color.White))}
-	case "svg":
-		c = vgsvg.New(width, height)
-	default:
-		return nil, fmt.Errorf("unknown plot format %q", format)
-	}
-	if err := drawFn(draw.New(c)); err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+func renderPlotSize(drawFn func(draw.Canvas) error, format string, width, height vg.Length) ([]byte, error) {
+	return reports.RenderCanvas(drawFn, format, width, height)
 }

@@ -167,10 +167,21 @@ type plotInput struct {
 	time    timeAxis
 }
 
-// renderPlot draws p into an in-memory PNG or SVG document. gonum panics on
-// some degenerate input (a log axis reaching 0); that becomes an error here
-// rather than a crashed run.
-func renderPlot(p *plot.Plot, format string) (data []byte, err error) {
+// renderPlot draws p into an in-memory PNG or SVG document, legend on the
+// right.
+func renderPlot(p *plot.Plot, format string) ([]byte, error) {
+	return RenderCanvas(func(c draw.Canvas) error {
+		drawWithLegendRight(p, c)
+		return nil
+	}, format, plotWidth, plotHeight)
+}
+
+// RenderCanvas runs drawFn on an in-memory PNG (white background, 100 dpi)
+// or SVG canvas of the given size and returns the document; every plot of
+// the project is written through it. gonum panics on some degenerate input
+// (a log axis reaching 0); that becomes an error here rather than a crashed
+// run.
+func RenderCanvas(drawFn func(draw.Canvas) error, format string, width, height vg.Length) (data []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("drawing %s: %v", format, r)
@@ -180,18 +191,20 @@ func renderPlot(p *plot.Plot, format string) (data []byte, err error) {
 	switch format {
 	case "png":
 		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(
-			vgimg.UseWH(plotWidth, plotHeight),
+			vgimg.UseWH(width, height),
 			vgimg.UseDPI(plotPNGDPI),
 			vgimg.UseBackgroundColor(color.White),
 		)}
 	case "svg":
 		// Fonts are not embedded: that would add hundreds of kilobytes to
 		// every file and to the HTML report that inlines them.
-		c = vgsvg.New(plotWidth, plotHeight)
+		c = vgsvg.New(width, height)
 	default:
 		return nil, fmt.Errorf("unknown plot format %q", format)
 	}
-	drawWithLegendRight(p, draw.New(c))
+	if err := drawFn(draw.New(c)); err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
