@@ -1,11 +1,9 @@
 package drills
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
@@ -13,25 +11,28 @@ import (
 	"github.com/stormdrill/stormdrill/model/dispatch"
 	"github.com/stormdrill/stormdrill/model/sim"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/tally"
 )
 
 // Limits that keep a simulated run bounded whatever the drill says.
 const (
 	// MaxSamples bounds the time series; the sample interval grows to fit.
-	MaxSamples = 20_000
+	MaxSamples = tally.MaxSamples
 	// MaxHeldEvents bounds events the source holds back under back-pressure.
 	MaxHeldEvents = 10_000_000
 	// MaxBreakerColumns bounds the breaker-state columns of the series.
-	MaxBreakerColumns = 8
+	MaxBreakerColumns = tally.MaxBreakerColumns
 	// MaxTransitions bounds the breaker transitions kept for the summary.
-	MaxTransitions = 10_000
+	MaxTransitions = tally.MaxTransitions
+	// MaxOrdinals bounds attempts.by_ordinal; later ordinals share the last.
+	MaxOrdinals = tally.MaxOrdinals
 	// MaxSimEvents bounds one run's event loop.
 	MaxSimEvents = 2_000_000_000
 )
 
 // ErrAccounting is returned when a run breaks the accounting identity
 // created = delivered + dead-lettered + pending.
-var ErrAccounting = errors.New("accounting identity broken")
+var ErrAccounting = tally.ErrAccounting
 
 // Progress is reported while a run goes on.
 type Progress struct {
@@ -52,7 +53,6 @@ const (
 	evComplete
 	evWake
 	evSample
-	evOutageEnd
 	evDown
 	evUp
 	evWrite
@@ -62,7 +62,7 @@ const (
 type simEvent struct {
 	kind  evKind
 	epoch uint32
-	slot  int32 // evComplete: in-flight slot; evOutageEnd: outage index; evDown/evUp: fault index; evWrite: r.writes index
+	slot  int32 // evComplete: in-flight slot; evDown/evUp: fault index; evWrite: r.writes index
 }
 
 // inflight is an attempt under way.
@@ -98,18 +98,6 @@ type subscriber struct {
 	healthy bool
 	badData bool // the cohort rejects some deliveries as bad data: items need a Key
 	partner *fakepartner.Sim
-	pending int64 // non-terminal deliveries
-}
-
-type outageTrack struct {
-	cohort      int
-	lo, hi      int // affected subscriber indexes [lo, hi)
-	kind        string
-	start, end  int64 // drill ns
-	remaining   int64
-	draining    bool
-	drained     bool
-	drainTimeNs int64
 }
 
 type simRun struct {
@@ -149,8 +137,9 @@ type simRun struct {
 	heldBackSum float64
 	heldBackMax float64
 
-	outages []outageTrack
-	rec     *recorder
+	tally    *tally.Tally
+	interval int64 // sample interval, drill ns
+	events   int64 // events the source has released
 }
 
 // RunSim runs a drill under the deterministic simulation.
@@ -162,7 +151,7 @@ func RunSim(d *Drill, opt SimOptions) (*reports.Run, error) {
 	if err := r.run(opt); err != nil {
 		return nil, err
 	}
-	return r.rec.finish(r)
+	return r.report()
 }
 
 func newSimRun(d *Drill) (*simRun, error) {
@@ -175,62 +164,35 @@ func newSimRun(d *Drill) (*simRun, error) {
 		return nil, err
 	}
 	r := &simRun{d: d, pol: pol, specs: specs, epoch0: fakepartner.SimEpoch.UnixNano(), wakeAt: math.MaxInt64}
+	r.tally = d.NewTally(specs, "sim", 0, tally.Interval(d.SampleInterval.D, d.Duration.D+d.Drain.D))
+	r.interval = int64(r.tally.Interval())
+	layout := r.tally.Layout()
 	r.needID = pol.Backoff.Jitter == model.JitterHash
 	r.rng = sim.NewRand(d.Seed, "dispatcher")
 	r.src = sim.NewRand(d.Seed, "source")
-	targets := map[string]bool{}
-	for _, n := range d.Source.To {
-		targets[n] = true
-	}
 	var pcs []dispatch.PartnerConfig
 	var global *model.Budget
 	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
 		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
 	}
-	for ci := range specs {
-		sp := &specs[ci]
-		for m := 0; m < sp.Count; m++ {
-			name := sp.Name + "-" + strconv.Itoa(m)
-			healthy := true
-			for _, o := range sp.Outages {
-				if o.Hits(m) {
-					healthy = false
-				}
-			}
-			idx := int32(len(r.subs))
-			partner := fakepartner.NewSim(sp, m, sim.NewRand(d.Seed, "partner/"+name))
-			partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
-			r.subs = append(r.subs, subscriber{
-				cohort: int32(ci), member: int32(m), name: name, healthy: healthy, partner: partner,
-				badData: sp.PermanentErrors > 0,
-			})
-			if len(targets) == 0 || targets[sp.Name] {
-				r.fanout = append(r.fanout, idx)
-			}
-			pc := dispatch.PartnerConfig{Name: name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency}
-			pcs = append(pcs, pc)
-		}
+	for _, s := range layout.Subscribers {
+		sp := &specs[s.Cohort]
+		partner := fakepartner.NewSim(sp, s.Member, sim.NewRand(d.Seed, "partner/"+s.Name))
+		partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
+		r.subs = append(r.subs, subscriber{
+			cohort: int32(s.Cohort), member: int32(s.Member), name: s.Name, healthy: s.Healthy, partner: partner,
+			badData: sp.PermanentErrors > 0,
+		})
+		pcs = append(pcs, dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
+	}
+	for _, si := range layout.Fanout {
+		r.fanout = append(r.fanout, int32(si))
 	}
 	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
 	if err != nil {
 		return nil, err
 	}
-	r.rec = newRecorder(r)
 	r.freshGuards(global, 0)
-	// Outage tracks, in drill order.
-	base := 0
-	for ci := range specs {
-		sp := &specs[ci]
-		for _, o := range sp.Outages {
-			hi := sp.Count
-			if o.Members > 0 {
-				hi = min(o.Members, sp.Count)
-			}
-			r.outages = append(r.outages, outageTrack{cohort: ci, lo: base, hi: base + hi, kind: o.Kind.String(),
-				start: int64(o.Start), end: int64(o.Start + o.For)})
-		}
-		base += sp.Count
-	}
 	r.endNs = int64(d.Duration.D)
 	r.hardEndNs = r.endNs + int64(d.Drain.D)
 	return r, nil
@@ -251,7 +213,10 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 		var br *model.Breaker
 		if d.BreakerEnabled() {
 			br = model.NewBreaker(bs)
-			br.OnTransition = r.rec.transitionHook(i)
+			name := r.subs[i].name
+			br.OnTransition = func(tr model.Transition) {
+				r.tally.BreakerTransition(time.Duration(tr.At.UnixNano()-r.epoch0), name, tr.From.String(), tr.To.String())
+			}
 		}
 		bud := global
 		if d.BudgetEnabled() && bud == nil {
@@ -265,12 +230,6 @@ func (r *simRun) wall(t int64) time.Time { return time.Unix(0, r.epoch0+t) }
 
 func (r *simRun) run(opt SimOptions) error {
 	d := r.d
-	// Outage ends first: at equal times an outage end runs before an
-	// arrival, so a burst at the very end is not counted in its backlog
-	// (terminal only counts deliveries created before the end).
-	for i := range r.outages {
-		r.q.Push(r.outages[i].end, simEvent{kind: evOutageEnd, slot: int32(i)})
-	}
 	// Source.
 	switch d.Source.Arrival {
 	case "burst":
@@ -278,7 +237,7 @@ func (r *simRun) run(opt SimOptions) error {
 	default:
 		r.q.Push(r.firstArrival(), simEvent{kind: evArrival})
 	}
-	r.q.Push(r.rec.intervalNs, simEvent{kind: evSample})
+	r.q.Push(r.interval, simEvent{kind: evSample})
 	for i, f := range d.Faults {
 		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
 	}
@@ -303,14 +262,12 @@ func (r *simRun) run(opt SimOptions) error {
 				r.wakeAt = math.MaxInt64
 			}
 		case evSample:
-			r.rec.sample(r, t)
+			r.sample(t)
 			if r.finished(t) {
-				r.rec.endNs = t
+				r.tally.End(time.Duration(t))
 				return nil
 			}
-			r.q.Push(t+r.rec.intervalNs, simEvent{kind: evSample})
-		case evOutageEnd:
-			r.outageEnd(t, int(ev.slot))
+			r.q.Push(t+r.interval, simEvent{kind: evSample})
 		case evDown:
 			r.goDown(t, int(ev.slot))
 		case evUp:
@@ -322,10 +279,10 @@ func (r *simRun) run(opt SimOptions) error {
 		r.pump(t)
 		if opt.Progress != nil && events-lastProgress >= 1<<16 {
 			lastProgress = events
-			opt.Progress(Progress{DrillTime: time.Duration(t), Total: time.Duration(r.endNs), Created: r.rec.created, DLQ: r.rec.dlqTotal})
+			opt.Progress(Progress{DrillTime: time.Duration(t), Total: time.Duration(r.endNs), Created: r.tally.CreatedTotal(), DLQ: r.tally.DeadLetteredTotal()})
 		}
 	}
-	r.rec.endNs = min(r.q.Now(), r.hardEndNs)
+	r.tally.End(time.Duration(min(r.q.Now(), r.hardEndNs)))
 	return nil
 }
 
@@ -335,8 +292,8 @@ func (r *simRun) finished(t int64) bool {
 	if !r.sourceDone || r.heldHead < len(r.held) || r.core.Queued()+r.core.InFlight() > 0 || r.down || r.writesLate > 0 {
 		return false
 	}
-	for i := range r.outages {
-		if t < r.outages[i].end {
+	for _, o := range r.tally.Layout().Outages {
+		if t < int64(o.End) {
 			return false
 		}
 	}
@@ -406,19 +363,14 @@ func (r *simRun) feedSource(t int64) {
 	block := r.d.Dispatcher.OnFull != "reject"
 	for r.heldHead < len(r.held) {
 		created := r.held[r.heldHead]
-		eventNo := r.rec.events
+		eventNo := r.events
 		for r.heldSub < len(r.fanout) {
 			if block && r.core.Full() {
 				return
 			}
 			si := r.fanout[r.heldSub]
 			it := r.newItem(si, created, eventNo)
-			r.rec.created++
-			r.rec.cohorts[r.subs[si].cohort].deliveries++
-			r.subs[si].pending++
-			if r.subs[si].healthy {
-				r.rec.healthyCreated++
-			}
+			r.tally.Created(int(si), 1)
 			if err := r.core.Offer(it, r.wall(t)); err != nil {
 				r.deadLetter(t, it, model.ReasonQueueFull, false)
 			}
@@ -427,7 +379,7 @@ func (r *simRun) feedSource(t int64) {
 		held := float64(t-created) / 1e9
 		r.heldBackSum += held
 		r.heldBackMax = max(r.heldBackMax, held)
-		r.rec.events++
+		r.events++
 		r.heldSub = 0
 		r.heldHead++
 		if r.heldHead > 4096 && r.heldHead*2 > len(r.held) {
@@ -553,7 +505,7 @@ func (r *simRun) start(t int64, it *dispatch.Item) {
 	}
 	r.slots[slot] = inflight{it: it, call: call, timedOut: timedOut, started: t}
 	it.Slot, it.Epoch = slot, r.epoch
-	r.rec.attemptStarted(t, it)
+	r.tally.AttemptStarted(time.Duration(t), int(it.Partner), it.Attempts)
 	r.q.Push(end, simEvent{kind: evComplete, epoch: r.epoch, slot: slot})
 }
 
@@ -577,19 +529,20 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	f.it = nil
 	r.freeSlots = append(r.freeSlots, ev.slot)
 	it.Slot = -1
-	success := r.pol.Classifier.Classify(o) == model.ClassSuccess
-	if success {
+	if r.tally.AttemptEnded(time.Duration(t), int(it.Partner), o) == model.ClassSuccess {
 		if it.Accepted {
-			r.rec.duplicates++
+			r.tally.Duplicates(1)
 		}
 		it.Accepted = true
 	}
 	dec := r.core.Complete(it, o, r.wall(t), r.rng.Float64())
-	r.rec.attemptEnded(t, it, o, dec)
+	if dec.RetryAfterIgnored {
+		r.tally.RetryAfterIgnored()
+	}
 	switch dec.Action {
 	case model.ActAck:
-		r.rec.delivered(t, it)
-		r.terminal(t, it)
+		r.tally.Delivered(time.Duration(t), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0))
+		r.terminal(it)
 	case model.ActDeadLetter:
 		r.deadLetter(t, it, dec.Reason, false)
 	}
@@ -608,23 +561,13 @@ func outcomeOf(res fakepartner.Result) model.Outcome {
 }
 
 func (r *simRun) deadLetter(t int64, it *dispatch.Item, reason model.Reason, noAttempt bool) {
-	r.rec.deadLettered(t, it, reason)
-	r.terminal(t, it)
+	r.tally.DeadLettered(time.Duration(t), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), string(reason))
+	r.terminal(it)
 }
 
-// terminal accounts for a delivery that reached delivered or dead-lettered.
-func (r *simRun) terminal(t int64, it *dispatch.Item) {
-	r.subs[it.Partner].pending--
-	created := it.FirstSeen - r.epoch0
-	for i := range r.outages {
-		o := &r.outages[i]
-		if o.draining && int(it.Partner) >= o.lo && int(it.Partner) < o.hi && created < o.end {
-			o.remaining--
-			if o.remaining <= 0 {
-				o.draining, o.drained, o.drainTimeNs = false, true, t-o.end
-			}
-		}
-	}
+// terminal returns the item of a delivery that reached delivered or
+// dead-lettered to the pool.
+func (r *simRun) terminal(it *dispatch.Item) {
 	if len(r.writeRefs) > 0 {
 		if ref, ok := r.writeRefs[it]; ok {
 			ref.terminal = true // pooled when its last late write lands
@@ -666,7 +609,7 @@ func (r *simRun) landWrite(t int64, w int32) {
 	r.subs[it.Partner].partner.Finish(&lw.call, time.Duration(t))
 	if lw.call.Processed {
 		if it.Accepted {
-			r.rec.duplicates++
+			r.tally.Duplicates(1)
 		}
 		it.Accepted = true
 	}
@@ -682,33 +625,6 @@ func (r *simRun) landWrite(t int64, w int32) {
 	if ref.terminal {
 		r.pool = append(r.pool, it)
 	}
-}
-
-func (r *simRun) outageEnd(t int64, i int) {
-	o := &r.outages[i]
-	var n int64
-	for s := o.lo; s < o.hi; s++ {
-		n += r.subs[s].pending
-	}
-	// Deliveries to these subscribers still held back by the source.
-	if held := len(r.held) - r.heldHead; held > 0 {
-		per := int64(0)
-		headLeft := int64(0)
-		for k, si := range r.fanout {
-			if int(si) >= o.lo && int(si) < o.hi {
-				per++
-				if k >= r.heldSub {
-					headLeft++
-				}
-			}
-		}
-		n += headLeft + int64(held-1)*per
-	}
-	if n == 0 {
-		o.drained, o.drainTimeNs = true, 0
-		return
-	}
-	o.remaining, o.draining = n, true
 }
 
 // goDown carries out a restart fault: the dispatcher stops; a hard restart
@@ -744,7 +660,7 @@ func (r *simRun) goDown(t int64, i int) {
 	} else {
 		inFlight = int64(r.core.InFlight())
 	}
-	r.rec.restarts = append(r.rec.restarts, reports.Restart{AtS: float64(t) / 1e9, DownS: f.Down.D.Seconds(), Graceful: graceful, InFlight: inFlight})
+	r.tally.Restart(reports.Restart{AtS: float64(t) / 1e9, DownS: f.Down.D.Seconds(), Graceful: graceful, InFlight: inFlight})
 	r.down = true
 	r.q.Push(t+int64(f.Down.D), simEvent{kind: evUp, slot: int32(i)})
 }

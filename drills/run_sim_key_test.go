@@ -63,7 +63,7 @@ func TestBadDataIsPerDelivery(t *testing.T) {
 			r, run := runInternal(t, d)
 			spec := &r.specs[0]
 			var bad int64
-			for e := int64(0); e < r.rec.events; e++ {
+			for e := int64(0); e < r.events; e++ {
 				for _, si := range r.fanout {
 					if spec.BadData(d.Seed, fakepartner.KeyHash(DeliveryID(e, r.subs[si].name))) {
 						bad++

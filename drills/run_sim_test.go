@@ -53,7 +53,7 @@ func runInternal(t testing.TB, d *Drill) (*simRun, *reports.Run) {
 	if err := r.run(SimOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := r.rec.finish(r)
+	run, err := r.report()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestRestartFault(t *testing.T) {
 }
 
 // TestBrokenIdentityIsARunError breaks the accounting identity after a run
-// (one delivery the recorder forgets) and checks that finish reports it as
+// (one delivery created that the tally never hears of again) and checks that the tally reports it as
 // ErrAccounting while still returning the run to write down.
 func TestBrokenIdentityIsARunError(t *testing.T) {
 	d := loadDrill(t, "demo-healthy.toml", nil)
@@ -298,8 +298,8 @@ func TestBrokenIdentityIsARunError(t *testing.T) {
 	if err := r.run(SimOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.rec.deliveredN--
-	run, err := r.rec.finish(r)
+	r.tally.Created(0, 1)
+	run, err := r.report()
 	if !errors.Is(err, ErrAccounting) {
 		t.Fatalf("finish with a delivery unaccounted for: err %v, want ErrAccounting", err)
 	}

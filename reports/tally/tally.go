@@ -1,0 +1,364 @@
+package tally
+
+import (
+	"errors"
+	"time"
+
+	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// Bounds that keep a tally's memory fixed whatever the drill says.
+const (
+	// MaxSamples bounds the time series; Interval grows to fit.
+	MaxSamples = 20_000
+	// MaxBreakerColumns bounds the breaker-state columns of the series.
+	MaxBreakerColumns = 8
+	// MaxTransitions bounds the breaker transitions kept for the summary.
+	MaxTransitions = 10_000
+	// MaxOrdinals bounds attempts.by_ordinal; later ordinals share the last.
+	MaxOrdinals = 1000
+	// MaxAlerts bounds the alerts kept for the summary.
+	MaxAlerts = 10_000
+)
+
+// ErrAccounting is returned when a run breaks the accounting identity
+// created = delivered + dead-lettered + pending.
+var ErrAccounting = errors.New("accounting identity broken")
+
+// Interval is the sample interval of a run of total drill time: the drill's
+// interval (1s if unset), grown so that the series has at most MaxSamples
+// rows.
+func Interval(sample, total time.Duration) time.Duration {
+	iv := sample
+	if iv <= 0 {
+		iv = time.Second
+	}
+	if total/iv > MaxSamples {
+		iv = (total + MaxSamples - 1) / MaxSamples
+	}
+	return iv
+}
+
+// Config describes the run a tally measures.
+type Config struct {
+	Drill, Description string
+	Seed               uint64
+	Mode               string  // sim | live | external
+	Speed              float64 // live: time compression, 0 otherwise
+	Duration           time.Duration
+	Layout             *Layout
+	Interval           time.Duration // sample interval (see Interval)
+	SLO                time.Duration // delivery latency objective
+	// Classifier classifies attempt outcomes: model's defaults with the
+	// drill's retryable_status / permanent_status overrides.
+	Classifier *model.Classifier
+	// Breakers: the series has a breaker-state column for each unhealthy
+	// subscriber (at most MaxBreakerColumns).
+	Breakers bool
+	Gates    []string
+	Policy   []reports.KV // the policy echo
+}
+
+// counts are one interval's counters.
+type counts struct {
+	first, retries, succ, transient, timeout, reset, permanent, dlq int64
+	dlqBy                                                           [len(model.Reasons)]int64
+}
+
+// Gauges are what a feeder reads off the queue at a sample.
+type Gauges struct {
+	Ready, Delayed, InFlight int64
+	// OldestReadyAge and OldestDelayedAge are now − created of the oldest
+	// due and of the oldest delayed delivery; 0 when there is none.
+	OldestReadyAge, OldestDelayedAge time.Duration
+	SourceHeldBack                   int64 // deliveries the source holds back
+	// Breaker holds, per BreakerColumns entry, 0 closed, 1 half-open, 2 open.
+	Breaker []float64
+}
+
+type row struct {
+	t int64 // drill ns
+	g Gauges
+	c counts
+}
+
+type cohortCount struct {
+	deliveries, delivered, dead, pending, attempts, attempted int64
+	hist                                                      *LatencyHist // nil until a delivery lands
+	reasons                                                   map[string]int64
+}
+
+// track is one outage's drain: the latest terminal time of a delivery to
+// its subscribers created before it ended, and whether one is still
+// pending.
+type track struct {
+	lastDone int64
+	open     bool
+}
+
+// Tally measures one run. Times are drill time (since drill time 0).
+type Tally struct {
+	cfg      Config
+	l        *Layout
+	interval int64
+
+	created, delivered, dead, pending int64
+	attempts, first                   int64
+	byOrdinal                         []int64
+	duplicates, retryAfterIgnored     int64
+	reasons                           map[string]int64
+	cohorts                           []cohortCount
+
+	healthy, healthyOutage                                     *LatencyHist
+	healthyCreated, healthyWithin, healthyPermanent, youngPend int64
+	tracks                                                     []track
+
+	transitions        []reports.BreakerTransition
+	transitionsDropped int64
+	breakerCols        []int
+	restarts           []reports.Restart
+	alerts             []reports.Alert
+	lateness           *reports.Percentiles
+	heldBackS          float64
+	heldBackMaxS       float64
+
+	rows []row
+	open counts // the interval after the last sample
+	end  int64  // drill ns when the run ended; set by End
+}
+
+// New returns an empty tally.
+func New(cfg Config) *Tally {
+	t := &Tally{cfg: cfg, l: cfg.Layout, interval: int64(cfg.Interval), reasons: map[string]int64{},
+		healthy: NewLatencyHist(), healthyOutage: NewLatencyHist()}
+	if t.interval <= 0 {
+		t.interval = int64(time.Second)
+	}
+	t.cohorts = make([]cohortCount, len(t.l.Cohorts))
+	t.tracks = make([]track, len(t.l.Outages))
+	if cfg.Breakers {
+		for i, s := range t.l.Subscribers {
+			if !s.Healthy && len(t.breakerCols) < MaxBreakerColumns {
+				t.breakerCols = append(t.breakerCols, i)
+			}
+		}
+	}
+	return t
+}
+
+// Layout is the tally's subscriber layout.
+func (t *Tally) Layout() *Layout { return t.l }
+
+// Interval is the sample interval.
+func (t *Tally) Interval() time.Duration { return time.Duration(t.interval) }
+
+// BreakerColumns lists the subscribers whose breaker state a sample's
+// Gauges.Breaker holds, in order.
+func (t *Tally) BreakerColumns() []int { return t.breakerCols }
+
+// Created counts n deliveries created for subscriber sub.
+func (t *Tally) Created(sub int, n int64) {
+	t.created += n
+	t.cohorts[t.l.Subscribers[sub].Cohort].deliveries += n
+	if t.l.Subscribers[sub].Healthy {
+		t.healthyCreated += n
+	}
+}
+
+// CreatedTotal is the number of deliveries created so far.
+func (t *Tally) CreatedTotal() int64 { return t.created }
+
+// DeadLetteredTotal is the number of dead letters so far.
+func (t *Tally) DeadLetteredTotal() int64 { return t.dead }
+
+// at returns the interval counters that hold drill time at (ns): the open
+// interval from the last sample on, else the sampled interval
+// [previous sample, sample) that contains it.
+func (t *Tally) at(at int64) *counts {
+	n := len(t.rows)
+	if n == 0 || at >= t.rows[n-1].t {
+		return &t.open
+	}
+	lo, hi := 0, n-1 // smallest k with at < rows[k].t
+	for lo < hi {
+		m := (lo + hi) / 2
+		if at < t.rows[m].t {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return &t.rows[lo].c
+}
+
+// AttemptStarted counts an attempt that reached (or was sent to) subscriber
+// sub at drill time at; ordinal is 1 for a delivery's first attempt.
+func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
+	c := &t.cohorts[t.l.Subscribers[sub].Cohort]
+	t.attempts++
+	c.attempts++
+	iv := t.at(int64(at))
+	if ordinal <= 1 {
+		ordinal = 1
+		c.attempted++
+		t.first++
+		iv.first++
+	} else {
+		iv.retries++
+	}
+	i := min(ordinal, MaxOrdinals) - 1
+	for len(t.byOrdinal) <= i {
+		t.byOrdinal = append(t.byOrdinal, 0)
+	}
+	t.byOrdinal[i]++
+}
+
+// AttemptEnded counts how an attempt ended at drill time at, classified
+// with the configured classifier, and returns the class.
+func (t *Tally) AttemptEnded(at time.Duration, sub int, o model.Outcome) model.Class {
+	cl := t.cfg.Classifier.Classify(o)
+	iv := t.at(int64(at))
+	switch {
+	case cl == model.ClassSuccess:
+		iv.succ++
+	case cl == model.ClassPermanent:
+		iv.permanent++
+	case o.Err == model.ErrTimeout:
+		iv.timeout++
+	case o.Err == model.ErrReset || o.Err == model.ErrRefused:
+		iv.reset++
+	default:
+		iv.transient++
+	}
+	return cl
+}
+
+// RetryAfterIgnored counts a Retry-After the policy did not trust.
+func (t *Tally) RetryAfterIgnored() { t.retryAfterIgnored++ }
+
+// Duplicates counts n successful attempts for deliveries the partner had
+// already accepted.
+func (t *Tally) Duplicates(n int64) { t.duplicates += n }
+
+// Delivered counts a delivery to sub, created at created, accepted at at.
+func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
+	s := &t.l.Subscribers[sub]
+	c := &t.cohorts[s.Cohort]
+	t.delivered++
+	c.delivered++
+	lat := int64(at - created)
+	if c.hist == nil {
+		c.hist = NewLatencyHist()
+	}
+	c.hist.Record(lat)
+	if s.Healthy {
+		t.healthy.Record(lat)
+		if lat <= int64(t.cfg.SLO) {
+			t.healthyWithin++
+		}
+		for _, w := range t.l.Outages {
+			if created >= w.Start && created < w.End {
+				t.healthyOutage.Record(lat)
+				break
+			}
+		}
+	}
+	t.terminal(at, sub, created)
+}
+
+// DeadLettered counts a delivery to sub, created at created, moved to the
+// DLQ at at with reason after attempts attempts.
+func (t *Tally) DeadLettered(at time.Duration, sub int, created time.Duration, reason string) {
+	s := &t.l.Subscribers[sub]
+	c := &t.cohorts[s.Cohort]
+	t.dead++
+	t.reasons[reason]++
+	c.dead++
+	if c.reasons == nil {
+		c.reasons = map[string]int64{}
+	}
+	c.reasons[reason]++
+	iv := t.at(int64(at))
+	iv.dlq++
+	for i, rs := range model.Reasons {
+		if string(rs) == reason {
+			iv.dlqBy[i]++
+		}
+	}
+	if reason == string(model.ReasonPermanent) && s.Healthy {
+		t.healthyPermanent++
+	}
+	t.terminal(at, sub, created)
+}
+
+func (t *Tally) terminal(at time.Duration, sub int, created time.Duration) {
+	for i, w := range t.l.Outages {
+		if sub >= w.Lo && sub < w.Hi && created < w.End {
+			t.tracks[i].lastDone = max(t.tracks[i].lastDone, int64(at))
+		}
+	}
+}
+
+// YoungAtEnd reports whether a delivery created at created is younger
+// than the SLO when the run ends.
+func (t *Tally) YoungAtEnd(created time.Duration) bool {
+	return t.end-int64(created) < int64(t.cfg.SLO)
+}
+
+// Pending counts n deliveries to sub, created at created, that are not
+// terminal when the run ends. Call it after End.
+func (t *Tally) Pending(sub int, created time.Duration, n int64) {
+	s := &t.l.Subscribers[sub]
+	t.pending += n
+	t.cohorts[s.Cohort].pending += n
+	// A healthy delivery younger than the SLO can still make it: the
+	// within-SLO fraction leaves it out.
+	if s.Healthy && t.YoungAtEnd(created) {
+		t.youngPend += n
+	}
+	for i, w := range t.l.Outages {
+		if sub >= w.Lo && sub < w.Hi && created < w.End {
+			t.tracks[i].open = true
+		}
+	}
+}
+
+// Sample closes the interval that ends at drill time at with what the
+// queue looks like then. Past MaxSamples rows the interval stays open.
+func (t *Tally) Sample(at time.Duration, g Gauges) {
+	if len(t.rows) >= MaxSamples {
+		return
+	}
+	t.rows = append(t.rows, row{t: int64(at), g: g, c: t.open})
+	t.open = counts{}
+}
+
+// BreakerTransition records a breaker of subscriber name changing state.
+func (t *Tally) BreakerTransition(at time.Duration, name, from, to string) {
+	if len(t.transitions) >= MaxTransitions {
+		t.transitionsDropped++
+		return
+	}
+	t.transitions = append(t.transitions, reports.BreakerTransition{Partner: name, AtS: float64(at) / 1e9, From: from, To: to})
+}
+
+// Restart records a restart fault carried out.
+func (t *Tally) Restart(r reports.Restart) { t.restarts = append(t.restarts, r) }
+
+// Alert records a DLQ alert the alert sink received.
+func (t *Tally) Alert(a reports.Alert) {
+	if len(t.alerts) < MaxAlerts {
+		t.alerts = append(t.alerts, a)
+	}
+}
+
+// SourceHeldBack sets how long the source held events back (sum and
+// largest, drill seconds).
+func (t *Tally) SourceHeldBack(sumS, maxS float64) { t.heldBackS, t.heldBackMaxS = sumS, maxS }
+
+// Lateness sets the injection lateness (live: wall time).
+func (t *Tally) Lateness(p reports.Percentiles) { t.lateness = &p }
+
+// End marks the drill time the run ended at; Pending and Run read it.
+func (t *Tally) End(at time.Duration) { t.end = int64(at) }

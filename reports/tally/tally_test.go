@@ -1,0 +1,206 @@
+package tally
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
+)
+
+// two cohorts: "ok" (2 healthy subscribers) and "down" (2 subscribers, an
+// outage from 10s to 20s hitting member 0 only).
+func testLayout() *Layout {
+	return NewLayout([]fakepartner.Spec{
+		{Name: "ok", Count: 2},
+		{Name: "down", Count: 2, Outages: []fakepartner.Outage{{Start: 10 * time.Second, For: 10 * time.Second, Members: 1}}},
+	}, nil)
+}
+
+func newTestTally(cl *model.Classifier) *Tally {
+	return New(Config{Drill: "t", Mode: "sim", Layout: testLayout(), Interval: 10 * time.Second, SLO: 5 * time.Second, Classifier: cl, Breakers: true})
+}
+
+func TestLayout(t *testing.T) {
+	l := testLayout()
+	if len(l.Subscribers) != 4 || l.Subscribers[2].Name != "down-0" || l.Subscribers[2].Healthy || !l.Subscribers[3].Healthy {
+		t.Fatalf("subscribers %+v", l.Subscribers)
+	}
+	if len(l.Outages) != 1 || l.Outages[0].Lo != 2 || l.Outages[0].Hi != 3 || l.Outages[0].End != 20*time.Second {
+		t.Fatalf("outages %+v", l.Outages)
+	}
+	if i, ok := l.Index("down-1"); !ok || i != 3 {
+		t.Fatalf("Index(down-1) = %d, %v", i, ok)
+	}
+	if len(l.Fanout) != 4 {
+		t.Fatalf("fanout %v", l.Fanout)
+	}
+	if to := NewLayout([]fakepartner.Spec{{Name: "a", Count: 1}, {Name: "b", Count: 2}}, []string{"b"}); len(to.Fanout) != 2 || to.Fanout[0] != 1 {
+		t.Fatalf("fanout to b: %v", to.Fanout)
+	}
+}
+
+// A fact fed after the sample that closed its interval lands in that
+// interval, and every count column sums to the summary's figure.
+func TestLateFactsLandInTheirInterval(t *testing.T) {
+	tl := newTestTally(nil)
+	s := time.Second
+	tl.Created(0, 3)
+	tl.AttemptStarted(1*s, 0, 1)
+	tl.Sample(10*s, Gauges{})
+	tl.Sample(20*s, Gauges{})
+	// Late: observed after both samples.
+	tl.AttemptStarted(12*s, 0, 2)
+	tl.DeadLettered(15*s, 0, 0, string(model.ReasonMaxAttempts))
+	tl.DeadLettered(5*s, 0, 0, string(model.ReasonPermanent))
+	// After the last sample: folded into the last row.
+	tl.DeadLettered(25*s, 0, 0, string(model.ReasonMaxAttempts))
+	tl.End(26 * s)
+	run, err := tl.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := run.Timeseries.Samples
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if rows[0].FirstAttemptsPerS != 0.1 || rows[1].RetriesPerS != 0.1 {
+		t.Errorf("attempt rates %+v / %+v", rows[0], rows[1])
+	}
+	if rows[1].RunningAmplification != 2 {
+		t.Errorf("running amplification %v, want 2", rows[1].RunningAmplification)
+	}
+	maxAtt := 0
+	for i, r := range model.Reasons {
+		if r == model.ReasonMaxAttempts {
+			maxAtt = i
+		}
+	}
+	if rows[0].DLQByReason[maxAtt] != 0 || rows[1].DLQByReason[maxAtt] != 2 {
+		t.Errorf("max-attempts dead letters by row %v %v, want 0 2", rows[0].DLQByReason, rows[1].DLQByReason)
+	}
+	sums := map[string]float64{}
+	var dlq float64
+	for _, r := range rows {
+		for i, reason := range run.Timeseries.Reasons {
+			sums[reason] += r.DLQByReason[i]
+		}
+		dlq += r.DLQPerS * run.Timeseries.IntervalS
+	}
+	for reason, n := range run.Summary.DeadLetterReasons {
+		if sums[reason] != float64(n) {
+			t.Errorf("series sums %v dead letters %s, summary %d", sums[reason], reason, n)
+		}
+	}
+	if dlq != float64(run.Summary.Deliveries.DeadLettered) {
+		t.Errorf("dlq_per_s × interval sums to %v, summary %d", dlq, run.Summary.Deliveries.DeadLettered)
+	}
+}
+
+// Statuses are classified with the configured classifier, overrides
+// included.
+func TestAttemptEndedUsesTheClassifier(t *testing.T) {
+	cl := &model.Classifier{Overrides: map[int]model.Class{503: model.ClassPermanent, 422: model.ClassRetryable}}
+	tl := newTestTally(cl)
+	if c := tl.AttemptEnded(time.Second, 0, model.Outcome{Status: 503}); c != model.ClassPermanent {
+		t.Errorf("503 → %v", c)
+	}
+	if c := tl.AttemptEnded(time.Second, 0, model.Outcome{Status: 422}); c != model.ClassRetryable {
+		t.Errorf("422 → %v", c)
+	}
+	tl.AttemptEnded(time.Second, 0, model.Outcome{Err: model.ErrTimeout})
+	tl.AttemptEnded(time.Second, 0, model.Outcome{Err: model.ErrReset})
+	tl.AttemptEnded(time.Second, 0, model.Outcome{Status: 200})
+	tl.Sample(10*time.Second, Gauges{})
+	tl.End(10 * time.Second)
+	run, _ := tl.Run()
+	r := run.Timeseries.Samples[0]
+	if r.PermanentPerS != 0.1 || r.TransientPerS != 0.1 || r.TimeoutPerS != 0.1 || r.ResetPerS != 0.1 || r.SuccessesPerS != 0.1 {
+		t.Errorf("row %+v, want one of each per 10s", r)
+	}
+}
+
+// Drain time: from the outage's end to the last terminal delivery to the
+// hit subscribers created before it; not drained while one is pending or
+// before the outage ended.
+func TestDrainTrack(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name  string
+		feed  func(*Tally)
+		end   time.Duration
+		drain float64 // -1: not drained
+	}{
+		{"drained 7s after the end", func(tl *Tally) {
+			tl.Created(2, 2)
+			tl.Delivered(12*s, 2, 11*s)
+			tl.Delivered(27*s, 2, 15*s)
+		}, 30 * s, 7},
+		{"created after the end does not count", func(tl *Tally) {
+			tl.Created(2, 2)
+			tl.Delivered(12*s, 2, 11*s)
+			tl.Delivered(40*s, 2, 21*s)
+		}, 50 * s, 0},
+		{"other subscribers do not count", func(tl *Tally) {
+			tl.Created(3, 1)
+			tl.Pending(3, 11*s, 1)
+		}, 30 * s, 0},
+		{"pending: not drained", func(tl *Tally) {
+			tl.Created(2, 2)
+			tl.Delivered(12*s, 2, 11*s)
+			tl.Pending(2, 19*s, 1)
+		}, 30 * s, -1},
+		{"outage not over: not drained", func(tl *Tally) {}, 15 * s, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := newTestTally(nil)
+			tl.End(tc.end)
+			tc.feed(tl)
+			run, err := tl.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := run.Summary.Outages[0].DrainTimeS
+			switch {
+			case tc.drain < 0 && got != nil:
+				t.Errorf("drain %v, want not drained", *got)
+			case tc.drain >= 0 && (got == nil || *got != tc.drain):
+				t.Errorf("drain %v, want %v", got, tc.drain)
+			}
+		})
+	}
+}
+
+func TestAccountingAndSLO(t *testing.T) {
+	s := time.Second
+	tl := newTestTally(nil)
+	tl.Created(0, 4)
+	tl.Delivered(2*s, 0, 0)                                   // within
+	tl.Delivered(20*s, 0, 0)                                  // late
+	tl.DeadLettered(3*s, 0, 0, string(model.ReasonPermanent)) // bad data: left out
+	tl.End(30 * s)
+	tl.Pending(0, 29*s, 1) // young: left out
+	run, err := tl.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run.Summary.HealthyWithinSLO; got != 0.5 {
+		t.Errorf("healthy within SLO %v, want 0.5", got)
+	}
+	c := run.Summary.Cohorts[0]
+	if c.Deliveries != 4 || c.Delivered != 2 || c.DeadLettered != 1 || c.Pending != 1 || c.LatencyS.Count != 2 {
+		t.Errorf("cohort %+v", c)
+	}
+	if run.Summary.Cohorts[1].LatencyS.Count != 0 {
+		t.Errorf("empty cohort has latency %+v", run.Summary.Cohorts[1].LatencyS)
+	}
+	tl = newTestTally(nil)
+	tl.Created(1, 2)
+	tl.Delivered(s, 1, 0)
+	tl.End(s)
+	run, err = tl.Run()
+	if !errors.Is(err, ErrAccounting) || run == nil || run.Summary.Deliveries.Lost != 1 {
+		t.Fatalf("one delivery unaccounted for: err %v, run %v", err, run)
+	}
+}
