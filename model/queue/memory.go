@@ -18,6 +18,7 @@ type Memory struct {
 	closed   bool
 	rows     map[string]*Delivery
 	dead     map[string]*DeadLetter
+	ended    map[string]time.Time // when a delivered row was acknowledged
 	attempts map[string][]AttemptRecord
 	audit    []ReplayAudit
 }
@@ -29,6 +30,7 @@ func NewMemory() *Memory {
 	return &Memory{
 		rows:     map[string]*Delivery{},
 		dead:     map[string]*DeadLetter{},
+		ended:    map[string]time.Time{},
 		attempts: map[string][]AttemptRecord{},
 	}
 }
@@ -206,6 +208,7 @@ func (m *Memory) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 		switch c.Kind {
 		case KindAck:
 			r.State = StateDelivered
+			m.ended[c.ID] = norm(c.At)
 		case KindReschedule:
 			r.State = StateReady
 			r.RunAt = norm(c.RunAt)

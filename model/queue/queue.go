@@ -197,6 +197,16 @@ type Store interface {
 	// Release gives back every lease of owner, keeping run_at and attempt.
 	Release(ctx context.Context, owner string) (int, error)
 	Counts(ctx context.Context, now time.Time) (Counts, error)
+	// Sample reads the queue's depths and oldest ages at now in one
+	// snapshot. The due deliveries of the partners in held (whose breaker
+	// is open, say) wait out that hold, not a worker: they count as
+	// delayed.
+	Sample(ctx context.Context, now time.Time, held []string) (Sample, error)
+	// LeasedDue counts the leased, due deliveries per partner.
+	LeasedDue(ctx context.Context, now time.Time) (map[string]int64, error)
+	// Outcomes pages through every delivery in id order: at most limit
+	// (capped at MaxList) whose id sorts after after.
+	Outcomes(ctx context.Context, after string, limit int) ([]Outcome, error)
 	Get(ctx context.Context, id string) (Delivery, error)
 	// RunAts maps every pending (ready or leased) delivery to its run_at.
 	RunAts(ctx context.Context) (map[string]time.Time, error)
