@@ -123,6 +123,7 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 	dur(&w.LeaseTimeout, 30*time.Second)
 	integer(&w.ClaimBatch, "dispatcher.claim_batch", 64)
 	dur(&w.AlertInterval, time.Second)
+	integer(&w.Processes, "dispatcher.processes", 1)
 
 	for i := range d.Faults {
 		dur(&d.Faults[i].Down, DefaultFaultDown)

@@ -25,6 +25,7 @@ var Keys = []KeyDoc{
 	{"drain", "duration", `"10m"`, "How long the drill keeps running after the source stops, so that backlogs can drain."},
 	{"sample_interval", "duration", "about 1/720 of duration + drain", "Time-series resolution; by default rounded up to 1, 2, 5, 10, 15, 30 or 60 s (at least 1s)."},
 	{"speed", "number", "1", "Live only: every duration of the drill is divided by it."},
+	{"store", "string", "an SQLite file in the run directory", "Live only: the durable queue, `\"sqlite:PATH\"` or `\"postgres://USER:PASS@127.0.0.1:PORT/DB\"` (loopback only; `?search_path=SCHEMA` picks a schema). It must hold no deliveries when the run starts. `stormdrill run --store` overrides it."},
 
 	{"source.arrival", "string", `"poisson"`, "Arrival process: `constant`, `poisson`, `ramp` (rate to rate_to over the duration) or `burst` (events at once, at `at`)."},
 	{"source.rate", "rate", "required for constant, poisson, ramp", "Events per unit of time, like `\"12/s\"` or `\"600/m\"`; the start rate of a ramp."},
@@ -95,10 +96,12 @@ var Keys = []KeyDoc{
 	{"dispatcher.lease_timeout", "duration", `"30s"`, "Live: a claimed delivery's lease; when it expires another worker may take it."},
 	{"dispatcher.claim_batch", "integer", "64", "Live: deliveries claimed per query."},
 	{"dispatcher.alert_interval", "duration", `"1s"`, "Live: dead-letter alerts at most this often."},
+	{"dispatcher.processes", "integer", "1", "Live: dispatcher processes on the one queue, 1 to 64; each has workers slots. Several processes are what PostgreSQL is for."},
 
 	{"faults[].kind", "string", "required", "A fault of the pipeline itself: `restart` (kill the dispatcher) or `graceful-restart`."},
 	{"faults[].at", "duration", "required", "When, before duration."},
 	{"faults[].down", "duration", `"10s"`, "How long the dispatcher stays down."},
+	{"faults[].process", "integer", "0", "Live: the dispatcher process (1 to dispatcher.processes) the fault restarts; 0 = every process."},
 
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 

@@ -19,6 +19,9 @@ type Drill struct {
 	SampleInterval Duration `toml:"sample_interval"`
 	// Speed (live only) divides every duration of the drill.
 	Speed float64 `toml:"speed"`
+	// Store (live only) is the durable queue: "sqlite:PATH" or
+	// "postgres://…"; default an SQLite file in the run directory.
+	Store string `toml:"store"`
 
 	Source     Source     `toml:"source"`
 	Partners   []Partner  `toml:"partners"`
@@ -138,6 +141,7 @@ type Dispatcher struct {
 	LeaseTimeout          Duration `toml:"lease_timeout"`
 	ClaimBatch            int      `toml:"claim_batch"`    // live
 	AlertInterval         Duration `toml:"alert_interval"` // live: DLQ alerts at most this often
+	Processes             int      `toml:"processes"`      // live: dispatcher processes on one queue
 }
 
 // Fault is a fault of the pipeline itself (not of a partner).
@@ -145,6 +149,9 @@ type Fault struct {
 	Kind string   `toml:"kind"` // restart | graceful-restart
 	At   Duration `toml:"at"`
 	Down Duration `toml:"down"`
+	// Process (live) is the dispatcher process (1..processes) the fault
+	// restarts; 0 restarts every process.
+	Process int `toml:"process"`
 }
 
 // SLO is the delivery objective.

@@ -22,6 +22,7 @@ const (
 	limPayloadBytes   = 1 << 20
 	limRatePerSecond  = 1_000_000
 	limClaimBatch     = 10000
+	limProcesses      = 64
 	limOutagesPerPeer = 1000
 )
 
@@ -107,6 +108,17 @@ func validate(d *Drill, has func(string) bool) []problem {
 		bad("speed", "must be greater than 0 and at most 1e6 (got %v)", d.Speed)
 	} else if d.Mode != "live" && ((has != nil && has("speed")) || (has == nil && d.Speed != 1)) {
 		bad("speed", "applies only to mode = \"live\"")
+	}
+	if d.Store != "" {
+		scheme, _, _ := strings.Cut(d.Store, ":")
+		switch {
+		case d.Mode != "live":
+			bad("store", "applies only to mode = \"live\"")
+		case scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql":
+			bad("store", "want \"sqlite:PATH\" or \"postgres://USER:PASS@127.0.0.1:PORT/DB\" (got a %q store)", clip(scheme))
+		case scheme == "sqlite" && d.Store == "sqlite:":
+			bad("store", "sqlite needs a file path, like \"sqlite:out/queue.db\"")
+		}
 	}
 
 	// Source.
@@ -240,6 +252,9 @@ func validate(d *Drill, has func(string) bool) []problem {
 	if w.ClaimBatch < 1 || w.ClaimBatch > limClaimBatch {
 		bad("dispatcher.claim_batch", "must be between 1 and %d (got %d)", limClaimBatch, w.ClaimBatch)
 	}
+	if w.Processes < 1 || w.Processes > limProcesses {
+		bad("dispatcher.processes", "must be between 1 and %d (got %d)", limProcesses, w.Processes)
+	}
 
 	// Pipeline faults.
 	for i, f := range d.Faults {
@@ -249,6 +264,9 @@ func validate(d *Drill, has func(string) bool) []problem {
 			bad(key+".at", "required: when the fault happens")
 		} else if d.Duration.D > 0 && f.At.D >= d.Duration.D {
 			bad(key+".at", "%v is not before duration (%v)", f.At.D, d.Duration.D)
+		}
+		if f.Process < 0 || f.Process > max(w.Processes, 1) {
+			bad(key+".process", "must be 0 (every process) or a process number from 1 to dispatcher.processes (%d) (got %d)", max(w.Processes, 1), f.Process)
 		}
 	}
 

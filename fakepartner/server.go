@@ -70,6 +70,24 @@ type ServerOptions struct {
 	// Seed: each subscriber's stream is derived from it, and so is, with
 	// the Idempotency-Key, which deliveries carry bad data (Spec.BadData).
 	Seed uint64
+	// OnAttempt, if set, is called once per partner request when it has
+	// been answered (or dropped), from the request's goroutine.
+	OnAttempt func(Attempt)
+}
+
+// Attempt is one request to a partner as the server saw it.
+type Attempt struct {
+	Cohort    string
+	Member    int
+	ID        string // Idempotency-Key ("" if none)
+	Ordinal   int    // X-Attempt (0 if none)
+	Arrived   time.Time
+	Answered  time.Time // when the server answered, reset or gave up on it
+	Status    int       // HTTP status answered; 0 if none
+	Reset     bool      // the connection was reset on purpose
+	Held      bool      // a timeout outage held it and never answered
+	Abandoned bool      // the caller left before the answer
+	Duplicate bool      // a success for a delivery id already accepted
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -418,7 +436,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(HeaderIdempotencyKey)
 	attempt, _ := strconv.Atoi(r.Header.Get(HeaderAttempt))
 	if len(id) > MaxIDBytes {
-		s.finish(c, id, attempt, arrived, outcome{status: http.StatusBadRequest})
+		s.finish(c, member, id, attempt, arrived, outcome{status: http.StatusBadRequest})
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s is longer than %d bytes", HeaderIdempotencyKey, MaxIDBytes))
 		return
 	}
@@ -428,7 +446,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		s.finish(c, id, attempt, arrived, outcome{status: status})
+		s.finish(c, member, id, attempt, arrived, outcome{status: status})
 		writeJSONError(w, status, "reading the body: "+err.Error())
 		return
 	}
@@ -437,7 +455,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	// short, so clear it once the body is in.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	out := s.serveCall(w, r, c, member, id, arrived)
-	s.finish(c, id, attempt, arrived, out)
+	s.finish(c, member, id, attempt, arrived, out)
 }
 
 // serveCall plays the partner's behaviour for one request and writes the
@@ -547,9 +565,16 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 }
 
 // finish counts one request.
-func (s *Server) finish(c *cohort, id string, attempt int, arrived time.Time, out outcome) {
+func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived time.Time, out outcome) {
 	done := s.now()
 	dup, evicted := false, -1
+	if s.opts.OnAttempt != nil {
+		// Deferred first, so it runs last: after c.mu is released.
+		defer func() {
+			s.opts.OnAttempt(Attempt{Cohort: c.spec.Name, Member: member, ID: id, Ordinal: attempt, Arrived: arrived, Answered: done,
+				Status: out.status, Reset: out.reset, Held: out.held, Abandoned: out.abandoned, Duplicate: dup})
+		}()
+	}
 	if out.commit && id != "" {
 		s.idsMu.Lock()
 		dup, evicted = s.ids.add(idKey{c.index, id})

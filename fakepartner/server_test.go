@@ -263,6 +263,37 @@ func TestServerDuplicates(t *testing.T) {
 	}
 }
 
+// OnAttempt reports each request once, with its member, id, ordinal,
+// status, answer time and whether it was a duplicate.
+func TestServerOnAttempt(t *testing.T) {
+	var mu sync.Mutex
+	var got []Attempt
+	opts := ServerOptions{OnAttempt: func(a Attempt) {
+		mu.Lock()
+		got = append(got, a)
+		mu.Unlock()
+	}}
+	_, base, _ := startServer(t, []Spec{quickSpec("acme", Outage{Kind: OutageUnavailable, For: time.Hour, Members: 1})}, opts)
+	c := client(5 * time.Second)
+	post(c, base+"/p/acme/0", "evt-1:acme-0", "{}") // member 0: down, 503
+	post(c, base+"/p/acme/1", "evt-1:acme-1", "{}")
+	post(c, base+"/p/acme/1", "evt-1:acme-1", "{}") // duplicate
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("%d attempts reported, want 3: %+v", len(got), got)
+	}
+	if a := got[0]; a.Cohort != "acme" || a.Member != 0 || a.ID != "evt-1:acme-0" || a.Status != 503 || a.Duplicate || a.Answered.Before(a.Arrived) {
+		t.Errorf("first attempt %+v", a)
+	}
+	if a := got[1]; a.Member != 1 || a.Status != 200 || a.Duplicate {
+		t.Errorf("second attempt %+v", a)
+	}
+	if a := got[2]; a.Status != 200 || !a.Duplicate {
+		t.Errorf("third attempt %+v, want a duplicate", a)
+	}
+}
+
 // Errors drawn from the spec's rates.
 func TestServerErrorRates(t *testing.T) {
 	perm := quickSpec("perm")

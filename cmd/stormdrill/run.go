@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -18,7 +19,8 @@ import (
 const runExamples = `  stormdrill run drills/fanout-outage.toml
   stormdrill run drills/fanout-outage.toml --out out/seed-7 --seed 7
   stormdrill run 'drills/demo-*.toml' --quiet        # several drills; out/index.html links them
-  stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%`
+  stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%
+  stormdrill run drills/live-restart.toml --store 'postgres://u:pw@127.0.0.1:5432/db'  # live, on PostgreSQL`
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "DRILL.toml... [flags]", runExamples, stdout)
@@ -26,6 +28,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	seed := fs.String("seed", "", "override the drill's seed")
 	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
 	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
+	store := fs.String("store", "", "live drills: the durable queue, sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB (empty); overrides the drill's store")
 	var failOn multiFlag
 	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
 	pos, err := parseFlags(fs, args)
@@ -64,6 +67,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if seedOverride != nil {
 		for _, d := range loaded {
 			d.Seed = *seedOverride
+		}
+	}
+	if *store != "" {
+		switch scheme, rest, _ := strings.Cut(*store, ":"); {
+		case scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql", rest == "":
+			return usagef("stormdrill run: --store: want sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB")
+		}
+		for _, d := range loaded {
+			if d.Mode == "live" {
+				d.Store = *store
+			}
 		}
 	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))

@@ -1,9 +1,11 @@
 // Package live runs drills for real: the dispatcher process (a claim loop
 // that owns a model/dispatch core, a bounded pool of HTTP workers and DLQ
 // alerting) and the live runner that starts the fake partners, injects
-// deliveries into a SQLite queue on the drill's schedule, kills and restarts
-// the dispatcher, and builds the same report as the simulation from what
-// the partners observed and what the store holds.
+// deliveries into the durable queue (SQLite, or the drill's store, such as
+// PostgreSQL) on the drill's schedule, starts dispatcher.processes
+// dispatcher processes on it, kills and restarts them, and feeds the same
+// tally as the simulation with what the partners observed (every attempt)
+// and what the store holds, through the queue.Store interface only.
 //
 // The injector honours dispatcher.queue_capacity and on_full against the
 // store's non-terminal deliveries (block: the source is held back and that

@@ -2,7 +2,6 @@ package live
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/reports/tally"
 )
 
 // Back-pressure limits (dispatcher.queue_capacity and on_full).
@@ -47,7 +47,6 @@ const (
 type injector struct {
 	r       *runner
 	st      queue.Store
-	db      *sql.DB // the same store, for pending counts
 	created atomic.Int64
 	// heldBack is the number of deliveries whose event is due but which
 	// the source holds back (on_full = "block"), for the series.
@@ -61,11 +60,15 @@ type injector struct {
 	pendingEst int64
 	nextCount  time.Time // wall: no count before this
 
-	arr         *drills.Arrivals
-	ahead       []arrival // pulled from the schedule while held back
-	aheadHead   int
-	aheadHeld   int64 // events in ahead that were due when pulled
-	unwrittenAt int64 // deliveries due but not written when run returned
+	arr       *drills.Arrivals
+	ahead     []arrival // pulled from the schedule while held back
+	aheadHead int
+	aheadHeld int64 // events in ahead that were due when pulled
+	// When run returns cancelled: the due deliveries not written, as
+	// whole events plus the last part of one event's fan-out, and the
+	// scheduled time of the oldest of them.
+	unwrittenEvents, unwrittenPart int64
+	unwrittenSince                 time.Duration
 
 	batch   []queue.Delivery
 	rejects []queue.Delivery // dead-lettered as queue-full at the next flush
@@ -76,7 +79,7 @@ type injector struct {
 	due      []scheduled
 
 	mu          sync.Mutex // guards what the recorder reads below
-	lateness    *drills.LatencyHist
+	lateness    *tally.LatencyHist
 	perSub      []int64 // deliveries created per subscriber
 	heldBackSum float64 // drill seconds, summed over held-back events
 	heldBackMax float64
@@ -88,8 +91,8 @@ type arrival struct {
 	held bool          // already due when the held-back source pulled it
 }
 
-func newInjector(r *runner, st queue.Store, db *sql.DB) *injector {
-	in := &injector{r: r, st: st, db: db, lateness: drills.NewLatencyHist(), perSub: make([]int64, len(r.subs))}
+func newInjector(r *runner, st queue.Store) *injector {
+	in := &injector{r: r, st: st, lateness: tally.NewLatencyHist(), perSub: make([]int64, len(r.subs))}
 	if c := r.d.Dispatcher.QueueCapacity; c > 0 {
 		in.capacity = int64(c)
 	}
@@ -117,9 +120,17 @@ func (in *injector) run(ctx context.Context) error {
 	// stop ends a cancelled run: what was batched is written (best
 	// effort), and rest due deliveries, with those pulled ahead, are left
 	// unwritten.
+	var cur time.Duration // scheduled time of the arrival being written
 	stop := func(rest int64) error {
 		_ = in.flush()
-		in.unwrittenAt = rest + in.aheadHeld*int64(fan)
+		if fan > 0 {
+			in.unwrittenEvents = rest/int64(fan) + in.aheadHeld
+			in.unwrittenPart = rest % int64(fan)
+		}
+		in.unwrittenSince = cur
+		if rest == 0 {
+			in.unwrittenSince = in.oldestAhead()
+		}
 		return ctx.Err()
 	}
 	timer := time.NewTimer(0)
@@ -130,6 +141,7 @@ func (in *injector) run(ctx context.Context) error {
 		if !ok {
 			return in.flush()
 		}
+		cur = a.at
 		wallAt := r.clock.WallAt(r.clock.Start.Add(a.at))
 		if wait := time.Until(wallAt); wait > 0 {
 			if err := in.flush(); err != nil {
@@ -285,16 +297,15 @@ func (in *injector) room() bool {
 // time of the next count.
 func (in *injector) count() error {
 	t0 := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 	defer cancel()
-	var n int64
-	err := in.db.QueryRowContext(ctx, `SELECT count(*) FROM deliveries WHERE state IN ('ready', 'leased')`).Scan(&n)
+	c, err := in.st.Counts(ctx, in.r.clock.Now())
 	took := time.Since(t0)
 	in.nextCount = time.Now().Add(max(minCapacityPoll, capacityPollFactor*took))
 	if err != nil {
 		return fmt.Errorf("live: counting pending deliveries: %w", err)
 	}
-	in.pendingEst = n
+	in.pendingEst = c.Ready + c.Delayed + c.Leased
 	return nil
 }
 
@@ -375,24 +386,42 @@ func (in *injector) reject() error {
 }
 
 func (in *injector) rejectChunk(ds []queue.Delivery) error {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 	defer cancel()
 	_, err := in.st.Reject(ctx, ds, string(model.ReasonQueueFull), in.rejectAt)
 	return err
 }
 
-// unwritten is how many due deliveries the source still held when run
-// returned (cancelled while held back); read after run has returned.
-func (in *injector) unwritten() int64 { return in.unwrittenAt }
+// unwrittenFor is how many due deliveries to the k-th subscriber of the
+// fan-out the source still held when run returned (cancelled while held
+// back); read after run has returned.
+func (in *injector) unwrittenFor(k int) int64 {
+	n := in.unwrittenEvents
+	if int64(k) >= int64(len(in.r.fanout))-in.unwrittenPart {
+		n++ // the last part of a partly written event's fan-out
+	}
+	return n
+}
+
+// oldestAhead is the scheduled time of the oldest due arrival pulled
+// ahead of the schedule.
+func (in *injector) oldestAhead() time.Duration {
+	for _, a := range in.ahead[in.aheadHead:] {
+		if a.held {
+			return a.at
+		}
+	}
+	return in.r.rec.endDT
+}
 
 // busyRetry is the pause between two tries of a busy store.
 const busyRetry = 200 * time.Microsecond
 
 // enqueue inserts one batch, retrying while the store is busy (another
-// process holds the write lock), for at most storeTimeout.
+// process holds the write lock), for at most storeCallTimeout.
 func (in *injector) enqueue(batch []queue.Delivery) error {
 	return in.retryBusy("injecting deliveries", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
 		defer cancel()
 		_, err := in.st.Enqueue(ctx, batch)
 		return err
@@ -400,9 +429,9 @@ func (in *injector) enqueue(batch []queue.Delivery) error {
 }
 
 // retryBusy runs fn until it succeeds, fails with another error than a
-// busy store, or storeTimeout has passed.
+// busy store, or storeCallTimeout has passed.
 func (in *injector) retryBusy(what string, fn func() error) error {
-	deadline := time.Now().Add(storeTimeout)
+	deadline := time.Now().Add(storeCallTimeout)
 	for {
 		err := fn()
 		if err == nil {

@@ -74,15 +74,25 @@ func startEnv(t *testing.T, src string) (*runner, *queue.SQLite) {
 	t.Cleanup(r.close)
 	r.clock = Clock{Start: time.Now(), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
-	if r.reader, err = queue.OpenSQLite(r.dbPath); err != nil {
+	if r.st, err = queue.Open(r.storeDSN); err != nil {
 		t.Fatal(err)
 	}
-	st, err := queue.OpenSQLite(r.dbPath)
+	st, err := queue.OpenSQLite(sqlitePath(t, r))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return r, st
+}
+
+// sqlitePath is the file of the runner's SQLite store.
+func sqlitePath(t *testing.T, r *runner) string {
+	t.Helper()
+	path, ok := strings.CutPrefix(r.storeDSN, "sqlite:")
+	if !ok {
+		t.Fatalf("store %s is not SQLite", r.storeDSN)
+	}
+	return path
 }
 
 func enqueueEvents(t *testing.T, r *runner, st queue.Store, events int) int {
@@ -136,7 +146,7 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 1))
 	ctx := context.Background()
 	var err error
-	if r.cur, err = r.spawn(); err != nil {
+	if r.procs[0], err = r.spawn(1); err != nil {
 		t.Fatal(err)
 	}
 	var inFlight int64
@@ -149,11 +159,11 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 			t.Fatal(err)
 		}
 		killAt := r.clock.Now()
-		if err := r.stop(false); err != nil {
+		if err := r.stop(1, false); err != nil {
 			t.Fatal(err)
 		}
 		inFlight += r.inFlightBound(r.clock.Now())
-		if r.cur, err = r.spawn(); err != nil {
+		if r.procs[0], err = r.spawn(1); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -182,14 +192,14 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 		t.Fatal("no delayed delivery was compared across a restart; the drill does not delay anything")
 	}
 	c := waitTerminal(t, st, 30*time.Second)
-	if err := r.stop(true); err != nil {
+	if err := r.stop(1, true); err != nil {
 		t.Fatal(err)
 	}
 	if c.Total() != int64(created) || c.Delivered != int64(created) || c.Dead != 0 {
 		t.Fatalf("created %d, store %+v: want every delivery delivered", created, c)
 	}
 	var bad int
-	if err := r.reader.DB().QueryRow(`SELECT count(*) FROM (SELECT delivery_id FROM attempts GROUP BY delivery_id
+	if err := st.DB().QueryRow(`SELECT count(*) FROM (SELECT delivery_id FROM attempts GROUP BY delivery_id
 		HAVING count(*) != max(ordinal) OR count(DISTINCT ordinal) != count(*))`).Scan(&bad); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +211,7 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	// (a kill can only make it later). 1ms of slack for clock reads.
 	var early int
 	var retries int
-	if err := r.reader.DB().QueryRow(`SELECT count(*), coalesce(sum(b.started < a.ended + ?), 0)
+	if err := st.DB().QueryRow(`SELECT count(*), coalesce(sum(b.started < a.ended + ?), 0)
 		FROM attempts a JOIN attempts b ON a.delivery_id = b.delivery_id AND b.ordinal = a.ordinal + 1`,
 		int64(3*time.Second-time.Millisecond)).Scan(&retries, &early); err != nil {
 		t.Fatal(err)
@@ -228,11 +238,11 @@ func TestSIGTERMFinishesInFlightAndReleasesLeases(t *testing.T) {
 	r, st := startEnv(t, strings.Replace(killDrill, `value = "2ms"`, `value = "50ms"`, 1))
 	enqueueEvents(t, r, st, 40)
 	var err error
-	if r.cur, err = r.spawn(); err != nil {
+	if r.procs[0], err = r.spawn(1); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond)
-	if err := r.stop(true); err != nil {
+	if err := r.stop(1, true); err != nil {
 		t.Fatal(err) // a non-zero exit is an error here
 	}
 	c, err := st.Counts(context.Background(), time.Now())
@@ -270,15 +280,15 @@ func TestRunAtWatchFlagsMovedDelayedDeliveries(t *testing.T) {
 	if n, err := r.watchDelayed(); err != nil || n != 4 {
 		t.Fatalf("watchDelayed: %d, %v; want 4", n, err)
 	}
-	db := r.reader.DB()
+	db := st.DB()
 	if _, err := db.Exec(`UPDATE deliveries SET run_at = run_at - 1000 WHERE id = ?`, ids[1]); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(`UPDATE deliveries SET state = 'delivered' WHERE id = ?`, ids[2]); err != nil {
 		t.Fatal(err)
 	}
-	r.cur = &child{} // checks run only while a dispatcher is up
-	defer func() { r.cur = nil }()
+	r.procs[0] = &child{} // checks run only while a dispatcher is up
+	defer func() { r.procs[0] = nil }()
 	time.Sleep(400 * time.Millisecond) // ids[3] comes due
 	if err := r.checkRunAts(); err != nil {
 		t.Fatal(err)

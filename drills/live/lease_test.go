@@ -83,7 +83,7 @@ on_open = "hold"`, "", 10},
 			stats := make([]DispatchStats, 2)
 			errs := make([]error, 2)
 			for i, owner := range []string{"owner-a", "owner-b"} {
-				ost, err := queue.OpenSQLite(r.dbPath)
+				ost, err := queue.OpenSQLite(sqlitePath(t, r))
 				if err != nil {
 					t.Fatal(err)
 				}

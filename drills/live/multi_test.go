@@ -64,8 +64,8 @@ type pgChild struct {
 	done     chan error
 }
 
-// spawnOn starts a dispatcher process with store dsn, like runner.spawn
-// (which always uses the runner's SQLite file), and waits until it is ready.
+// spawnOn starts a dispatcher process with store dsn and owner, like
+// runner.spawn, and waits until it is ready.
 func spawnOn(t *testing.T, r *runner, dsn, owner string) *pgChild {
 	t.Helper()
 	c := &pgChild{owner: owner, ready: make(chan struct{}), exitLine: make(chan string, 1), done: make(chan error, 1)}

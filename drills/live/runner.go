@@ -2,13 +2,16 @@ package live
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,8 +39,13 @@ const (
 	// MaxRunAtWatch bounds the delayed deliveries whose run_at the runner
 	// watches across restarts; past it, a sample of that many is watched.
 	MaxRunAtWatch = 100_000
-	// maxRunAtMovedShown bounds the examples a moved-run_at error names.
+	// maxRunAtMovedShown bounds the examples a moved-run_at (or overlap)
+	// error names.
 	maxRunAtMovedShown = 5
+	// storeCallTimeout bounds one store call of the runner.
+	storeCallTimeout = 30 * time.Second
+	// MaxProcesses bounds dispatcher.processes.
+	MaxProcesses = 64
 )
 
 // ErrRunAtMoved is returned (with the run) when a restart moved the run_at
@@ -54,10 +62,15 @@ type Options struct {
 	Progress func(drills.Progress)
 	// Log receives the dispatchers' diagnostics; nil discards them.
 	Log io.Writer
+	// Store is the durable queue's DSN ("sqlite:PATH" or
+	// "postgres://…"), overriding the drill's store; "" means the drill's,
+	// or else an SQLite file queue.db in the run directory. A PostgreSQL
+	// store must be empty when the run starts.
+	Store string
 }
 
 type child struct {
-	n     int
+	n     int // process number, 1..dispatcher.processes
 	owner string
 	cmd   *exec.Cmd
 	ready chan struct{}
@@ -66,34 +79,41 @@ type child struct {
 	killed bool
 }
 
+// transition is one breaker transition line of a dispatcher.
+type transition struct {
+	at                time.Duration // drill time
+	partner, from, to string
+}
+
 type runner struct {
-	d       *drills.Drill
-	opt     Options
-	dir     string
-	dbPath  string
-	drillJS string
-	specs   []fakepartner.Spec
-	subs    []drills.LiveSubscriber
-	fanout  []int
-	byName  map[string]int
-	srv     *fakepartner.Server
-	baseURL string
-	clock   Clock
-	exe     string
-	logw    io.Writer
+	d        *drills.Drill
+	opt      Options
+	dir      string
+	storeDSN string
+	drillJS  string
+	specs    []fakepartner.Spec
+	subs     []drills.LiveSubscriber
+	fanout   []int
+	byName   map[string]int
+	srv      *fakepartner.Server
+	baseURL  string
+	clock    Clock
+	exe      string
+	logw     io.Writer
 
 	mu          sync.Mutex // guards what child readers write
-	transitions []reports.BreakerTransition
+	transitions []transition
 	transDrop   int64
 	breakerNow  map[string]float64
 
-	children int
-	cur      *child
+	spawns   int
+	procs    []*child // by process number - 1; nil while down
+	exited   chan *child
 	restarts []reports.Restart
 
-	reader *queue.SQLite // sampling and the final accounting
-	inj    *injector
-	rec    *liveRecorder
+	st  queue.Store // sampling and the final accounting
+	inj *injector
+	rec *liveRecorder
 
 	// runAtWatch holds the deliveries that were delayed (run_at in the
 	// future) when a dispatcher was stopped, with that run_at. Each sample
@@ -105,9 +125,10 @@ type runner struct {
 }
 
 // Run runs a drill in live mode and builds its report. dir receives the
-// SQLite queue (queue.db) and the drill as the dispatcher reads it. A run
-// that breaks the accounting identity is returned together with an error
-// wrapping drills.ErrAccounting.
+// SQLite queue (queue.db, unless the drill or opt names another store)
+// and the drill as the dispatcher reads it. A run that breaks the
+// accounting identity is returned together with an error wrapping
+// drills.ErrAccounting.
 func Run(d *drills.Drill, dir string, opt Options) (*reports.Run, error) {
 	r, err := newRunner(d, dir, opt)
 	if err != nil {
@@ -117,7 +138,18 @@ func Run(d *drills.Drill, dir string, opt Options) (*reports.Run, error) {
 	if err := r.run(); err != nil {
 		return nil, err
 	}
-	return r.finish()
+	return r.report()
+}
+
+// processes is how many dispatcher processes the run keeps up.
+func (r *runner) processes() int { return max(1, r.d.Dispatcher.Processes) }
+
+// redactStore hides a DSN's password for reports and messages.
+func redactStore(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return dsn
 }
 
 func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
@@ -144,17 +176,36 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	r.dbPath = filepath.Join(dir, "queue.db")
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(r.dbPath + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
+	r.storeDSN = opt.Store
+	if r.storeDSN == "" {
+		r.storeDSN = d.Store
 	}
+	if r.storeDSN == "" {
+		path := filepath.Join(dir, "queue.db")
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+		}
+		r.storeDSN = "sqlite:" + path
+	}
+	if n := r.processes(); n > MaxProcesses {
+		return nil, fmt.Errorf("live: %d dispatcher processes, at most %d", n, MaxProcesses)
+	}
+	r.procs = make([]*child, r.processes())
+	// Every spawn's exit is reported once; a run spawns each process once
+	// and again after each fault.
+	r.exited = make(chan *child, r.processes()*(len(d.Faults)+1))
 	r.drillJS = filepath.Join(dir, "drill.json")
 	if err := WriteDrillJSON(d, r.drillJS); err != nil {
 		return nil, err
 	}
-	r.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: d.Speed, Seed: d.Seed})
+	r.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: d.Speed, Seed: d.Seed,
+		OnAttempt: func(a fakepartner.Attempt) {
+			if rec := r.recorder(); rec != nil {
+				rec.attempt(a)
+			}
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("live: partner server: %w", err)
 	}
@@ -167,15 +218,25 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	return r, nil
 }
 
+// recorder is the run's recorder, nil before the run starts; the partner
+// server's goroutines read it.
+func (r *runner) recorder() *liveRecorder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rec
+}
+
 func (r *runner) close() {
-	if c := r.cur; c != nil && !c.killed {
-		c.killed = true
-		_ = c.cmd.Process.Kill()
-		<-c.done
+	for _, c := range r.procs {
+		if c != nil && !c.killed {
+			c.killed = true
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
 	}
 	r.srv.Close()
-	if r.reader != nil {
-		r.reader.Close()
+	if r.st != nil {
+		r.st.Close()
 	}
 }
 
@@ -190,12 +251,49 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// spawn starts dispatcher number n and waits until it is ready.
-func (r *runner) spawn() (*child, error) {
-	r.children++
-	c := &child{n: r.children, owner: "dispatch-" + strconv.Itoa(r.children), ready: make(chan struct{}), done: make(chan error, 1)}
+// spawn starts dispatcher process n (1-based) and waits until it is
+// ready. Each spawn has an owner name of its own, so a restarted process
+// never completes the leases of the one it replaces.
+func (r *runner) spawn(n int) (*child, error) {
+	c, err := r.launch(n)
+	if err != nil {
+		return nil, err
+	}
+	return c, r.await(c)
+}
+
+// spawnAll starts the dispatcher processes ns at once (each boot takes a
+// while; one after the other they would eat into the drill) and waits
+// until all are ready.
+func (r *runner) spawnAll(ns []int) error {
+	var started []*child
+	var err error
+	for _, n := range ns {
+		if r.procs[n-1] != nil {
+			continue
+		}
+		var c *child
+		if c, err = r.launch(n); err != nil {
+			break
+		}
+		started = append(started, c)
+	}
+	for _, c := range started {
+		if werr := r.await(c); werr != nil {
+			err = cmp.Or(err, werr)
+			continue
+		}
+		r.procs[c.n-1] = c
+	}
+	return err
+}
+
+// launch starts dispatcher process n.
+func (r *runner) launch(n int) (*child, error) {
+	r.spawns++
+	c := &child{n: n, owner: "dispatch-" + strconv.Itoa(r.spawns), ready: make(chan struct{}), done: make(chan error, 1)}
 	c.cmd = exec.Command(r.exe, "dispatch",
-		"--store", "sqlite:"+r.dbPath, "--drill", r.drillJS, "--partners", r.baseURL,
+		"--store", r.storeDSN, "--drill", r.drillJS, "--partners", r.baseURL,
 		"--owner", c.owner, "--alert-url", r.baseURL+"/alerts",
 		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10),
 		"--speed", strconv.FormatFloat(r.clock.speed(), 'g', -1, 64))
@@ -226,7 +324,13 @@ func (r *runner) spawn() (*child, error) {
 		}
 		_, _ = io.Copy(io.Discard, out)
 		c.done <- c.cmd.Wait()
+		r.exited <- c
 	}()
+	return c, nil
+}
+
+// await waits until process c is ready; one that is not is killed.
+func (r *runner) await(c *child) error {
 	t := time.NewTimer(readyTimeout)
 	defer t.Stop()
 	select {
@@ -234,14 +338,15 @@ func (r *runner) spawn() (*child, error) {
 		r.mu.Lock()
 		clear(r.breakerNow) // a new process starts with closed breakers
 		r.mu.Unlock()
-		return c, nil
+		return nil
 	case err := <-c.done:
-		return nil, fmt.Errorf("live: dispatcher %d exited before it was ready: %v", c.n, err)
+		c.killed = true // its exit is reported here, not by the run loop
+		return fmt.Errorf("live: dispatcher %d exited before it was ready: %v", c.n, err)
 	case <-t.C:
 		c.killed = true
 		_ = c.cmd.Process.Kill()
 		<-c.done
-		return nil, fmt.Errorf("live: dispatcher %d not ready after %v", c.n, readyTimeout)
+		return fmt.Errorf("live: dispatcher %d not ready after %v", c.n, readyTimeout)
 	}
 }
 
@@ -250,6 +355,7 @@ func (r *runner) transition(partner, atNS, from, to string) {
 	if err != nil {
 		return
 	}
+	at := time.Duration(ns - r.clock.Start.UnixNano())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch to {
@@ -264,17 +370,16 @@ func (r *runner) transition(partner, atNS, from, to string) {
 		r.transDrop++
 		return
 	}
-	r.transitions = append(r.transitions, reports.BreakerTransition{
-		Partner: partner, AtS: float64(ns-r.clock.Start.UnixNano()) / 1e9, From: from, To: to})
+	r.transitions = append(r.transitions, transition{at: at, partner: partner, from: from, to: to})
 }
 
-// stop ends the current dispatcher: SIGTERM (graceful) or SIGKILL.
-func (r *runner) stop(graceful bool) error {
-	c := r.cur
+// stop ends dispatcher process n: SIGTERM (graceful) or SIGKILL.
+func (r *runner) stop(n int, graceful bool) error {
+	c := r.procs[n-1]
 	if c == nil {
 		return nil
 	}
-	r.cur = nil
+	r.procs[n-1] = nil
 	c.killed = true
 	if !graceful {
 		_ = c.cmd.Process.Kill()
@@ -303,22 +408,17 @@ func (r *runner) stop(graceful bool) error {
 // the worker count in all. (Claimed rows also wait in the dispatcher for a
 // worker or a breaker; they make no call.)
 func (r *runner) inFlightBound(now time.Time) int64 {
-	rows, err := r.reader.DB().Query(`SELECT partner, count(*) FROM deliveries
-		WHERE state = 'leased' AND run_at <= ? GROUP BY partner`, now.UnixNano())
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	defer cancel()
+	leased, err := r.st.LeasedDue(ctx, now)
 	if err != nil {
 		return 0
 	}
-	defer rows.Close()
 	conc := int64(r.d.Dispatcher.PerPartnerConcurrency)
 	var total int64
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for rows.Next() {
-		var partner string
-		var n int64
-		if rows.Scan(&partner, &n) != nil {
-			continue
-		}
+	for partner, n := range leased {
 		if r.breakerNow[partner] == 2 {
 			continue
 		}
@@ -327,7 +427,7 @@ func (r *runner) inFlightBound(now time.Time) int64 {
 		}
 		total += n
 	}
-	return min(total, int64(r.d.Dispatcher.Workers))
+	return min(total, int64(r.d.Dispatcher.Workers)*int64(r.processes()))
 }
 
 type faultStep struct {
@@ -337,27 +437,62 @@ type faultStep struct {
 	grace bool
 }
 
+// faultProcesses lists the process numbers fault f restarts: the one it
+// names, or every process.
+func (r *runner) faultProcesses(f drills.Fault) []int {
+	if f.Process > 0 {
+		return []int{f.Process}
+	}
+	all := make([]int, r.processes())
+	for i := range all {
+		all[i] = i + 1
+	}
+	return all
+}
+
+// up reports whether any dispatcher process is running.
+func (r *runner) up() bool {
+	for _, c := range r.procs {
+		if c != nil {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *runner) run() error {
 	d := r.d
 	r.clock = Clock{Start: time.Now().Add(BootMargin), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
 	var err error
-	if r.reader, err = queue.OpenSQLite(r.dbPath); err != nil {
+	if r.st, err = queue.Open(r.storeDSN); err != nil {
+		return fmt.Errorf("live: opening the store %s: %w", redactStore(r.storeDSN), err)
+	}
+	if err := r.checkEmpty(); err != nil {
 		return err
 	}
-	// The injector retries a busy store itself, every few hundred
-	// microseconds, instead of SQLite's busy handler, which sleeps 10ms and
-	// more after a few tries: that sleep would be arrival lateness.
-	injStore, err := queue.OpenSQLite(r.dbPath, queue.WithBusyTimeout(0))
+	// The injector writes through a store of its own. On SQLite it
+	// retries a busy store itself, every few hundred microseconds, instead
+	// of SQLite's busy handler, which sleeps 10ms and more after a few
+	// tries: that sleep would be arrival lateness.
+	var injStore queue.Store
+	if path, ok := strings.CutPrefix(r.storeDSN, "sqlite:"); ok {
+		injStore, err = queue.OpenSQLite(path, queue.WithBusyTimeout(0))
+	} else {
+		injStore, err = queue.Open(r.storeDSN)
+	}
 	if err != nil {
 		return err
 	}
 	defer injStore.Close()
-	if r.cur, err = r.spawn(); err != nil {
+	if err := r.spawnAll(r.faultProcesses(drills.Fault{})); err != nil {
 		return err
 	}
-	r.rec = newLiveRecorder(r)
-	r.inj = newInjector(r, injStore, injStore.DB())
+	rec := newLiveRecorder(r)
+	r.mu.Lock()
+	r.rec = rec
+	r.mu.Unlock()
+	r.inj = newInjector(r, injStore)
 	ctx, cancel := context.WithCancel(context.Background())
 	injDone := make(chan error, 1)
 	go func() { injDone <- r.inj.run(ctx) }()
@@ -389,18 +524,19 @@ func (r *runner) run() error {
 		for len(steps) > 0 && steps[0].at <= dt {
 			s := steps[0]
 			steps = steps[1:]
+			f := d.Faults[s.i]
 			if s.down {
-				f := d.Faults[s.i]
 				var inFlight int64
 				if s.grace {
 					inFlight = r.inFlightBound(r.clock.Now())
-					err = r.stop(true)
-				} else {
-					err = r.stop(false)
-					inFlight = r.inFlightBound(r.clock.Now())
 				}
-				if err != nil {
-					return err
+				for _, n := range r.faultProcesses(f) {
+					if err := r.stop(n, s.grace); err != nil {
+						return err
+					}
+				}
+				if !s.grace {
+					inFlight = r.inFlightBound(r.clock.Now())
 				}
 				delayed, err := r.watchDelayed()
 				if err != nil {
@@ -409,10 +545,8 @@ func (r *runner) run() error {
 				fmt.Fprintf(r.logw, "live: %s at %v drill time: %d deliveries delayed, their run_at watched until due\n", f.Kind, dt.Round(time.Millisecond), delayed)
 				r.restarts = append(r.restarts, reports.Restart{AtS: dt.Seconds(), DownS: f.Down.D.Seconds(), Graceful: s.grace, InFlight: inFlight})
 				fmt.Fprintf(r.logw, "live: %s at %v drill time: at most %d attempts in flight\n", f.Kind, dt.Round(time.Millisecond), inFlight)
-			} else if r.cur == nil {
-				if r.cur, err = r.spawn(); err != nil {
-					return err
-				}
+			} else if err := r.spawnAll(r.faultProcesses(f)); err != nil {
+				return err
 			}
 		}
 		if dt >= nextSample {
@@ -427,16 +561,12 @@ func (r *runner) run() error {
 			if r.opt.Progress != nil {
 				r.opt.Progress(drills.Progress{DrillTime: dt, Total: d.Duration.D, Created: r.inj.created.Load(), DLQ: r.rec.lastDead})
 			}
-			if sourceDone && len(steps) == 0 && r.cur != nil && p == 0 && r.outagesOver(dt) {
+			if sourceDone && len(steps) == 0 && r.up() && p == 0 && r.outagesOver(dt) {
 				break
 			}
 		}
 		if dt >= hardEnd {
 			break
-		}
-		var curDone chan error
-		if r.cur != nil {
-			curDone = r.cur.done
 		}
 		next := nextSample
 		if len(steps) > 0 {
@@ -451,10 +581,11 @@ func (r *runner) run() error {
 			if injErr != nil {
 				return injErr
 			}
-		case err := <-curDone:
-			c := r.cur
-			r.cur = nil
-			return fmt.Errorf("live: dispatcher %d exited on its own: %v", c.n, err)
+		case c := <-r.exited:
+			if !c.killed {
+				r.procs[c.n-1] = nil
+				return fmt.Errorf("live: dispatcher process %d exited on its own: %v", c.n, <-c.done)
+			}
 		}
 	}
 	r.rec.endDT = r.clock.At(time.Now()).Sub(r.clock.Start)
@@ -471,69 +602,75 @@ func (r *runner) run() error {
 	if err := r.checkRunAts(); err != nil {
 		return err
 	}
-	if r.cur != nil {
-		if err := r.stop(true); err != nil {
+	for n := 1; n <= r.processes(); n++ {
+		if err := r.stop(n, true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// checkEmpty refuses a store that already holds deliveries: the run's
+// accounting reads every row as its own.
+func (r *runner) checkEmpty() error {
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	defer cancel()
+	c, err := r.st.Counts(ctx, time.Now())
+	if err != nil {
+		return fmt.Errorf("live: reading the store %s: %w", redactStore(r.storeDSN), err)
+	}
+	if n := c.Total(); n > 0 {
+		return fmt.Errorf("live: the store %s already holds %d deliveries; a live run needs an empty one (a fresh database or schema)", redactStore(r.storeDSN), n)
+	}
+	return nil
+}
+
 // watchDelayed adds the deliveries delayed now (run_at in the future) to
-// the run_at watch and returns how many there are. It runs while no
-// dispatcher is up, so nothing moves them between the stop and the read.
+// the run_at watch and returns how many there are. It runs while the
+// restarted processes are down; a delayed delivery is not due, so no
+// process still up may move it either.
 func (r *runner) watchDelayed() (int, error) {
-	now := r.clock.Now().UnixNano()
-	rows, err := r.reader.DB().Query(`SELECT id, run_at FROM deliveries
-		WHERE state IN ('ready', 'leased') AND run_at > ? ORDER BY run_at LIMIT ?`, now, MaxRunAtWatch)
+	now := r.clock.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	defer cancel()
+	runAts, err := r.st.RunAts(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("live: reading delayed deliveries: %w", err)
 	}
-	defer rows.Close()
+	type delayed struct {
+		id    string
+		runAt time.Time
+	}
+	var ds []delayed
+	for id, ra := range runAts {
+		if ra.After(now) {
+			ds = append(ds, delayed{id, ra})
+		}
+	}
+	// The soonest due are watched first.
+	slices.SortFunc(ds, func(a, b delayed) int { return cmp.Or(a.runAt.Compare(b.runAt), cmp.Compare(a.id, b.id)) })
 	if r.runAtWatch == nil {
 		r.runAtWatch = map[string]time.Time{}
 	}
-	n := 0
-	for rows.Next() {
-		var id string
-		var ns int64
-		if err := rows.Scan(&id, &ns); err != nil {
-			return 0, fmt.Errorf("live: reading delayed deliveries: %w", err)
-		}
-		n++
-		if _, ok := r.runAtWatch[id]; ok || len(r.runAtWatch) < MaxRunAtWatch {
-			r.runAtWatch[id] = time.Unix(0, ns)
+	for _, d := range ds {
+		if _, ok := r.runAtWatch[d.id]; ok || len(r.runAtWatch) < MaxRunAtWatch {
+			r.runAtWatch[d.id] = d.runAt
 		}
 	}
-	return n, rows.Err()
+	return len(ds), nil
 }
 
 // checkRunAts compares the watched deliveries with the store: one whose
 // run_at has not come yet must still be pending with the same run_at. Once
 // due it leaves the watch, counted as kept.
 func (r *runner) checkRunAts() error {
-	if len(r.runAtWatch) == 0 || r.cur == nil {
+	if len(r.runAtWatch) == 0 || !r.up() {
 		return nil
 	}
-	cur := make(map[string]int64, len(r.runAtWatch))
-	rows, err := r.reader.DB().Query(`SELECT id, run_at FROM deliveries
-		WHERE state IN ('ready', 'leased') AND run_at > ? LIMIT ?`, r.clock.Now().UnixNano(), 4*MaxRunAtWatch)
+	ctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	defer cancel()
+	cur, err := r.st.RunAts(ctx)
 	if err != nil {
-		return fmt.Errorf("live: checking run_at: %w", err)
-	}
-	for rows.Next() {
-		var id string
-		var ns int64
-		if err := rows.Scan(&id, &ns); err != nil {
-			rows.Close()
-			return fmt.Errorf("live: checking run_at: %w", err)
-		}
-		if _, ok := r.runAtWatch[id]; ok {
-			cur[id] = ns
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("live: checking run_at: %w", err)
 	}
 	// Read the clock after the query: a delivery still in the future now
@@ -547,7 +684,7 @@ func (r *runner) checkRunAts() error {
 			continue
 		}
 		got, ok := cur[id]
-		if ok && got == ra.UnixNano() {
+		if ok && got.Equal(ra) {
 			continue
 		}
 		r.runAtMoved++
@@ -555,7 +692,7 @@ func (r *runner) checkRunAts() error {
 		if len(r.runAtExample) < maxRunAtMovedShown {
 			what := "ended before it was due"
 			if ok {
-				what = fmt.Sprintf("run_at moved by %v", time.Duration(got-ra.UnixNano()))
+				what = fmt.Sprintf("run_at moved by %v", got.Sub(ra))
 			}
 			r.runAtExample = append(r.runAtExample, fmt.Sprintf("%s (due at %v drill time) %s", id, ra.Sub(r.clock.Start).Round(time.Millisecond), what))
 		}
