@@ -11,9 +11,9 @@ type Summary struct {
 	Seed        uint64  `json:"seed"`
 	Mode        string  `json:"mode"`
 	Pass        bool    `json:"pass"`
-	DurationS   float64 `json:"duration_s"`      // how long the source produced events
-	DrillTimeS  float64 `json:"drill_time_s"`    // virtual (or wall) time at the end, drain included
-	Speed       float64 `json:"speed,omitempty"` // live only: time compression factor
+	DurationS   float64 `json:"duration_s"`   // how long the source produced events
+	DrillTimeS  float64 `json:"drill_time_s"` // virtual (or wall) time at the end, drain included
+	Speed       float64 `json:"speed"`        // live: time compression factor; 0 in simulation
 
 	Deliveries Deliveries `json:"deliveries"`
 	Attempts   Attempts   `json:"attempts"`
@@ -50,10 +50,12 @@ type Summary struct {
 
 	Cohorts []Cohort `json:"cohorts"`
 
-	// Live runs only.
-	Lateness *Percentiles `json:"lateness_s,omitempty"`
-	Alerts   []Alert      `json:"alerts,omitempty"`
-	Restarts []Restart    `json:"restarts,omitempty"`
+	// Every mode writes every key: lateness is null where the harness
+	// injects nothing on a wall clock (simulation), and the lists are
+	// empty where nothing happened.
+	Lateness *Percentiles `json:"lateness_s"`
+	Alerts   []Alert      `json:"alerts"`
+	Restarts []Restart    `json:"restarts"`
 
 	Gates []GateResult `json:"gates"`
 }

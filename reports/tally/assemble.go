@@ -37,8 +37,8 @@ func (t *Tally) Run() (*reports.Run, error) {
 		RetryAfterIgnored:     t.retryAfterIgnored,
 		SourceHeldBackS:       t.heldBackS,
 		SourceHeldBackMaxS:    t.heldBackMaxS,
-		Restarts:              t.restarts,
-		Alerts:                t.alerts,
+		Restarts:              append([]reports.Restart{}, t.restarts...),
+		Alerts:                append([]reports.Alert{}, t.alerts...),
 		Lateness:              t.lateness,
 	}
 	s.Deliveries.Lost = s.Deliveries.Created - s.Deliveries.Delivered - s.Deliveries.DeadLettered - s.Deliveries.Pending
