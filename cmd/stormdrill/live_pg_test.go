@@ -11,8 +11,8 @@ import (
 	"github.com/stormdrill/stormdrill/reports"
 )
 
-// pgThreeDrill: 20 s of drill at speed 20 (about 3 s of wall time with the
-// drain), five subscribers (one with
+// pgThreeDrill: 20 s of drill at speed 20 (about 2 s of wall time with the
+// drain, which ends once nothing is pending), five subscribers (one with
 // transient errors, so there are retries to hand between processes), three
 // dispatcher processes on one queue, and process 2 killed at 8 s.
 const pgThreeDrill = `
@@ -21,7 +21,7 @@ mode = "live"
 seed = 3
 speed = 20
 duration = "20s"
-drain = "40s"
+drain = "5m"
 sample_interval = "1s"
 gates = ["lost == 0", "pending == 0", "dlq.max-attempts == 0"]
 [source]

@@ -27,7 +27,8 @@ import (
 // Runner limits.
 const (
 	// BootMargin is how long before drill time 0 the first dispatcher is
-	// started, so that its start-up is not counted as delivery latency.
+	// started, so that its start-up is not counted as delivery latency;
+	// each further process adds half of it.
 	BootMargin = 500 * time.Millisecond
 	// readyTimeout bounds a dispatcher's start-up.
 	readyTimeout = 20 * time.Second
@@ -462,7 +463,9 @@ func (r *runner) up() bool {
 
 func (r *runner) run() error {
 	d := r.d
-	r.clock = Clock{Start: time.Now().Add(BootMargin), Speed: d.Speed}
+	// Several processes boot at once; give them more time together.
+	boot := BootMargin + time.Duration(r.processes()-1)*BootMargin/2
+	r.clock = Clock{Start: time.Now().Add(boot), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
 	var err error
 	if r.st, err = queue.Open(r.storeDSN); err != nil {
