@@ -55,6 +55,8 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plan", "DRILL.toml [flags]", planExamples, stdout)
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	check := fs.Bool("check", false, "run the simulation and put analytic and simulated figures side by side")
+	var limits multiFlag
+	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -62,7 +64,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("stormdrill plan: want one drill file")
 	}
-	d, err := drills.Load(pos[0], nil)
+	ov, err := limitOverrides("plan", limits, nil)
+	if err != nil {
+		return err
+	}
+	d, err := drills.Load(pos[0], ov)
 	if err != nil {
 		return usageError{err}
 	}
