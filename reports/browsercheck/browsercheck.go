@@ -65,7 +65,7 @@ type Layout struct {
 	ScrollWidth  int    `json:"scrollWidth"`
 	InnerWidth   int    `json:"innerWidth"`
 	ScrollHeight int    `json:"scrollHeight"`
-	Noscript     int    `json:"noscript"`     // <noscript> fallbacks
+	Noscript     int    `json:"noscript"`    // <noscript> fallbacks
 	ChartsDrawn  string `json:"chartsDrawn"` // data-charts set by the chart script
 }
 
