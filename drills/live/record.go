@@ -257,7 +257,7 @@ func (r *runner) report() (*reports.Run, error) {
 		return nil, err
 	}
 	run.Policy = append(run.Policy, reports.KV{Key: "live", Value: fmt.Sprintf("speed ×%g (drill times in the report are drill time; lateness is wall time), store %s, %d dispatcher process(es), lease %s, claim batch %d",
-		r.clock.speed(), redactStore(r.storeDSN), r.processes(), r.d.Dispatcher.LeaseTimeout.D, r.d.Dispatcher.ClaimBatch)})
+		r.clock.speed(), queue.RedactDSN(r.storeDSN), r.processes(), r.d.Dispatcher.LeaseTimeout.D, r.d.Dispatcher.ClaimBatch)})
 	run.Policy = append(run.Policy, reports.KV{Key: "live partners", Value: fmt.Sprintf(
 		"%d attempts with a delivery id; %d arrived while another attempt of the same delivery was in flight", rec.checked, rec.overlaps)})
 	if len(r.restarts) > 0 {

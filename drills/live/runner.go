@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,14 +143,6 @@ func Run(d *drills.Drill, dir string, opt Options) (*reports.Run, error) {
 
 // processes is how many dispatcher processes the run keeps up.
 func (r *runner) processes() int { return max(1, r.d.Dispatcher.Processes) }
-
-// redactStore hides a DSN's password for reports and messages.
-func redactStore(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return dsn
-}
 
 func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	specs, err := d.PartnerSpecs()
@@ -469,7 +460,7 @@ func (r *runner) run() error {
 	r.srv.SetStart(r.clock.Start)
 	var err error
 	if r.st, err = queue.Open(r.storeDSN); err != nil {
-		return fmt.Errorf("live: opening the store %s: %w", redactStore(r.storeDSN), err)
+		return fmt.Errorf("live: opening the store %s: %w", queue.RedactDSN(r.storeDSN), err)
 	}
 	if err := r.checkEmpty(); err != nil {
 		return err
@@ -620,10 +611,10 @@ func (r *runner) checkEmpty() error {
 	defer cancel()
 	c, err := r.st.Counts(ctx, time.Now())
 	if err != nil {
-		return fmt.Errorf("live: reading the store %s: %w", redactStore(r.storeDSN), err)
+		return fmt.Errorf("live: reading the store %s: %w", queue.RedactDSN(r.storeDSN), err)
 	}
 	if n := c.Total(); n > 0 {
-		return fmt.Errorf("live: the store %s already holds %d deliveries; a live run needs an empty one (a fresh database or schema)", redactStore(r.storeDSN), n)
+		return fmt.Errorf("live: the store %s already holds %d deliveries; a live run needs an empty one (a fresh database or schema)", queue.RedactDSN(r.storeDSN), n)
 	}
 	return nil
 }
