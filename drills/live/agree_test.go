@@ -355,15 +355,16 @@ func TestOverlapCheck(t *testing.T) {
 
 // dlqDrill dead-letters for two reasons whatever the timing: a cohort that
 // rejects 30% as bad data (permanent) and fails 40% transiently, with two
-// attempts at most (max-attempts). Ten seconds of drill at speed 40, a 1 s
-// sample interval.
+// attempts at most (max-attempts). Ten seconds of drill at speed 20, a 1 s
+// sample interval; the long drain only bounds a slow machine (the run ends
+// once nothing is pending).
 const dlqDrill = `
 name = "dlq-columns"
 mode = "live"
 seed = 2
-speed = 40
+speed = 20
 duration = "10s"
-drain = "1m"
+drain = "5m"
 sample_interval = "1s"
 [source]
 arrival = "constant"
