@@ -66,6 +66,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			d.Seed = *seedOverride
 		}
 	}
+	for i, d := range loaded {
+		warnPlan(stderr, files[i], d)
+	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	multi := len(loaded) > 1
 	var index []reports.IndexEntry
