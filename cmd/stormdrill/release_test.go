@@ -62,3 +62,28 @@ func TestCrossBuildReleaseTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryMDGoesToTheJobSummary: with GITHUB_STEP_SUMMARY set, run
+// appends its terminal summary there; --summary-md names another file.
+func TestSummaryMDGoesToTheJobSummary(t *testing.T) {
+	step := filepath.Join(t.TempDir(), "step-summary.md")
+	if err := os.WriteFile(step, []byte("earlier step\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GITHUB_STEP_SUMMARY", step)
+	code, _, errOut := stormdrill(t, "run", "cmd/stormdrill/testdata/fanout-one.toml", "--out", t.TempDir(), "--quiet")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got, _ := os.ReadFile(step)
+	if !strings.HasPrefix(string(got), "earlier step\n### stormdrill fanout-one\n\n```\nfanout-one: PASS") {
+		t.Errorf("job summary:\n%s", got)
+	}
+	other := filepath.Join(t.TempDir(), "summary.md")
+	if code, _, _ := stormdrill(t, "run", "cmd/stormdrill/testdata/fanout-one.toml", "--out", t.TempDir(), "--quiet", "--summary-md", other); code != exitOK {
+		t.Fatal("second run failed")
+	}
+	if b, _ := os.ReadFile(other); !strings.Contains(string(b), "fanout-one: PASS") {
+		t.Errorf("--summary-md file:\n%s", b)
+	}
+}
