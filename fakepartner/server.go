@@ -21,12 +21,13 @@ const (
 	DefaultMaxConns       = 4096
 	DefaultReadTimeout    = 30 * time.Second
 	DefaultTimeoutHoldMax = 60 * time.Second
-	DefaultMaxAcceptedIDs = 1_000_000
-	MaxAlerts             = 10_000   // alerts kept; later ones are counted, not kept
-	MaxAlertBodyBytes     = 64 << 10 // one alert
-	MaxControlBodyBytes   = 16 << 10 // one control request
-	MaxManualOutages      = 16       // per cohort at a time
-	MaxIDBytes            = 512      // Idempotency-Key
+	DefaultMaxAcceptedIDs = 1_000_000 // about 100 bytes each (a 128-bit hash, not the id): ~100 MB at most
+	MaxAlerts             = 10_000    // alerts kept; later ones are counted, not kept
+	MaxAlertBodyBytes     = 64 << 10  // one alert's body
+	MaxAlertFieldBytes    = 200       // an alert's reason and partner are kept clipped to this: ~5 MB for MaxAlerts
+	MaxControlBodyBytes   = 16 << 10  // one control request
+	MaxManualOutages      = 16        // per cohort at a time
+	MaxIDBytes            = 512       // Idempotency-Key
 	maxHeaderBytes        = 64 << 10
 )
 
@@ -70,6 +71,13 @@ type ServerOptions struct {
 	// Seed: each subscriber's stream is derived from it, and so is, with
 	// the Idempotency-Key, which deliveries carry bad data (Spec.BadData).
 	Seed uint64
+	// ControlToken, when set, is required as "Authorization: Bearer TOKEN"
+	// on the control API and the alert sink (see guardControl).
+	ControlToken string
+	// ControlHosts are Host names (or host:port) accepted by the control
+	// API besides loopback ones: the name a non-loopback listener is
+	// reached by.
+	ControlHosts []string
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -161,9 +169,14 @@ type cohort struct {
 	subsMu sync.Mutex
 	subs   []*subscriber // created on first request
 
-	mu     sync.Mutex // guards manual and stats
+	mu     sync.Mutex // guards manual, scriptCut and stats
 	manual []manualOutage
-	stats  PartnerStats
+	// scriptCut, when scriptCutSet, is the drill time at which
+	// DELETE /control/outage ended the script: scripted outages that had
+	// started by then are over; later ones still happen.
+	scriptCut    time.Duration
+	scriptCutSet bool
+	stats        PartnerStats
 }
 
 type manualOutage struct {
@@ -171,11 +184,11 @@ type manualOutage struct {
 	began time.Time
 }
 
+// subscriber is one member's Behaviour, stepped under mu by concurrent
+// requests.
 type subscriber struct {
-	mu      sync.Mutex // guards rng and version
-	rng     *rand.Rand
-	version uint64        // contended: the row's version
-	slots   chan struct{} // capacity; nil when unlimited
+	mu sync.Mutex
+	b  Behaviour
 }
 
 // SubscriberRand returns the random stream of one subscriber derived from a
@@ -249,10 +262,10 @@ func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/p/{cohort}", s.handlePartner)
 	mux.HandleFunc("/p/{cohort}/{member}", s.handlePartner)
-	mux.HandleFunc("POST /alerts", s.handleAlert)
-	mux.HandleFunc("GET /control/partners", s.handleControlPartners)
-	mux.HandleFunc("POST /control/outage", s.handleStartOutage)
-	mux.HandleFunc("DELETE /control/outage", s.handleEndOutage)
+	mux.HandleFunc("POST /alerts", s.guardControl(s.handleAlert))
+	mux.HandleFunc("GET /control/partners", s.guardControl(s.handleControlPartners))
+	mux.HandleFunc("POST /control/outage", s.guardControl(s.handleStartOutage))
+	mux.HandleFunc("DELETE /control/outage", s.guardControl(s.handleEndOutage))
 	s.mux = mux
 	return s, nil
 }
@@ -334,7 +347,7 @@ func (s *Server) Accepted(partner, id string) bool {
 	}
 	s.idsMu.Lock()
 	defer s.idsMu.Unlock()
-	return s.ids.has(idKey{c.index, id})
+	return s.ids.has(newIDKey(c.index, id))
 }
 
 // Alerts returns the alerts received so far, oldest first.
@@ -368,10 +381,8 @@ func (c *cohort) subscriber(member int, seed uint64) *subscriber {
 	if sub := c.subs[member]; sub != nil {
 		return sub
 	}
-	sub := &subscriber{rng: SubscriberRand(seed, c.spec.Name, member)}
-	if c.spec.Concurrency > 0 {
-		sub.slots = make(chan struct{}, c.spec.Concurrency)
-	}
+	sub := &subscriber{}
+	sub.b.init(&c.spec, SubscriberRand(seed, c.spec.Name, member), c.dataSeed)
 	c.subs[member] = sub
 	return sub
 }
@@ -386,8 +397,19 @@ func (s *Server) faultAt(c *cohort, member int, now time.Time) (Outage, bool) {
 			return m.o, true
 		}
 	}
+	cut, cutSet := c.scriptCut, c.scriptCutSet
 	c.mu.Unlock()
-	return c.spec.FaultAt(member, s.DrillTime(now))
+	t := s.DrillTime(now)
+	if !cutSet {
+		return c.spec.FaultAt(member, t)
+	}
+	for i := range c.spec.Outages {
+		o := &c.spec.Outages[i]
+		if o.Start > cut && o.Hits(member) && o.EffectiveAt(t) {
+			return *o, true
+		}
+	}
+	return Outage{}, false
 }
 
 // outcome is how one request to a partner ended, for the counters.
@@ -440,110 +462,75 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	s.finish(c, id, attempt, arrived, out)
 }
 
-// serveCall plays the partner's behaviour for one request and writes the
-// answer (or resets, or holds). id is the Idempotency-Key: it decides bad
-// data as Sim.BeginKey does; without one, bad data is drawn per call.
+// serveCall asks the subscriber's Behaviour how to answer one request, at
+// the drill time it arrived, then waits the answer's latency on the real
+// clock and writes it (or resets the connection, or holds it and never
+// answers). id is the Idempotency-Key: it decides bad data as Sim.BeginKey
+// does; without one, bad data is drawn per call.
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) outcome {
 	ctx := r.Context()
-	factor := 1.0
+	now := s.DrillTime(arrived)
+	var fault *Outage
 	if o, ok := s.faultAt(c, member, arrived); ok {
-		switch o.Kind {
-		case OutageSlow:
-			factor = o.Factor
-		case OutageTimeout:
-			s.wait(ctx, s.opts.TimeoutHoldMax)
-			hijackClose(w, false) // never answer: drop the connection
-			return outcome{held: true}
-		case OutageReset:
-			if !hijackClose(w, true) {
-				writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
-				return outcome{status: http.StatusServiceUnavailable}
-			}
-			return outcome{reset: true}
-		case OutageThrottle:
-			if ra := s.retryAfter(o.RetryAfter, arrived); ra != "" {
-				w.Header().Set("Retry-After", ra)
-			}
-			writeJSONError(w, http.StatusTooManyRequests, "throttled")
-			return outcome{status: http.StatusTooManyRequests}
-		default: // unavailable, flap (down half)
-			writeJSONError(w, http.StatusServiceUnavailable, "unavailable")
-			return outcome{status: http.StatusServiceUnavailable}
-		}
+		fault = &o
 	}
-
-	sub := c.subscriber(member, s.opts.Seed)
-	spec := &c.spec
-	// Draw everything at once, in the simulation's order, under the lock.
-	sub.mu.Lock()
-	var hop1, hop2 time.Duration
-	if spec.Contended {
-		hop1 = spec.NetworkDelay.Sample(sub.rng)
-	}
-	service := scaleDuration(spec.Latency.Sample(sub.rng), factor)
-	u := sub.rng.Float64()
-	if spec.Contended {
-		hop2 = spec.NetworkDelay.Sample(sub.rng)
-	}
-	sub.mu.Unlock()
-
-	var key uint64
+	var d Delivery
 	if id != "" {
-		key = KeyHash(id)
+		d = Delivery{Key: KeyHash(id), Keyed: true}
 	}
-	status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, id != "", c.dataSeed, key)
-
-	if spec.Contended && !s.wait(ctx, s.wall(hop1)) {
-		return outcome{abandoned: true}
-	}
-	if sub.slots != nil {
-		if spec.RejectWhenBusy {
-			select {
-			case sub.slots <- struct{}{}:
-			default:
-				writeJSONError(w, http.StatusServiceUnavailable, "busy")
-				return outcome{status: http.StatusServiceUnavailable}
-			}
-		} else {
-			select {
-			case sub.slots <- struct{}{}:
-			case <-ctx.Done():
-				return outcome{abandoned: true}
-			case <-s.closing:
-				return outcome{abandoned: true}
-			}
-		}
-	}
+	sub := c.subscriber(member, s.opts.Seed)
+	clock := s.clock()
 	sub.mu.Lock()
-	readVersion := sub.version
+	call := sub.b.Begin(now, d, fault, clock)
 	sub.mu.Unlock()
 
-	// The server is busy for the service time; the write's hop back does
-	// not hold it, as in the simulation.
-	served := s.wait(ctx, s.wall(service))
-	if sub.slots != nil {
-		<-sub.slots
+	if call.NoAnswer {
+		s.wait(ctx, s.opts.TimeoutHoldMax)
+		hijackClose(w, false) // never answer: drop the connection
+		return outcome{held: true}
 	}
-	if !served || !s.wait(ctx, s.wall(hop2)) {
-		// The caller left; the partner finishes the work regardless, as in
-		// the simulation, so a hidden success is still a success.
-		return outcome{abandoned: true, commit: status == http.StatusOK && !spec.Contended}
-	}
-	if spec.Contended && status == http.StatusOK {
-		sub.mu.Lock()
-		if sub.version != readVersion {
-			status = http.StatusConflict
-		} else {
-			sub.version++
+	latency := s.wall(call.Latency)
+	began := time.Now()
+	answered := s.wait(ctx, latency)
+	if call.NeedsFinish() {
+		if !answered {
+			// The caller left, but the write still lands when the
+			// Behaviour says it does, and later calls conflict with it.
+			s.wait(context.Background(), latency-time.Since(began))
 		}
+		sub.mu.Lock()
+		sub.b.Finish(&call, now+call.Latency)
 		sub.mu.Unlock()
 	}
-	if status == http.StatusOK {
-		writeJSON(w, status, map[string]any{"ok": true})
-	} else {
-		writeJSONError(w, status, http.StatusText(status))
+	if !answered {
+		// The partner finishes the work regardless, so a hidden success is
+		// still a success.
+		return outcome{abandoned: true, commit: call.Processed}
 	}
-	return outcome{status: status, commit: status == http.StatusOK}
+	res := call.Result
+	if res.Kind == ResultReset {
+		if !hijackClose(w, true) {
+			writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
+			return outcome{status: http.StatusServiceUnavailable}
+		}
+		return outcome{reset: true}
+	}
+	if res.RetryAfter != "" {
+		w.Header().Set("Retry-After", res.RetryAfter)
+	}
+	if res.Status == http.StatusOK {
+		writeJSON(w, res.Status, map[string]any{"ok": true})
+	} else {
+		writeJSONError(w, res.Status, http.StatusText(res.Status))
+	}
+	return outcome{status: res.Status, commit: call.Processed}
+}
+
+// clock places drill time on the wall clock.
+func (s *Server) clock() WallClock {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	return WallClock{Epoch: s.start, Speed: s.speed}
 }
 
 // finish counts one request.
@@ -552,7 +539,7 @@ func (s *Server) finish(c *cohort, id string, attempt int, arrived time.Time, ou
 	dup, evicted := false, -1
 	if out.commit && id != "" {
 		s.idsMu.Lock()
-		dup, evicted = s.ids.add(idKey{c.index, id})
+		dup, evicted = s.ids.add(newIDKey(c.index, id))
 		s.idsMu.Unlock()
 	}
 	if evicted >= 0 && evicted != c.index {
@@ -627,23 +614,6 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// retryAfter renders a throttle's Retry-After at wall time now.
-func (s *Server) retryAfter(spec string, now time.Time) string {
-	mode, offset, err := parseRetryAfter(spec)
-	if err != nil {
-		return GarbageRetryAfter
-	}
-	switch mode {
-	case retryAfterSeconds:
-		return spec
-	case retryAfterGarbage:
-		return GarbageRetryAfter
-	case retryAfterDate:
-		return now.Add(s.wall(offset)).UTC().Format(http.TimeFormat)
-	}
-	return ""
-}
-
 // hijackClose takes the connection over and closes it, with a TCP RST when
 // reset is true. It reports false if the connection cannot be hijacked
 // (HTTP/2).
@@ -678,7 +648,7 @@ func (s *Server) handleAlert(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "oldest_s must not be negative")
 		return
 	}
-	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: a.Reason, Partner: a.Partner}
+	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: clipText(a.Reason, MaxAlertFieldBytes), Partner: clipText(a.Partner, MaxAlertFieldBytes)}
 	if a.OldestS != nil {
 		ra.OldestS = *a.OldestS
 	}
@@ -711,10 +681,11 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 			})
 		}
 		ps.Stats = c.snapshot()
+		cut, cutSet := c.scriptCut, c.scriptCutSet
 		c.mu.Unlock()
 		for i := range c.spec.Outages {
 			o := &c.spec.Outages[i]
-			if o.ActiveAt(t) {
+			if o.ActiveAt(t) && !(cutSet && o.Start <= cut) {
 				ps.Active = append(ps.Active, ActiveOutage{
 					Kind: o.Kind.String(), Members: o.Members,
 					Effective: o.EffectiveAt(t), EndsInS: s.wall(o.End() - t).Seconds(),
@@ -800,12 +771,24 @@ func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("no partner %q (give ?partner=NAME)", name))
 		return
 	}
+	now := s.now()
+	t := s.DrillTime(now)
 	c.mu.Lock()
-	c.pruneManual(s.now())
+	c.pruneManual(now)
 	n := len(c.manual)
 	c.manual = nil
+	scripted := 0
+	for i := range c.spec.Outages {
+		o := &c.spec.Outages[i]
+		if o.ActiveAt(t) && !(c.scriptCutSet && o.Start <= c.scriptCut) {
+			scripted++
+		}
+	}
+	// Scripted outages that have started are over; the script's later
+	// outages still happen.
+	c.scriptCut, c.scriptCutSet = t, true
 	c.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n})
+	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n + scripted, "ended_manual": n, "ended_scripted": scripted})
 }
 
 func parseWallDuration(key, v string) (time.Duration, error) {

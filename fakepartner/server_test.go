@@ -353,7 +353,7 @@ func TestServerContended(t *testing.T) {
 	spec.Latency = Dist{}
 	spec.Contended = true
 	spec.NetworkDelay = Dist{Value: 150 * time.Millisecond}
-	s, base, _ := startServer(t, []Spec{spec}, ServerOptions{})
+	s, base, clock := startServer(t, []Spec{spec}, ServerOptions{})
 	c := client(5 * time.Second)
 	results := make(chan int, 2)
 	for i := range 2 {
@@ -364,7 +364,9 @@ func TestServerContended(t *testing.T) {
 	if got[200] != 1 || got[409] != 1 {
 		t.Errorf("statuses %v, want one 200 and one 409", got)
 	}
-	// Alone, a later call succeeds.
+	// Alone, a later call succeeds: it reads the row after both writes
+	// landed (the drill clock is a fake one; move it on).
+	clock.Set(t0.Add(time.Second))
 	if a := post(c, base+"/p/acme", "2", "{}"); a.status != 200 {
 		t.Errorf("later call: %d", a.status)
 	}
@@ -376,6 +378,7 @@ func TestServerContended(t *testing.T) {
 func doJSON(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := client(5 * time.Second).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
@@ -566,11 +569,11 @@ func TestIDSetEvicts(t *testing.T) {
 		seen    bool
 		evicted int
 	}{
-		{idKey{0, "a"}, false, -1},
-		{idKey{1, "a"}, false, -1}, // another cohort: another key
-		{idKey{0, "a"}, true, -1},
-		{idKey{0, "b"}, false, 0}, // full: forgets cohort 0's "a"
-		{idKey{0, "a"}, false, 1}, // "a" was forgotten; now cohort 1's "a" goes
+		{newIDKey(0, "a"), false, -1},
+		{newIDKey(1, "a"), false, -1}, // another cohort: another key
+		{newIDKey(0, "a"), true, -1},
+		{newIDKey(0, "b"), false, 0}, // full: forgets cohort 0's "a"
+		{newIDKey(0, "a"), false, 1}, // "a" was forgotten; now cohort 1's "a" goes
 	}
 	for i, st := range steps {
 		if seen, ev := s.add(st.key); seen != st.seen || ev != st.evicted {
