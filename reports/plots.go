@@ -45,7 +45,7 @@ var plotPalette = []color.NRGBA{
 var (
 	outageColor       = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x40} // translucent grey
 	manualOutageColor = color.NRGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0x30} // translucent vermillion
-	sloColor    = color.NRGBA{R: 0xC0, G: 0x00, B: 0x00, A: 0xFF}
+	sloColor          = color.NRGBA{R: 0xC0, G: 0x00, B: 0x00, A: 0xFF}
 )
 
 func paletteColor(i int) color.Color { return plotPalette[i%len(plotPalette)] }

@@ -97,7 +97,7 @@ func TestAggregateSeedsAndJudge(t *testing.T) {
 func TestCompareMultiSeedNeedsSignificance(t *testing.T) {
 	amps := []float64{1, 1, 1, 1, 1}
 	base := multiSeed(1, []float64{1.0, 1.4, 0.8, 1.2, 1.1}, amps)
-	noisy := multiSeed(11, []float64{1.5, 0.9, 1.6, 0.9, 1.3}, amps)   // mean +12%, spread wide
+	noisy := multiSeed(11, []float64{1.5, 0.9, 1.6, 0.9, 1.3}, amps)    // mean +12%, spread wide
 	shifted := multiSeed(21, []float64{2.0, 2.2, 1.9, 2.1, 2.05}, amps) // mean +85%
 	tol := mustTolerances(t, "healthy.latency.p99=+10%")
 
