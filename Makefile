@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
-RACE_PKGS = ./fakepartner/... ./model/queue/... ./model/dispatcher/... ./cmd/... ./experiments/... ./drills/live/...
+RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/...
 
 .PHONY: help build test test-race vet fmt demo bench fuzz clean
 
@@ -36,7 +36,6 @@ fuzz: ## fuzz the parsers for 30s each
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRate$$' -fuzztime 30s ./drills/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGate$$' -fuzztime 30s ./reports/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTolerance$$' -fuzztime 30s ./reports/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./model/dispatcher/
 
 clean: ## remove build and run outputs
 	rm -rf bin out
