@@ -1,7 +1,6 @@
 package drills
 
 import (
-	"sort"
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
@@ -20,6 +19,7 @@ func (d *Drill) NewTally(specs []fakepartner.Spec, mode string, speed float64, i
 		Drill: d.Name, Description: d.Description, Seed: d.Seed, Mode: mode, Speed: speed,
 		Duration: d.Duration.D, Layout: tally.NewLayout(specs, d.Source.To), Interval: interval,
 		SLO: d.SLO.DeliveryLatency.D, Breakers: d.BreakerEnabled(), Gates: d.Gates,
+		Offered: d.Offered(specs),
 	}
 	if pol, err := d.ModelPolicy(); err == nil {
 		cfg.Classifier = &pol.Classifier
@@ -47,9 +47,7 @@ func (r *simRun) sample(t int64) {
 		Ready: int64(st.Ready), Delayed: int64(st.Delayed), InFlight: int64(st.InFlight),
 		OldestReadyAge: st.OldestReadyAge, OldestDelayedAge: st.OldestDelayedAge,
 	}
-	if held := len(r.held) - r.heldHead; held > 0 {
-		g.SourceHeldBack = int64(held*len(r.fanout) - r.heldSub)
-	}
+	g.SourceHeldBack = r.heldDeliveries()
 	if cols := r.tally.BreakerColumns(); len(cols) > 0 {
 		g.Breaker = make([]float64, len(cols))
 		for i, sub := range cols {
@@ -79,27 +77,14 @@ func (r *simRun) report() (*reports.Run, error) {
 		}
 	}
 	// Deliveries the source created but still holds back (on_full = block)
-	// are created and pending, though no queue has seen them yet. The held
-	// events are in time order: each subscriber's are split into those
-	// older and younger than the SLO at the end.
-	if held := r.held[r.heldHead:]; len(held) > 0 {
-		young := sort.Search(len(held), func(i int) bool { return r.tally.YoungAtEnd(time.Duration(held[i])) })
-		for k, si := range r.fanout {
-			from := 0
-			if k < r.heldSub {
-				from = 1 // the head event already enqueued this one
-			}
-			if n := int64(len(held) - from); n > 0 {
-				r.tally.Created(int(si), n)
-			}
-			y := max(young, from)
-			if y > from {
-				r.tally.Pending(int(si), time.Duration(held[from]), int64(y-from))
-			}
-			if y < len(held) {
-				r.tally.Pending(int(si), time.Duration(held[y]), int64(len(held)-y))
-			}
-		}
+	// are created and pending, though no queue has seen them yet; they
+	// count as old as the oldest held event.
+	if r.heldHead < len(r.held) {
+		oldest := time.Duration(r.held[r.heldHead])
+		r.eachHeld(func(si int32, n int64) {
+			r.tally.Created(int(si), n)
+			r.tally.Pending(int(si), oldest, n)
+		})
 	}
 	r.tally.SourceHeldBack(r.heldBackSum, r.heldBackMax)
 	return r.tally.Run()

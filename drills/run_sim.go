@@ -101,17 +101,20 @@ type subscriber struct {
 }
 
 type simRun struct {
-	d      *Drill
-	pol    *model.Policy
-	specs  []fakepartner.Spec
-	subs   []subscriber
-	fanout []int32 // subscriber indexes each event fans out to
-	core   *dispatch.Core
-	q      sim.Queue[simEvent]
-	rng    *rand.Rand // dispatcher's jitter stream
-	src    *rand.Rand // source's arrival stream
-	epoch0 int64      // unix ns of drill time 0
-	needID bool
+	d       *Drill
+	pol     *model.Policy
+	specs   []fakepartner.Spec
+	subs    []subscriber
+	fan     *Fanout
+	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
+	fanBuf  []int32 // backing of fanout when the shape picks per event
+	heldBuf []int32 // scratch for the picks of other held events
+	core    *dispatch.Core
+	q       sim.Queue[simEvent]
+	rng     *rand.Rand // dispatcher's jitter stream
+	src     *rand.Rand // source's arrival stream
+	epoch0  int64      // unix ns of drill time 0
+	needID  bool
 
 	slots     []inflight
 	freeSlots []int32
@@ -185,9 +188,8 @@ func newSimRun(d *Drill) (*simRun, error) {
 		})
 		pcs = append(pcs, dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
 	}
-	for _, si := range layout.Fanout {
-		r.fanout = append(r.fanout, int32(si))
-	}
+	r.fan = d.NewFanout(specs)
+	r.fanout = r.fan.Pick(0, nil)
 	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
 	if err != nil {
 		return nil, err
@@ -371,6 +373,10 @@ func (r *simRun) feedSource(t int64) {
 	for r.heldHead < len(r.held) {
 		created := r.held[r.heldHead]
 		eventNo := r.events
+		if r.heldSub == 0 && !r.fan.All() {
+			r.fanout = r.fan.Pick(eventNo, r.fanBuf)
+			r.fanBuf = r.fanout
+		}
 		for r.heldSub < len(r.fanout) {
 			if block && r.core.Full() {
 				return
@@ -670,4 +676,52 @@ func (r *simRun) goDown(t int64, i int) {
 	r.tally.Restart(reports.Restart{AtS: float64(t) / 1e9, DownS: f.Down.D.Seconds(), Graceful: graceful, InFlight: inFlight})
 	r.down = true
 	r.q.Push(t+int64(f.Down.D), simEvent{kind: evUp, slot: int32(i)})
+}
+
+// eachHeld calls fn(subscriber, deliveries) for the deliveries the source
+// still holds back (on_full = "block"): the rest of the head event's, and
+// every later held event's.
+func (r *simRun) eachHeld(fn func(si int32, n int64)) {
+	held := len(r.held) - r.heldHead
+	if held <= 0 {
+		return
+	}
+	if r.fan.All() {
+		for k, si := range r.fanout {
+			n := int64(held)
+			if k < r.heldSub {
+				n-- // the head event already enqueued this one
+			}
+			if n > 0 {
+				fn(si, n)
+			}
+		}
+		return
+	}
+	first := r.events // the head event's number
+	for j := 0; j < held; j++ {
+		picks := r.fan.Pick(first+int64(j), r.heldBuf)
+		r.heldBuf = picks
+		if j == 0 {
+			picks = picks[min(r.heldSub, len(picks)):]
+		}
+		for _, si := range picks {
+			fn(si, 1)
+		}
+	}
+}
+
+// heldDeliveries is how many deliveries the source holds back; past the
+// head event it takes the mean fan-out for shapes that vary per event,
+// since it is sampled often and the exact count costs a pick per event.
+func (r *simRun) heldDeliveries() float64 {
+	held := len(r.held) - r.heldHead
+	if held <= 0 {
+		return 0
+	}
+	if r.fan.All() {
+		return float64(held*len(r.fanout) - r.heldSub)
+	}
+	head := r.fan.Degree(r.events) - r.heldSub
+	return float64(max(head, 0)) + float64(held-1)*r.d.FanoutMean()
 }

@@ -65,7 +65,7 @@ func newLiveRecorder(r *runner) *liveRecorder {
 	// between them.
 	interval := max(tally.Interval(d.SampleInterval.D, total), r.clock.Drill(20*time.Millisecond))
 	rec := &liveRecorder{r: r, interval: interval, lastAnswer: map[string]time.Time{}}
-	rec.t = d.NewTally(r.specs, "live", r.clock.speed(), interval)
+	rec.t = d.NewTally(r.specs, "live", r.clock.Speed, interval)
 	return rec
 }
 
@@ -159,7 +159,7 @@ func (rec *liveRecorder) sample(dt time.Duration) (pending int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("live: sampling the store: %w", err)
 	}
-	g := tally.Gauges{Ready: sm.Ready, Delayed: sm.Delayed, InFlight: sm.InFlight, SourceHeldBack: r.inj.heldBack.Load()}
+	g := tally.Gauges{Ready: sm.Ready, Delayed: sm.Delayed, InFlight: sm.InFlight, SourceHeldBack: float64(r.inj.heldBack.Load())}
 	if !sm.OldestReady.IsZero() {
 		g.OldestReadyAge = max(0, now.Sub(sm.OldestReady))
 	}
@@ -257,7 +257,7 @@ func (r *runner) report() (*reports.Run, error) {
 		return nil, err
 	}
 	run.Policy = append(run.Policy, reports.KV{Key: "live", Value: fmt.Sprintf("speed ×%g (drill times in the report are drill time; lateness is wall time), store %s, %d dispatcher process(es), lease %s, claim batch %d",
-		r.clock.speed(), queue.RedactDSN(r.storeDSN), r.processes(), r.d.Dispatcher.LeaseTimeout.D, r.d.Dispatcher.ClaimBatch)})
+		r.clock.Speed, queue.RedactDSN(r.storeDSN), r.processes(), r.d.Dispatcher.LeaseTimeout.D, r.d.Dispatcher.ClaimBatch)})
 	run.Policy = append(run.Policy, reports.KV{Key: "live partners", Value: fmt.Sprintf(
 		"%d attempts with a delivery id; %d arrived while another attempt of the same delivery was in flight", rec.checked, rec.overlaps)})
 	if len(r.restarts) > 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 	"github.com/stormdrill/stormdrill/model/queue"
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -90,16 +91,17 @@ type runner struct {
 	opt      Options
 	dir      string
 	storeDSN string
-	drillJS  string
-	specs    []fakepartner.Spec
-	subs     []drills.LiveSubscriber
-	fanout   []int
-	byName   map[string]int
-	srv      *fakepartner.Server
-	baseURL  string
-	clock    Clock
-	exe      string
-	logw     io.Writer
+	// dispatchConfig is the dispatcher configuration file the children read.
+	dispatchConfig string
+	specs          []fakepartner.Spec
+	subs           []drills.LiveSubscriber
+	fanout         []int
+	byName         map[string]int
+	srv            *fakepartner.Server
+	baseURL        string
+	clock          dispatcher.Clock
+	exe            string
+	logw           io.Writer
 
 	mu          sync.Mutex // guards what child readers write
 	transitions []transition
@@ -188,10 +190,6 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	// Every spawn's exit is reported once; a run spawns each process once
 	// and again after each fault.
 	r.exited = make(chan *child, r.processes()*(len(d.Faults)+1))
-	r.drillJS = filepath.Join(dir, "drill.json")
-	if err := WriteDrillJSON(d, r.drillJS); err != nil {
-		return nil, err
-	}
 	r.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: d.Speed, Seed: d.Seed,
 		OnAttempt: func(a fakepartner.Attempt) {
 			if rec := r.recorder(); rec != nil {
@@ -207,6 +205,15 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	}
 	go func() { _ = r.srv.Serve(l) }()
 	r.baseURL = "http://" + l.Addr().String()
+	cfg, err := DispatcherConfig(d, r.baseURL)
+	if err == nil {
+		r.dispatchConfig = filepath.Join(dir, "dispatcher.json")
+		err = dispatcher.WriteFile(r.dispatchConfig, cfg)
+	}
+	if err != nil {
+		r.srv.Close()
+		return nil, fmt.Errorf("live: dispatcher configuration: %w", err)
+	}
 	return r, nil
 }
 
@@ -285,10 +292,8 @@ func (r *runner) launch(n int) (*child, error) {
 	r.spawns++
 	c := &child{n: n, owner: "dispatch-" + strconv.Itoa(r.spawns), ready: make(chan struct{}), done: make(chan error, 1)}
 	c.cmd = exec.Command(r.exe, "dispatch",
-		"--store", r.storeDSN, "--drill", r.drillJS, "--partners", r.baseURL,
-		"--owner", c.owner, "--alert-url", r.baseURL+"/alerts",
-		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10),
-		"--speed", strconv.FormatFloat(r.clock.speed(), 'g', -1, 64))
+		"--store", r.storeDSN, "--config", r.dispatchConfig, "--owner", c.owner,
+		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10))
 	c.cmd.Stderr = r.logw
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -303,12 +308,12 @@ func (r *runner) launch(n int) (*child, error) {
 		for sc.Scan() {
 			f := strings.Split(sc.Text(), "\t")
 			switch f[0] {
-			case EventReady:
+			case dispatcher.EventReady:
 				if !readyOnce {
 					readyOnce = true
 					close(c.ready)
 				}
-			case EventTransition:
+			case dispatcher.EventTransition:
 				if len(f) == 5 {
 					r.transition(f[1], f[2], f[3], f[4])
 				}
@@ -456,7 +461,7 @@ func (r *runner) run() error {
 	d := r.d
 	// Several processes boot at once; give them more time together.
 	boot := BootMargin + time.Duration(r.processes()-1)*BootMargin/2
-	r.clock = Clock{Start: time.Now().Add(boot), Speed: d.Speed}
+	r.clock = dispatcher.Clock{Start: time.Now().Add(boot), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
 	var err error
 	if r.st, err = queue.Open(r.storeDSN); err != nil {

@@ -24,6 +24,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		Drill: cfg.Drill, Description: cfg.Description, Seed: cfg.Seed, Mode: cfg.Mode, Speed: cfg.Speed,
 		DurationS:  cfg.Duration.Seconds(),
 		DrillTimeS: float64(t.end) / 1e9,
+		Offered:    cfg.Offered,
 		Deliveries: reports.Deliveries{
 			Created: t.created, Delivered: t.delivered, DeadLettered: t.dead, Pending: t.pending,
 		},
@@ -156,7 +157,7 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 			OldestReadyAgeS:   g.OldestReadyAge.Seconds(),
 			OldestDelayedAgeS: g.OldestDelayedAge.Seconds(),
 			DLQPerS:           float64(iv.dlq) / sec,
-			SourceHeldBack:    float64(g.SourceHeldBack),
+			SourceHeldBack:    g.SourceHeldBack,
 			Breaker:           g.Breaker,
 		}
 		if iv.first > 0 {

@@ -57,7 +57,8 @@ type Config struct {
 	// subscriber (at most MaxBreakerColumns).
 	Breakers bool
 	Gates    []string
-	Policy   []reports.KV // the policy echo
+	Policy   []reports.KV    // the policy echo
+	Offered  reports.Offered // the load the source offers, read off the drill
 }
 
 // counts are one interval's counters.
@@ -72,7 +73,7 @@ type Gauges struct {
 	// OldestReadyAge and OldestDelayedAge are now − created of the oldest
 	// due and of the oldest delayed delivery; 0 when there is none.
 	OldestReadyAge, OldestDelayedAge time.Duration
-	SourceHeldBack                   int64 // deliveries the source holds back
+	SourceHeldBack                   float64 // deliveries the source holds back
 	// Breaker holds, per BreakerColumns entry, 0 closed, 1 half-open, 2 open.
 	Breaker []float64
 }
