@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 )
 
@@ -123,6 +124,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 				ShareOfDeliveries: float64(hit) / float64(max(subs, 1)),
 				Subscribers:       hit,
 				RetryAfter:        retryAfterSeconds(o.RetryAfter),
+				FailLatency:       answerAfter(o.AnswerAfter, timeout),
 				Factor:            o.Factor,
 				Period:            o.Period,
 			})
@@ -146,4 +148,17 @@ func retryAfterSeconds(s string) time.Duration {
 		return 0
 	}
 	return time.Duration(n) * time.Second
+}
+
+// answerAfter is the mean time a failing call takes to be answered,
+// capped at the attempt timeout; 0 for a fast answer.
+func answerAfter(d *fakepartner.Dist, timeout time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	m := d.Expected()
+	if timeout > 0 && m > timeout {
+		m = timeout
+	}
+	return m
 }
