@@ -27,6 +27,7 @@ type Drill struct {
 	Faults     []Fault    `toml:"faults"`
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
+	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
 }
 
 // Source is the event arrival process. Each event fans out to one delivery
