@@ -134,21 +134,21 @@ func openStore(cmd, dsn string) (queue.Store, error) {
 	scheme, path, ok := strings.Cut(dsn, ":")
 	switch {
 	case !ok:
-		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, dsn)
+		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "memory"):
-		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, dsn)
+		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "sqlite") && path != "":
 		fi, err := os.Stat(path)
 		if err != nil {
-			return nil, usagef("stormdrill %s: --store %q: no queue there (%v); a live run writes one as DIR/queue.db", cmd, dsn, errors.Unwrap(err))
+			return nil, usagef("stormdrill %s: --store %q: no queue there (%v); a live run writes one as DIR/queue.db", cmd, queue.RedactDSN(dsn), errors.Unwrap(err))
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, usagef("stormdrill %s: --store %q: not a file", cmd, dsn)
+			return nil, usagef("stormdrill %s: --store %q: not a file", cmd, queue.RedactDSN(dsn))
 		}
 	}
 	st, err := queue.Open(dsn)
 	if err != nil {
-		return nil, usagef("stormdrill %s: --store: %v", cmd, err)
+		return nil, usagef("stormdrill %s: --store: %s", cmd, queue.RedactMessage(err.Error(), dsn))
 	}
 	return st, nil
 }
