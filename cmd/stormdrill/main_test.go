@@ -175,11 +175,12 @@ func TestFailingGateExits1WithOneJUnitFailurePerGate(t *testing.T) {
 // junit.xml all say FAIL and name the tolerance.
 func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code != exitOK {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	const tol = "amplification=+1%"
-	// The impatient policy passes its own gates but makes more attempts.
+	// The impatient policy (no breaker, no backoff) passes its own gates
+	// but makes more attempts.
 	code, out, errOut := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--baseline", base, "--fail-on", tol)
 	if code != exitGateFail {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
