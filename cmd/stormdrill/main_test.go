@@ -247,9 +247,9 @@ func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
 
 func TestCompareFailsOnTightTolerance(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	// The same drill with a patient and an impatient policy: the candidate
-	// makes more attempts per delivery.
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code > exitGateFail {
+	// The same outage with a breaker and with immediate retries: the
+	// candidate makes more attempts per delivery.
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code > exitGateFail {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	if code, out, e := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet"); code > exitGateFail {
