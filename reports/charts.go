@@ -105,11 +105,15 @@ func interactiveCharts(run *Run) []chartSpec {
 		})
 
 	labels, colors, cols := cohortColumns(s, ts, func(sm *Sample) []float64 { return sm.CohortAmplification })
+	ampTitle := "Retry amplification"
+	if len(cols) > 0 {
+		ampTitle += " by cohort"
+	}
 	labels = append(labels, "pipeline, per interval")
 	colors = append(colors, color.Gray{Y: 0x80})
 	cols = append(cols, col(func(s *Sample) float64 { return s.Amplification }))
 	if anyNonZeroCols(cols) {
-		add("chart-amplification", "Retry amplification by cohort", "attempts ÷ first attempts", labels, colors, cols)
+		add("chart-amplification", ampTitle, "attempts ÷ first attempts", labels, colors, cols)
 	}
 
 	add("chart-pending", "Pending deliveries", "deliveries",
@@ -142,7 +146,11 @@ func interactiveCharts(run *Run) []chartSpec {
 			c[i] /= unit.divS
 		}
 	}
-	if c := add("chart-oldest-age", "Oldest message age by cohort", "age ("+unit.unit+")", labels, colors, cols); c != nil && s.SLOS > 0 {
+	ageTitle := "Oldest message age"
+	if labels[0] != "oldest ready" {
+		ageTitle += " by cohort"
+	}
+	if c := add("chart-oldest-age", ageTitle, "age ("+unit.unit+")", labels, colors, cols); c != nil && s.SLOS > 0 {
 		ref := roundFloat(s.SLOS / unit.divS)
 		c.YRef, c.YRefLabel = &ref, "SLO "+legendSeconds(s.SLOS)
 	}

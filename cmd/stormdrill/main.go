@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // Exit statuses, as DESIGN.md fixes them.
@@ -58,7 +59,11 @@ func commands() []command {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// Exit 3 with a message rather than the runtime's out-of-memory death.
+	g := startMemGuard(memoryCeiling(), 100*time.Millisecond, os.Stderr, os.Exit)
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	g.Stop()
+	os.Exit(code)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
