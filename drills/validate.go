@@ -161,6 +161,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 		}
 		seenTo[to] = true
 	}
+	validateFanout(d, names, bad)
 
 	// Retry policy.
 	r := &d.Policy.Retry
