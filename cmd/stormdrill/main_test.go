@@ -177,11 +177,12 @@ func TestFailingGateExits1WithOneJUnitFailurePerGate(t *testing.T) {
 // junit.xml all say FAIL and name the tolerance.
 func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code != exitOK {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	const tol = "amplification=+1%"
-	// The impatient policy passes its own gates but makes more attempts.
+	// The impatient policy (no breaker, no backoff) passes its own gates
+	// but makes more attempts.
 	code, out, errOut := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--baseline", base, "--fail-on", tol)
 	if code != exitGateFail {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
@@ -248,9 +249,9 @@ func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
 
 func TestCompareFailsOnTightTolerance(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	// The same drill with a patient and an impatient policy: the candidate
-	// makes more attempts per delivery.
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code > exitGateFail {
+	// The same outage with a breaker and with immediate retries: the
+	// candidate makes more attempts per delivery.
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code > exitGateFail {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	if code, out, e := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet"); code > exitGateFail {
@@ -439,17 +440,18 @@ func (s *syncBuffer) String() string {
 
 func TestRunWithBaselinePutsComparisonInReport(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code != exitOK {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	// The same drill as its own baseline: nothing regresses.
 	same := t.TempDir()
-	code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", same, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
+	code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", same, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
 	if code != exitOK {
 		t.Fatalf("run against an identical baseline: exit %d\n%s%s", code, out, e)
 	}
-	// A worse policy against it: the tolerance fails the run and the report
-	// carries the comparison.
+	// A worse policy against it (no breaker, no backoff: failing calls
+	// retried at once): the tolerance fails the run and the report carries
+	// the comparison.
 	code, out, e = stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
 	if code != exitGateFail {
 		t.Fatalf("run against the baseline with a tight tolerance: exit %d, want 1\n%s%s", code, out, e)
