@@ -255,7 +255,7 @@ func (r *simRun) run(opt SimOptions) error {
 		}
 		events++
 		if opt.MaxEvents > 0 && events > opt.MaxEvents {
-			r.rec.endNs = t
+			r.tally.End(time.Duration(t))
 			return nil
 		}
 		if events > MaxSimEvents {
