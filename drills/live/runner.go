@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/dispatcher"
@@ -68,6 +70,9 @@ type Options struct {
 	// or else an SQLite file queue.db in the run directory. A PostgreSQL
 	// store must be empty when the run starts.
 	Store string
+	// Metrics, if set, gets the partner server's Prometheus collector
+	// (requests by partner, status and fault) for the run's length.
+	Metrics prometheus.Registerer
 }
 
 type child struct {
@@ -87,6 +92,7 @@ type transition struct {
 }
 
 type runner struct {
+	metrics  prometheus.Collector // registered with opt.Metrics
 	d        *drills.Drill
 	opt      Options
 	dir      string
@@ -199,6 +205,12 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: partner server: %w", err)
 	}
+	if opt.Metrics != nil {
+		r.metrics = r.srv.Collector()
+		if err := opt.Metrics.Register(r.metrics); err != nil {
+			return nil, fmt.Errorf("live: metrics: %w", err)
+		}
+	}
 	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("live: partner server: %w", err)
@@ -234,6 +246,9 @@ func (r *runner) close() {
 		}
 	}
 	r.srv.Close()
+	if r.metrics != nil {
+		r.opt.Metrics.Unregister(r.metrics)
+	}
 	if r.st != nil {
 		r.st.Close()
 	}

@@ -250,7 +250,7 @@ func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
 	c.delivered++
 	lat := int64(at - created)
 	if c.hist == nil {
-		c.hist = NewLatencyHist()
+		c.hist = newCohortHist()
 	}
 	c.hist.Record(lat)
 	if s.Healthy {
