@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // Bounds of the analytic plan.
@@ -24,16 +28,12 @@ const (
 	DefaultQueueWaitTarget = time.Second
 	// DefaultPlanMultiplier and DefaultPlanJitterRatio match the policy
 	// core's defaults.
-	DefaultPlanMultiplier  = 2.0
-	DefaultPlanJitterRatio = 0.5
+	DefaultPlanMultiplier  = model.DefaultMultiplier
+	DefaultPlanJitterRatio = model.DefaultJitterRatio
 	// maxDelayS is where delays saturate, as time.Duration does in the
 	// policy core (about 292 years).
 	maxDelayS = float64(math.MaxInt64) / 1e9
 )
-
-// PlanJitters lists the jitter kinds the plan understands, in the policy
-// core's order.
-var PlanJitters = []string{"none", "full", "equal", "decorrelated", "proportional", "hash"}
 
 // PlanInput is what the analytic plan needs from a drill. The caller
 // resolves the drill's defaults and fan-out before filling it in.
@@ -51,7 +51,7 @@ type PlanInput struct {
 	Base           time.Duration
 	Cap            time.Duration // 0 = no cap
 	Multiplier     float64       // 0 = DefaultPlanMultiplier; otherwise ≥ 1
-	Jitter         string        // one of PlanJitters
+	Jitter         string        // a jitter kind's name (model.JitterNames)
 	JitterRatio    float64       // proportional only; 0 = DefaultPlanJitterRatio
 	DeliveryWindow time.Duration // 0 = none
 	// FailureProb is the per-attempt failure probability in steady state
@@ -67,6 +67,8 @@ type PlanInput struct {
 	// PartnerMeanService is the mean attempt duration for the partners
 	// affected by an outage once it is over; 0 = MeanService.
 	PartnerMeanService time.Duration
+	// Breaker is the per-partner circuit breaker; nil = none.
+	Breaker *model.BreakerSettings
 }
 
 // PlanOutage is one scripted outage, seen from the plan.
@@ -79,6 +81,11 @@ type PlanOutage struct {
 	// Subscribers is how many subscribers the outage hits (for the
 	// per-partner concurrency limit); 0 = 1.
 	Subscribers int
+	// Kind is the outage kind's name, for the assumptions; Effect is what
+	// it does to attempts, as the kind declares it. A nil Effect is a hard
+	// outage: every attempt fails.
+	Kind   string
+	Effect *fakepartner.OutageEffect
 }
 
 // Plan is the analytic capacity plan of one drill. Durations are seconds
@@ -196,6 +203,9 @@ type Drain struct {
 	OutageS     float64 `json:"outage_s"`
 	Share       float64 `json:"share_of_deliveries"`
 	Subscribers int     `json:"subscribers"`
+	Kind        string  `json:"kind,omitempty"`
+	// FailShare is the share of attempts that fail during the outage.
+	FailShare float64 `json:"fail_share"`
 	// AffectedArrivalPerS is deliveries/s to the affected partners.
 	AffectedArrivalPerS float64 `json:"affected_arrival_per_s"`
 	// ExhaustS is the typical time for a delivery to run out of attempts
@@ -224,6 +234,7 @@ type planParams struct {
 	baseS, capS, mult, ratio, windowS float64
 	targetS, partnerS                 float64
 	capped, hasWindow                 bool
+	bo                                model.Backoff
 }
 
 func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 0) } // NaN fails v >= 0
@@ -256,12 +267,9 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	if in.Multiplier != 0 && !(in.Multiplier >= 1 && !math.IsInf(in.Multiplier, 0)) {
 		bad("multiplier", "%v, want a finite number ≥ 1 (0 for the default %g)", in.Multiplier, DefaultPlanMultiplier)
 	}
-	known := false
-	for _, j := range PlanJitters {
-		known = known || j == in.Jitter
-	}
-	if !known {
-		bad("jitter", "%q, want one of %v", in.Jitter, PlanJitters)
+	jitter, err := model.ParseJitter(in.Jitter)
+	if err != nil {
+		bad("jitter", "%q, want one of %v", in.Jitter, model.JitterNames())
 	}
 	if !(in.JitterRatio >= 0 && in.JitterRatio <= 1) {
 		bad("jitter_ratio", "%v, want a number in [0, 1]", in.JitterRatio)
@@ -315,6 +323,9 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	if p.ratio == 0 {
 		p.ratio = DefaultPlanJitterRatio
 	}
+	// The schedule's delays are the policy core's own: model.Backoff and
+	// the jitter kind's declared range.
+	p.bo = model.Backoff{Base: in.Base, Cap: in.Cap, Multiplier: p.mult, Jitter: jitter, JitterRatio: p.ratio}
 	p.hasWindow = in.DeliveryWindow > 0
 	p.windowS = in.DeliveryWindow.Seconds()
 	p.targetS = in.QueueWaitTarget.Seconds()
@@ -352,61 +363,44 @@ func ExpectedAttempts(p float64, k int) (float64, bool) {
 	return (1 - math.Pow(p, float64(k))) / (1 - p), true
 }
 
-// cappedDelay is d = min(cap, base × multiplier^(k−2)), the delay before
-// attempt k ≥ 2 before jitter.
-func (p *planParams) cappedDelay(k int) float64 {
-	if p.baseS <= 0 {
-		return 0
-	}
-	d := p.baseS * math.Pow(p.mult, float64(k-2))
-	if !(d < p.capS) { // also +Inf
-		return p.capS
-	}
-	return d
+// delayStep is one delay of the schedule, in seconds; saturated: every
+// later delay has the same range (the delay reached the cap).
+type delayStep struct {
+	d, lo, typ, hi float64
+	saturated      bool
 }
-
-// delayStep is one delay of the schedule.
-type delayStep struct{ d, lo, typ, hi float64 }
 
 // scheduler walks the schedule attempt by attempt, so that long or
 // unlimited budgets need no table of their own.
 type scheduler struct {
-	p              *planParams
-	k              int
-	decTyp, decMax float64 // decorrelated: previous typical and largest delays
+	p    *planParams
+	k    int
+	prev model.DelayRange // the range of the previous delay (decorrelated)
 }
 
-// next returns the delay before attempt s.k+1 and advances to it.
+// next returns the delay before attempt s.k+1 and advances to it: the
+// capped delay and the jitter kind's range after the (k−1)-th failure.
 func (s *scheduler) next() delayStep {
 	s.k++
-	k, p := s.k, s.p
-	if k == 1 {
+	if s.k == 1 {
 		return delayStep{}
 	}
-	d := p.cappedDelay(k)
-	switch p.in.Jitter {
-	case "full":
-		return delayStep{d, 0, d / 2, d}
-	case "equal", "hash":
-		return delayStep{d, d / 2, 3 * d / 4, d}
-	case "proportional":
-		return delayStep{d, math.Max(0, d*(1-p.ratio)), d, math.Min(p.capS, d*(1+p.ratio))}
-	case "decorrelated":
-		// Uniform in [base, 3 × previous delay], capped; the previous delay
-		// starts at base. The typical value puts the previous delay at its
-		// own typical value; the largest follows the largest previous one.
-		if p.baseS <= 0 {
-			return delayStep{d, 0, 0, 0}
-		}
-		if k == 2 {
-			s.decTyp, s.decMax = p.baseS, p.baseS
-		}
-		lo := math.Min(p.baseS, p.capS)
-		s.decTyp = math.Min(p.capS, (p.baseS+3*s.decTyp)/2)
-		s.decMax = math.Min(p.capS, 3*s.decMax)
-		return delayStep{d, lo, s.decTyp, s.decMax}
+	n := s.k - 1
+	bo := &s.p.bo
+	d := bo.Capped(n)
+	r := bo.DelayRange(n, s.prev)
+	capD := bo.Cap
+	if capD <= 0 {
+		capD = model.MaxDuration
 	}
-	return delayStep{d, d, d, d}
+	// Decorrelated jitter does not follow d; its range stops growing once
+	// both its typical and largest values reach the cap.
+	saturated := d >= capD
+	if bo.Jitter == model.JitterDecorrelated {
+		saturated = r.Typical >= capD && r.Max >= capD
+	}
+	s.prev = r
+	return delayStep{d: d.Seconds(), lo: r.Min.Seconds(), typ: r.Typical.Seconds(), hi: r.Max.Seconds(), saturated: saturated}
 }
 
 // MakePlan builds the analytic capacity plan. It refuses out-of-range input
@@ -550,8 +544,9 @@ func (plan *Plan) makeDrains(p *planParams) {
 	amp := plan.Amplification.Expected
 	for _, o := range p.in.Outages {
 		subs := max(o.Subscribers, 1)
-		d := Drain{Partner: o.Partner, OutageS: o.Length.Seconds(), Share: o.ShareOfDeliveries, Subscribers: subs}
+		d := Drain{Partner: o.Partner, OutageS: o.Length.Seconds(), Share: o.ShareOfDeliveries, Subscribers: subs, Kind: o.Kind}
 		d.AffectedArrivalPerS = p.in.ArrivalPerS * o.ShareOfDeliveries
+		d.FailShare = failShare(p, o)
 
 		// Deliveries whose attempts (or window) run out inside the outage
 		// dead-letter and leave the backlog: only the last ExhaustS of the
@@ -566,9 +561,13 @@ func (plan *Plan) makeDrains(p *planParams) {
 		if !math.IsInf(exhaust, 1) {
 			d.ExhaustS = ptr(exhaust)
 		}
+		// Only the share of attempts the outage fails leaves deliveries
+		// pending: none for a slowdown the attempt timeout does not cut.
 		pendingS := math.Min(d.OutageS, exhaust)
-		d.BacklogDeliveries = d.AffectedArrivalPerS * pendingS
-		d.BackoffTailS = backoffTail(p, pendingS)
+		d.BacklogDeliveries = d.AffectedArrivalPerS * pendingS * d.FailShare
+		if d.FailShare > 0 {
+			d.BackoffTailS = backoffTail(p, pendingS)
+		}
 
 		if amp != nil {
 			// Workers left over by the other partners' traffic, limited by
@@ -590,6 +589,46 @@ func (plan *Plan) makeDrains(p *planParams) {
 	}
 }
 
+// failShare is the share of attempts the outage fails, from its kind's
+// declared effect: an attempt it serves fails too when the slowed latency
+// passes the attempt timeout.
+func failShare(p *planParams, o PlanOutage) float64 {
+	if o.Effect == nil {
+		return 1
+	}
+	e := *o.Effect
+	if p.timeoutS > 0 && e.LatencyFactor > 0 && p.partnerS*e.LatencyFactor >= p.timeoutS {
+		return 1
+	}
+	return e.FailShare
+}
+
+// outageShares lists each outage kind of the plan with the share of
+// attempts it fails, as "unavailable: all".
+func outageShares(p *planParams) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, o := range p.in.Outages {
+		kind := o.Kind
+		if kind == "" {
+			kind = "outage"
+		}
+		if seen[kind] {
+			continue
+		}
+		seen[kind] = true
+		share := "all"
+		switch f := failShare(p, o); {
+		case f == 0:
+			share = "none"
+		case f < 1:
+			share = fmt.Sprintf("%g", f)
+		}
+		parts = append(parts, kind+": "+share)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // backoffTail is the longest delay a delivery that has been failing for
 // failingS seconds may still be waiting out: the largest delay before the
 // next attempt it has not made yet on the typical path.
@@ -608,11 +647,7 @@ func backoffTail(p *planParams, failingS float64) float64 {
 		if elapsed >= failingS {
 			return st.hi
 		}
-		saturated := st.d >= p.capS // every later delay is the same
-		if p.in.Jitter == "decorrelated" {
-			saturated = st.typ >= p.capS && st.hi >= p.capS
-		}
-		if saturated {
+		if st.saturated { // every later delay is the same
 			return st.hi
 		}
 	}
@@ -632,7 +667,7 @@ func (plan *Plan) makeAssumptions(p *planParams) {
 	case "decorrelated":
 		add("Decorrelated jitter: each delay is uniform in [base, 3 × previous delay], capped, starting from base; the multiplier is not used. The typical delay is the mean of that range with the previous delay at its typical value; the largest follows the largest previous delay.")
 	case "hash":
-		add("Hash jitter is treated as uniform in [d/2, d] across deliveries (its typical value is 3d/4).")
+		add("Hash jitter is d/2 plus a 32-bit hash of the delivery id and attempt, mod d/2 + 1: uniform across deliveries in [d/2, d/2 + min(d/2, 2^32 ns)], so it spreads a delay by at most about 4.3s however long it is; the typical delay is the middle of that range.")
 	case "full", "equal":
 		add("The typical delay is the mean of the jitter's uniform range.")
 	case "proportional":
@@ -658,11 +693,15 @@ func (plan *Plan) makeAssumptions(p *planParams) {
 		add("The schedule lists the first %d of %d attempts.", MaxScheduleRows, p.in.MaxAttempts)
 	}
 	if len(p.in.Outages) > 0 {
-		add("Outages are considered one at a time. Every attempt to an affected partner fails during the outage and takes the partner's mean service time.")
+		add("Outages are considered one at a time. During an outage the share of attempts to the affected partner that its kind fails (%s) fail, each taking the partner's mean service time; a slowdown whose slowed latency reaches the attempt timeout fails every attempt.", outageShares(p))
 		add("Deliveries whose attempts or delivery window run out inside the outage (typical path) are dead-lettered and leave the backlog; the backlog is the arrivals of the last min(outage, time to exhaust) of the outage.")
 		add("After the outage, attempts to the affected partners fail with the steady-state probability; the backlog and new arrivals need the expected attempts each.")
 		add("Capacity for the affected partners is the workers not busy with other partners' traffic, limited by per-partner concurrency × subscribers hit, at the partner's mean service time.")
 		add("Drain time is the larger of the backlog's attempts ÷ spare capacity and the longest backoff delay a backlog delivery may still be waiting out; a breaker or budget would change both.")
+	}
+	if b := p.in.Breaker; b != nil {
+		s := *b
+		add("The breaker (%s) opens after %d failed attempts in a row to a partner that fails every call, then holds its deliveries for each cooldown; the plan does not model it further.", s.Trip, s.FailuresToOpen())
 	}
 }
 

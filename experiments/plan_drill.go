@@ -38,12 +38,9 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		meanSvc /= float64(subs)
 		fail /= float64(subs)
 	}
-	rate := d.Source.Rate.PerSecond
-	if d.Source.Arrival == "ramp" {
-		rate = max(rate, d.Source.RateTo.PerSecond)
-	}
-	if d.Source.Arrival == "burst" && d.Duration.D > 0 {
-		rate = float64(d.Source.Events) / d.Duration.D.Seconds()
+	rate, err := d.PlanRate()
+	if err != nil {
+		return PlanInput{}, err
 	}
 	r := &d.Policy.Retry
 	in := PlanInput{
@@ -62,6 +59,13 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		FailureProb:           fail,
 		PerPartnerConcurrency: d.Dispatcher.PerPartnerConcurrency,
 	}
+	if d.BreakerEnabled() {
+		b, err := d.ModelBreakerSettings()
+		if err != nil {
+			return PlanInput{}, err
+		}
+		in.Breaker = &b
+	}
 	for i := range specs {
 		sp := &specs[i]
 		if len(targets) > 0 && !targets[sp.Name] {
@@ -72,10 +76,13 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 			if o.Members > 0 {
 				hit = min(o.Members, sp.Count)
 			}
+			effect := o.Kind.Info().Effect(&o)
 			in.Outages = append(in.Outages, PlanOutage{
 				Partner: sp.Name, Length: o.For,
 				ShareOfDeliveries: float64(hit) / float64(max(subs, 1)),
 				Subscribers:       hit,
+				Kind:              o.Kind.String(),
+				Effect:            &effect,
 			})
 			m := sp.Latency.Expected()
 			if timeout > 0 && m > timeout {
