@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"time"
 )
 
 // This file declares every arrival kind (source.arrival), once: its name,
@@ -135,7 +136,7 @@ func poissonGap(s *Source, _, _ int64, rng *rand.Rand) int64 {
 	if rate <= 0 {
 		return math.MaxInt64 / 2
 	}
-	return max(1, int64(rng.ExpFloat64()/rate*1e9))
+	return gapNs(rng.ExpFloat64() / rate)
 }
 
 // gapAt is 1/rate in ns, at least 1; a rate of 0 or less never arrives.
@@ -143,8 +144,18 @@ func gapAt(rate float64) int64 {
 	if rate <= 0 {
 		return math.MaxInt64 / 2
 	}
-	return max(1, int64(1/rate*1e9))
+	return gapNs(1 / rate)
 }
+
+// gapNs converts a gap in seconds to ns, at least 1. A gap past the drill's
+// end stops the source; clamping it first keeps the conversion to int64
+// from wrapping (a rate near 0 at the end of a ramp, or an exponential draw
+// far in the tail).
+func gapNs(gap float64) int64 { return max(1, int64(min(gap, maxArrivalGapS)*1e9)) }
+
+// maxArrivalGapS is longer than any drill (MaxDurationValue) and far from
+// int64 nanoseconds' limit.
+const maxArrivalGapS = 10 * float64(MaxDurationValue/time.Second)
 
 // arrivalGap is the time from t (drill ns) to the next arrival of a source
 // that stops at endNs, as its kind declares it. Both runners draw from it,

@@ -35,6 +35,11 @@ var Keys = []KeyDoc{
 	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
 	{"source.at", "duration", `"0s"`, "When a burst is released."},
 	{"source.to", "array of strings", "all cohorts", "Cohorts (partner names) each event fans out to."},
+	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). Simulation only for now."},
+	{"source.k", "integer", "—", "k: how many distinct subscribers each event goes to."},
+	{"source.degree[].n", "integer", "—", "degree: rows `{ n = 3, p = 0.2 }`: an event goes to n distinct subscribers with probability p."},
+	{"source.degree[].p", "number", "—", "degree: the probability of the row's n; the rows' p add up to 1."},
+	{"source.weights", "table of numbers", "every subscriber 1", "one, k, degree: cohort name → the relative weight of one of its subscribers, e.g. `{ big = 10 }`."},
 	{"source.payload_bytes", "integer", "0", "Size of each delivery's payload."},
 
 	{"partners[].name", "string", "required", "Cohort name; unique within the drill."},
@@ -106,6 +111,13 @@ var Keys = []KeyDoc{
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 
 	{"gates", "array of strings", "", "Pass/fail conditions such as `\"lost == 0\"` or `\"healthy.latency.p99 < 30m\"`; a failed gate makes the run exit with 1."},
+
+	{"limits.deliveries", "integer", "50000000", "Ceiling on events × fan-out (expected deliveries). Every limit is also raised from the command line with `--limit KEY=N`."},
+	{"limits.subscribers", "integer", "100000", "Ceiling on the sum of every cohort's count."},
+	{"limits.cohorts", "integer", "1000", "Ceiling on the number of `[[partners]]`."},
+	{"limits.gates", "integer", "100", "Ceiling on the number of gates."},
+	{"limits.array", "integer", "1000", "Ceiling on the length of any other array (status lists, outages of a cohort, faults, source.to, quantiles)."},
+	{"limits.samples", "integer", "100000", "Ceiling on time-series samples, (duration + drain) / sample_interval."},
 }
 
 // The documentation of the kind keys is read off the kinds' declarations:
@@ -237,6 +249,8 @@ func typeName(t reflect.Type) string {
 		return "integer"
 	case reflect.Float64, reflect.Float32:
 		return "number"
+	case reflect.Map:
+		return "table of " + typeName(t.Elem()) + "s"
 	case reflect.Slice:
 		if isTableType(t.Elem()) {
 			return "array of tables"

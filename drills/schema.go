@@ -27,6 +27,7 @@ type Drill struct {
 	Faults     []Fault    `toml:"faults"`
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
+	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
 }
 
 // Source is the event arrival process. Each event fans out to one delivery
@@ -39,6 +40,11 @@ type Source struct {
 	At      Duration `toml:"at"`      // burst: when
 	To      []string `toml:"to"`      // cohort names; empty = all
 	Payload int      `toml:"payload_bytes"`
+	// Fan-out shape: all | one | k | degree (see fanout.go).
+	Fanout  string             `toml:"fanout"`
+	K       int                `toml:"k"`       // fanout = "k"
+	Degree  []Degree           `toml:"degree"`  // fanout = "degree"
+	Weights map[string]float64 `toml:"weights"` // cohort → one subscriber's weight
 }
 
 // Partner is a cohort of identical fake subscribers.

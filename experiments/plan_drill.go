@@ -1,13 +1,17 @@
 package experiments
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // PlanInputFor reads what the analytic plan needs off a loaded drill:
-// deliveries per second after fan-out, mean service time, the steady-state
+// deliveries per second after fan-out (source.fanout), mean service time, the steady-state
 // failure probability and the outages with their share of deliveries.
 func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 	specs, err := d.PartnerSpecs()
@@ -19,7 +23,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		targets[n] = true
 	}
 	var subs int
-	var meanSvc, fail float64 // weighted by subscribers
+	var meanSvc, fail float64 // weighted by each cohort's share of deliveries
 	timeout := d.Dispatcher.AttemptTimeout.D
 	for i := range specs {
 		sp := &specs[i]
@@ -31,12 +35,9 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		if timeout > 0 && m > timeout {
 			m = timeout
 		}
-		meanSvc += float64(sp.Count) * float64(m)
-		fail += float64(sp.Count) * (sp.TransientErrors)
-	}
-	if subs > 0 {
-		meanSvc /= float64(subs)
-		fail /= float64(subs)
+		share := float64(sp.Count) * d.SubscriberShare(sp.Name)
+		meanSvc += share * float64(m)
+		fail += share * sp.TransientErrors
 	}
 	rate, err := d.PlanRate()
 	if err != nil {
@@ -45,7 +46,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 	r := &d.Policy.Retry
 	in := PlanInput{
 		Drill:                 d.Name,
-		ArrivalPerS:           rate * float64(subs),
+		ArrivalPerS:           rate * d.FanoutMean(),
 		Workers:               d.Dispatcher.Workers,
 		MeanService:           time.Duration(meanSvc),
 		AttemptTimeout:        timeout,
@@ -59,37 +60,116 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		FailureProb:           fail,
 		PerPartnerConcurrency: d.Dispatcher.PerPartnerConcurrency,
 	}
+	in.RetryAfterHonour = r.RetryAfter != "ignore"
+	in.RetryAfterMax = r.RetryAfterMax.D
+	in.QueueCapacity = d.Dispatcher.QueueCapacity
+	in.OnFullReject = d.Dispatcher.OnFull == "reject"
+	in.Duration, in.DrainAfter = d.Duration.D, d.Drain.D
+	in.EventsPerS = rate
+	if d.Source.Arrival == "ramp" {
+		from, to, length := d.Source.Rate.PerSecond, d.Source.RateTo.PerSecond, d.Duration.D
+		in.EventRate = func(t time.Duration) float64 {
+			if length <= 0 || t >= length {
+				return to
+			}
+			return from + (to-from)*float64(t)/float64(length)
+		}
+	}
+	if d.Source.Arrival == "burst" {
+		// All events at once: the model spreads them over one second.
+		at, events := d.Source.At.D, float64(d.Source.Events)
+		in.EventRate = func(t time.Duration) float64 {
+			if t >= at && t < at+time.Second {
+				return events
+			}
+			return 0
+		}
+	}
 	if d.BreakerEnabled() {
-		b, err := d.ModelBreakerSettings()
+		bs, err := d.ModelBreakerSettings()
 		if err != nil {
 			return PlanInput{}, err
 		}
-		in.Breaker = &b
+		bs = model.NewBreaker(bs).Settings() // defaults filled in
+		in.Breaker = &PlanBreaker{
+			Trip: bs.Trip.String(), Threshold: bs.Threshold, Window: bs.Window, Ratio: bs.Ratio,
+			MinCalls: bs.MinCalls, Cooldown: bs.Cooldown, Probes: bs.Probes,
+			OnOpenDeadLetter: d.Policy.Breaker.OnOpen == "dead-letter",
+		}
 	}
 	for i := range specs {
 		sp := &specs[i]
 		if len(targets) > 0 && !targets[sp.Name] {
 			continue
 		}
+		m := sp.Latency.Expected()
+		if timeout > 0 && m > timeout {
+			m = timeout
+		}
+		in.Cohorts = append(in.Cohorts, PlanCohort{Name: sp.Name, Subscribers: sp.Count, MeanService: m,
+			FailureProb: sp.TransientErrors, Concurrency: sp.Concurrency})
 		for _, o := range sp.Outages {
 			hit := sp.Count
 			if o.Members > 0 {
 				hit = min(o.Members, sp.Count)
 			}
-			effect := o.Kind.Info().Effect(&o)
 			in.Outages = append(in.Outages, PlanOutage{
-				Partner: sp.Name, Length: o.For,
-				ShareOfDeliveries: float64(hit) / float64(max(subs, 1)),
+				Partner: sp.Name, Length: o.For, Start: o.Start, Kind: o.Kind.String(),
+				ShareOfDeliveries: float64(hit) * d.SubscriberShare(sp.Name),
 				Subscribers:       hit,
-				Kind:              o.Kind.String(),
-				Effect:            &effect,
+				RetryAfter:        retryAfterSeconds(o.RetryAfter),
+				Factor:            o.Factor,
+				Period:            o.Period,
 			})
-			m := sp.Latency.Expected()
-			if timeout > 0 && m > timeout {
-				m = timeout
-			}
-			in.PartnerMeanService = m
 		}
 	}
 	return in, nil
+}
+
+// retryAfterSeconds is the delay a throttle's Retry-After asks for: "N"
+// seconds or "date:D"; 0 for none or garbage.
+func retryAfterSeconds(s string) time.Duration {
+	if d, ok := strings.CutPrefix(s, "date:"); ok {
+		v, err := time.ParseDuration(d)
+		if err != nil {
+			return 0
+		}
+		return v
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// WarnUtilisation is the utilisation above which PlanWarning speaks up.
+const WarnUtilisation = 0.9
+
+// PlanWarning returns a one-line warning when the analytic plan finds the
+// drill's pool unstable (the attempts offered reach its capacity) or above
+// WarnUtilisation busy, and "" otherwise. A drill the plan cannot read
+// gets no warning: validation reports what is wrong with it.
+func PlanWarning(d *drills.Drill) string {
+	in, err := PlanInputFor(d)
+	if err != nil {
+		return ""
+	}
+	p, err := MakePlan(in)
+	if err != nil {
+		return ""
+	}
+	l := p.Load
+	offered := fmt.Sprintf("%.4g deliveries/s (%.4g events/s × %.4g subscribers each)", in.ArrivalPerS, d.MeanEventRate(), d.FanoutMean())
+	switch {
+	case l.Utilisation == nil:
+		return fmt.Sprintf("the plan finds this drill unstable: with no attempt limit and failures, attempts are unbounded; offered %s", offered)
+	case !l.Stable:
+		return fmt.Sprintf("the plan finds this drill unstable: %.1f× overloaded; offered %s need %.4g attempts/s, the %d workers serve %.4g/s",
+			*l.Utilisation, offered, *l.EffectiveArrivalPerS, in.Workers, l.CapacityPerS)
+	case *l.Utilisation > WarnUtilisation:
+		return fmt.Sprintf("the plan finds the workers %.0f%% busy (above %.0f%%): offered %s need %.4g attempts/s, the %d workers serve %.4g/s",
+			100**l.Utilisation, 100*WarnUtilisation, offered, *l.EffectiveArrivalPerS, in.Workers, l.CapacityPerS)
+	}
+	return ""
 }

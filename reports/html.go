@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 // maxInlinePlotBytes bounds one plot file embedded in report.html.
@@ -20,13 +21,37 @@ type htmlPlot struct {
 	// as a plain URL html/template would write every "+" as "&#43;".
 	Src  template.HTMLAttr // empty when the plot could not be read
 	Note string
+	// ChartID names the interactive uPlot chart that shows the same data;
+	// the image is then the <noscript> fallback.
+	ChartID string
+}
+
+// plotCharts maps a plot's file name to the interactive chart of the same
+// series.
+var plotCharts = map[string]string{
+	"attempts":            "chart-attempts",
+	"amplification":       "chart-amplification",
+	"pending":             "chart-pending",
+	"oldest_age":          "chart-oldest-age",
+	"healthy_percentiles": "chart-healthy-latency",
+	"dead_letters":        "chart-dead-letters",
+	"breaker":             "chart-breaker",
 }
 
 type htmlData struct {
 	*reportView
-	Doc        string
-	HTMLPlots  []htmlPlot
-	HasSummary bool
+	HTMLPlots   []htmlPlot
+	HasSummary  bool
+	Definitions []htmlDefinition
+	CohortCodes []KV
+
+	// The interactive charts: their data, the vendored uPlot and the
+	// script that draws them, all inlined.
+	ChartData    template.JS
+	UPlotJS      template.JS
+	UPlotCSS     template.CSS
+	ChartScript  template.JS
+	UPlotVersion string
 }
 
 // WriteHTML writes report.html: the content of report.md as one
@@ -38,9 +63,38 @@ type htmlData struct {
 // listed without images.
 func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) ([]byte, error)) error {
 	v := buildView(r, plots)
-	d := htmlData{reportView: v, Doc: DefinitionsDoc, HasSummary: r != nil && r.Summary != nil}
+	d := htmlData{reportView: v, HasSummary: r != nil && r.Summary != nil, Definitions: htmlGlossary()}
+	if d.HasSummary {
+		d.CohortCodes = cohortCodeRows(r.Summary)
+	}
+	charts := interactiveCharts(r)
+	hasChart := map[string]bool{}
+	for _, c := range charts {
+		hasChart[c.ID] = true
+	}
+	shown := map[string]bool{}
 	for _, p := range v.Plots {
-		d.HTMLPlots = append(d.HTMLPlots, embedPlot(p, readFile))
+		hp := embedPlot(p, readFile)
+		name := strings.TrimSuffix(p.PNG, ".png")
+		if id := plotCharts[name]; hasChart[id] {
+			hp.ChartID = id
+			shown[id] = true
+		}
+		d.HTMLPlots = append(d.HTMLPlots, hp)
+	}
+	// A chart without a plot file of its own still shows.
+	for _, c := range charts {
+		if !shown[c.ID] {
+			d.HTMLPlots = append(d.HTMLPlots, htmlPlot{Title: c.Title, ChartID: c.ID})
+		}
+	}
+	if len(charts) > 0 {
+		data, err := chartsJSON(charts)
+		if err != nil {
+			return fmt.Errorf("report.html: charts: %w", err)
+		}
+		d.ChartData, d.UPlotJS, d.UPlotCSS, d.ChartScript = data, template.JS(uPlotJS), template.CSS(uPlotCSS), template.JS(chartScript)
+		d.UPlotVersion = uPlotVersion
 	}
 	var buf bytes.Buffer
 	if err := reportTemplate.Execute(&buf, d); err != nil {
@@ -136,14 +190,43 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 .tall { max-height: 24rem; overflow-y: auto; }
 .tall thead th { position: sticky; top: 0; background: #fff; }
 .note, .omitted { color: var(--muted); font-style: italic; }
+.chart { width: 100%; min-height: 300px; border: 1px solid var(--line); background: #fff; }
+.chart .u-title { font-size: 15px; }
+.chart .u-legend { font-size: 13px; text-align: left; }
+#failures { margin: .5rem 0 0; padding-left: 1.25rem; }
+li.bad { color: var(--fail); font-weight: 600; }
 </style>
+{{if .UPlotCSS}}<style>{{.UPlotCSS}}</style>{{end}}
 </head>
 <body>
 <main>
 <h1>{{.Title}}</h1>
 {{with .Description}}<p class="desc">{{.}}</p>{{end}}
 <p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</span><span class="meta">{{.Meta}}</span></p>
+{{if .Failures}}<ul id="failures">
+{{range .Failures}}<li class="bad">{{.}}</li>
+{{end}}</ul>
+{{if .FailuresOmitted}}<p class="omitted">… and {{.FailuresOmitted}} more failures not shown.</p>{{end}}{{end}}
 {{if .HasSummary}}
+{{if .Sides}}<section id="sides">
+<h2>Faulty against healthy</h2>
+<div class="scroll">
+<table>
+<thead><tr><th></th>{{range .Sides}}<th class="num">{{.Label}}</th>{{end}}</tr></thead>
+<tbody>
+<tr><td><a href="#delivery">subscribers</a></td>{{range .Sides}}<td class="num">{{.Subscribers}}</td>{{end}}</tr>
+<tr><td><a href="#retry-amplification">retry amplification</a></td>{{range .Sides}}<td class="num">{{.Amplification}}</td>{{end}}</tr>
+<tr><td><a href="#dead-lettered">dead letters by reason</a></td>{{range .Sides}}<td class="num">{{.DeadLetters}}</td>{{end}}</tr>
+<tr><td><a href="#drain-time">drain time</a></td>{{range .Sides}}<td class="num">{{.Drain}}</td>{{end}}</tr>
+<tr><td><a href="#oldest-ready-age">oldest age (max)</a></td>{{range .Sides}}<td class="num">{{.OldestAge}}</td>{{end}}</tr>
+<tr><td><a href="#healthy-subscriber-latency">latency p99</a></td>{{range .Sides}}<td class="num">{{.P99}}</td>{{end}}</tr>
+<tr><td><a href="#attempt">attempts</a></td>{{range .Sides}}<td class="num">{{.Attempts}}</td>{{end}}</tr>
+<tr><td><a href="#status-codes">status codes</a></td>{{range .Sides}}<td class="num">{{.StatusCodes}}</td>{{end}}</tr>
+</tbody>
+</table>
+</div>
+{{if .SidesOmitted}}<p class="omitted">… and {{.SidesOmitted}} more faulty cohorts (see Cohorts).</p>{{end}}
+</section>{{end}}
 <section>
 <h2>Gates</h2>
 <div class="scroll">
@@ -158,12 +241,24 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 {{if .GatesOmitted}}<p class="omitted">… and {{.GatesOmitted}} more gates not shown.</p>{{end}}
 </section>
 
+{{if .Tolerances}}<section id="tolerances">
+<h2>Tolerances against the baseline</h2>
+<div class="scroll">
+<table>
+<thead><tr><th>tolerance</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th>test</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Tolerances}}<tr><td><code>{{.Expr}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td>{{if .Test}}{{.Test}}{{else}}—{{end}}</td>{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</div>
+</section>{{end}}
+
 <section id="figures">
-<h2>Key figures</h2>
+<h2>Pipeline totals</h2>
 <table>
 <thead><tr><th>figure</th><th class="num">value</th></tr></thead>
 <tbody>
-{{range .Figures}}<tr><td><a href="{{$.Doc}}#{{.Anchor}}">{{.Label}}</a></td><td class="num">{{.Value}}</td></tr>
+{{range .Figures}}<tr><td><a href="#{{.Anchor}}">{{.Label}}</a></td><td class="num">{{.Value}}</td></tr>
 {{end}}</tbody>
 </table>
 </section>
@@ -179,10 +274,17 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </table>
 </div>
 {{if .CohortsOmitted}}<p class="omitted">… and {{.CohortsOmitted}} more cohorts not shown.</p>{{end}}
+{{if $.CohortCodes}}<p><a href="#status-codes">Status codes</a> per cohort:</p>
+<table id="status-codes-table">
+<thead><tr><th>cohort</th><th>status codes</th></tr></thead>
+<tbody>
+{{range $.CohortCodes}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
 </section>{{end}}
 
 <section id="dead-letters">
-<h2><a href="{{.Doc}}#dead-lettered">Dead letters</a></h2>
+<h2><a href="#dead-lettered">Dead letters</a></h2>
 {{if .DeadLetters}}<table>
 <thead><tr><th>reason</th><th class="num">count</th><th class="num">share</th></tr></thead>
 <tbody>
@@ -194,7 +296,7 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </section>
 
 {{if .Outages}}<section id="outages">
-<h2>Outages and <a href="{{.Doc}}#drain-time">drain time</a></h2>
+<h2>Outages and <a href="#drain-time">drain time</a></h2>
 <table>
 <thead><tr><th>partner</th><th>kind</th><th class="num">start</th><th class="num">end</th><th class="num">drain time</th></tr></thead>
 <tbody>
@@ -205,7 +307,7 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </section>{{end}}
 
 {{if .Breaker}}<section id="breaker">
-<h2><a href="{{.Doc}}#circuit-breaker">Breaker</a> transitions</h2>
+<h2><a href="#circuit-breaker">Breaker</a> transitions</h2>
 <div class="tall"><table>
 <thead><tr><th class="num">at</th><th>partner</th><th>from</th><th>to</th></tr></thead>
 <tbody>
@@ -217,9 +319,12 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 
 {{if .HTMLPlots}}<section id="plots">
 <h2>Plots</h2>
+{{if .ChartData}}<p class="note">Interactive charts: hover for values, drag to zoom (double-click resets), click a legend entry to hide or show its series. Grey bands: scripted outages; orange bands: manual outages; purple dashed lines: dispatcher restarts; red dashed line: the SLO.</p>{{end}}
 {{range .HTMLPlots}}<figure>
 <figcaption>{{.Title}}</figcaption>
-{{if .Src}}<img {{.Src}} alt="{{.Title}}">{{else}}<p class="note">{{.Note}}</p>{{end}}
+{{if .ChartID}}<div class="chart" id="{{.ChartID}}" role="img" aria-label="{{.Title}}"></div>
+{{if .Src}}<noscript><img {{.Src}} alt="{{.Title}}"></noscript>{{end}}
+{{else if .Src}}<img {{.Src}} alt="{{.Title}}">{{else}}<p class="note">{{.Note}}</p>{{end}}
 </figure>
 {{end}}{{if .PlotsOmitted}}<p class="omitted">… and {{.PlotsOmitted}} more plots not shown.</p>{{end}}
 </section>{{end}}
@@ -238,21 +343,35 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 {{with .Baseline}}<section id="baseline">
 <h2>Compared with the baseline</h2>
 <p>Base: <code>{{.Base}}</code> · candidate: <code>{{.Candidate}}</code> — <strong>{{.Verdict}}</strong></p>
+{{with .Method}}<p class="note">{{.}}</p>{{end}}
 <div class="scroll">
 <table>
-<thead><tr><th>metric</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th class="num">% change</th><th>verdict</th></tr></thead>
+<thead><tr><th>metric</th><th class="num">base{{if .Seeds}} mean{{end}}</th><th class="num">candidate{{if .Seeds}} mean{{end}}</th><th class="num">change</th><th class="num">% change</th>{{if .Seeds}}<th class="num">95% CI of change</th><th class="num">p</th>{{end}}<th>verdict</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td class="num">{{.Percent}}</td><td{{if .Exceeded}} class="bad"{{end}}>{{.Verdict}}</td></tr>
-{{else}}<tr><td colspan="6" class="note">All figures are the same in both runs.</td></tr>
+{{$seeds := .Seeds}}{{range .Rows}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td class="num">{{.Percent}}</td>{{if $seeds}}<td class="num">{{.CI}}</td><td class="num">{{.P}}</td>{{end}}<td{{if .Exceeded}} class="bad"{{end}}>{{.Verdict}}</td></tr>
+{{else}}<tr><td colspan="8" class="note">All figures are the same in both runs.</td></tr>
 {{end}}</tbody>
 </table>
 </div>
 {{if .Same}}<p class="omitted">{{.Same}} more figures are the same in both runs and not shown.</p>{{end}}
 </section>{{end}}
 
+{{if .SeedCount}}<section id="across-seeds">
+<h2>Across {{.SeedCount}} <a href="#seeds">seeds</a></h2>
+<p>Seeds {{.SeedList}}. The rest of this report is the first seed; per-seed summaries are in <code>seeds/</code>. 95% CI: confidence interval of the mean, Student's t with n−1 degrees of freedom.</p>
+<div class="scroll tall">
+<table>
+<thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI</th><th class="num">min – max</th><th class="num">seeds</th></tr></thead>
+<tbody>
+{{range .SeedFigures}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Mean}}</td><td class="num">{{.CI}}</td><td class="num">{{.Range}}</td><td class="num">{{.N}}</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+</section>{{end}}
+
 {{if or .Lateness .Alerts .Restarts}}<section id="live">
 <h2>Live run</h2>
-{{with .Lateness}}<p><a href="{{$.Doc}}#lateness">Arrival lateness</a> p50 / p90 / p99 / p99.9 / max: {{.}}</p>{{end}}
+{{with .Lateness}}<p><a href="#lateness">Arrival lateness</a> p50 / p90 / p99 / p99.9 / max: {{.}}</p>{{end}}
 {{if .Restarts}}<h3>Dispatcher restarts</h3>
 <table>
 <thead><tr><th class="num">at</th><th class="num">down for</th><th>kind</th><th class="num">in flight</th></tr></thead>
@@ -270,8 +389,19 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </table>
 {{if .AlertsOmitted}}<p class="omitted">… and {{.AlertsOmitted}} more alerts not shown.</p>{{end}}{{end}}
 </section>{{end}}
+
+<section id="definitions">
+<h2>Definitions</h2>
+<p class="note">What the harness measures; the links above point here.</p>
+{{range .Definitions}}<h3 id="{{.Anchor}}">{{.Term}}</h3>
+{{range .Paragraphs}}<p>{{.}}</p>
+{{end}}{{end}}</section>
 {{end}}
 </main>
+{{if .ChartData}}<script type="application/json" id="chart-data">{{.ChartData}}</script>
+<script>/* uPlot {{.UPlotVersion}}, MIT licence, Leon Sorokin; vendored */
+{{.UPlotJS}}</script>
+<script>{{.ChartScript}}</script>{{end}}
 </body>
 </html>
 `))

@@ -15,6 +15,7 @@ type Summary struct {
 	DrillTimeS  float64 `json:"drill_time_s"`    // virtual (or wall) time at the end, drain included
 	Speed       float64 `json:"speed,omitempty"` // live only: time compression factor
 
+	Offered    Offered    `json:"offered"`
 	Deliveries Deliveries `json:"deliveries"`
 	Attempts   Attempts   `json:"attempts"`
 
@@ -56,6 +57,21 @@ type Summary struct {
 	Restarts []Restart    `json:"restarts,omitempty"`
 
 	Gates []GateResult `json:"gates"`
+
+	// Tolerances are the --fail-on rules checked against Baseline (a run
+	// directory or summary.json), when the run was compared with one.
+	Baseline   string            `json:"baseline,omitempty"`
+	Tolerances []ToleranceResult `json:"tolerances,omitempty"`
+
+	// Failures lists, in words, every condition that failed the run: gates,
+	// tolerances, other seeds' gates, a broken accounting identity. Pass is
+	// true exactly when it is empty (see Judge).
+	Failures []string `json:"failures,omitempty"`
+
+	// Seeds holds the per-seed figures and their mean and 95% confidence
+	// interval when the drill was run over several seeds (run --seeds N);
+	// the rest of the summary is the first seed's run.
+	Seeds *SeedStats `json:"seeds,omitempty"`
 }
 
 // Deliveries is the accounting identity: created = delivered + dead_lettered
@@ -66,6 +82,16 @@ type Deliveries struct {
 	DeadLettered int64 `json:"dead_lettered"`
 	Pending      int64 `json:"pending"`
 	Lost         int64 `json:"lost"`
+}
+
+// Offered is the load the drill's source offers, read off the drill: its
+// mean event rate, the mean number of subscribers an event goes to
+// (source.fanout) and their product, the deliveries per second.
+type Offered struct {
+	EventsPerS     float64 `json:"events_per_s"`
+	FanoutMean     float64 `json:"fanout_mean"`
+	DeliveriesPerS float64 `json:"deliveries_per_s"`
+	Fanout         string  `json:"fanout"` // e.g. "one of 500 subscribers"
 }
 
 // Attempts counts calls to partners.
@@ -94,6 +120,9 @@ type Outage struct {
 	StartS     float64  `json:"start_s"`
 	EndS       float64  `json:"end_s"`
 	DrainTimeS *float64 `json:"drain_time_s"` // nil: not drained before the drill ended
+	// Manual is an outage switched on through the partner server's control
+	// API during a live run rather than scripted in the drill.
+	Manual bool `json:"manual,omitempty"`
 }
 
 // BreakerTransition is one change of a partner's circuit breaker.
@@ -117,6 +146,13 @@ type Cohort struct {
 	Amplification float64          `json:"amplification"`
 	LatencyS      Percentiles      `json:"latency_s"`
 	DeadLetters   map[string]int64 `json:"dead_letters,omitempty"`
+	// StatusCodes counts the attempts' outcomes as the partner answered
+	// them: HTTP status codes ("200", "503", "429") and "timeout" or
+	// "reset" for attempts that got no answer.
+	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
+	// OldestAgeMaxS is the largest age of the cohort's oldest waiting
+	// delivery (ready or delayed) over the samples; nil when not measured.
+	OldestAgeMaxS *float64 `json:"oldest_age_max_s,omitempty"`
 }
 
 // Alert is one DLQ alert as the alert sink received it (live mode).

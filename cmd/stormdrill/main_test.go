@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"fmt"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/experiments"
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // stormdrill runs the CLI in-process from the repository root (where the
@@ -154,14 +158,90 @@ func TestFailingGateExits1WithOneJUnitFailurePerGate(t *testing.T) {
 		}
 		failures += len(c.Failures)
 	}
-	// lost == 0 holds; amplification < 1 and attempts < 10 fail.
-	if len(s.Cases) != 3 || failures != 2 || s.Failures != 2 {
-		t.Fatalf("cases %d, failures %d (attr %d); want 3 cases, 2 failures", len(s.Cases), failures, s.Failures)
+	// lost == 0 holds; amplification < 1 and attempts < 10 fail; the
+	// accounting identity (the fourth case) holds.
+	if len(s.Cases) != 4 || failures != 2 || s.Failures != 2 {
+		t.Fatalf("cases %d, failures %d (attr %d); want 4 cases, 2 failures", len(s.Cases), failures, s.Failures)
 	}
 	for _, f := range []string{"summary.json", "report.md", "report.html", "timeseries.csv", "junit.xml", "attempts.png", "attempts.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run did not write %s", f)
 		}
+	}
+}
+
+// TestBaselineToleranceFailsEveryOutput: a run whose gates all hold but
+// whose --fail-on tolerance is exceeded against the baseline exits 1, and
+// the terminal, report.md's headline, report.html, summary.json and
+// junit.xml all say FAIL and name the tolerance.
+func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
+	base, cand := t.TempDir(), t.TempDir()
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
+	}
+	const tol = "amplification=+1%"
+	// The impatient policy passes its own gates but makes more attempts.
+	code, out, errOut := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--baseline", base, "--fail-on", tol)
+	if code != exitGateFail {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	if !strings.Contains(first, "FAIL") || !strings.Contains(first, tol) {
+		t.Errorf("terminal verdict %q does not say FAIL naming %s", first, tol)
+	}
+	if strings.Contains(out, "PASS") {
+		t.Errorf("terminal says PASS somewhere:\n%s", out)
+	}
+	md, _ := os.ReadFile(filepath.Join(cand, "report.md"))
+	var headline string
+	for _, line := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(line, "**") {
+			headline = line
+			break
+		}
+	}
+	if !strings.HasPrefix(headline, "**FAIL") || !strings.Contains(headline, tol) {
+		t.Errorf("report.md headline %q does not say FAIL naming %s", headline, tol)
+	}
+	page, _ := os.ReadFile(filepath.Join(cand, "report.html"))
+	if !regexp.MustCompile(`class="verdict fail">FAIL: [^<]*` + regexp.QuoteMeta(tol)).MatchString(html.UnescapeString(string(page))) {
+		t.Errorf("report.html verdict does not say FAIL naming %s", tol)
+	}
+	s, err := reports.ReadSummary(cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Pass || len(s.Tolerances) != 1 || s.Tolerances[0].Expr != tol || s.Tolerances[0].Pass {
+		t.Errorf("summary.json: pass %v, tolerances %+v; want pass false and %s failed", s.Pass, s.Tolerances, tol)
+	}
+	named := false
+	for _, f := range s.Failures {
+		named = named || strings.Contains(f, tol)
+	}
+	if !named {
+		t.Errorf("summary.json failures %q do not name %s", s.Failures, tol)
+	}
+	data, _ := os.ReadFile(filepath.Join(cand, "junit.xml"))
+	var doc struct {
+		Cases []struct {
+			Name     string     `xml:"name,attr"`
+			Failures []struct{} `xml:"failure"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range doc.Cases {
+		if c.Name == "tolerance "+tol {
+			found = true
+			if len(c.Failures) != 1 {
+				t.Errorf("junit.xml case %q has %d failures, want 1", c.Name, len(c.Failures))
+			}
+		}
+	}
+	if !found {
+		t.Errorf("junit.xml has no test case for the tolerance %s", tol)
 	}
 }
 
@@ -222,6 +302,29 @@ func TestPlanPrintsScheduleVerdictErlangAndDrain(t *testing.T) {
 	code, out, errOut = stormdrill(t, "plan", "drills/fanout-outage.toml", "--json")
 	if code != exitOK || !strings.Contains(out, `"p_wait"`) || strings.Contains(out, "NaN") {
 		t.Fatalf("plan --json: exit %d, output:\n%s%s", code, out, errOut)
+	}
+}
+
+func TestPlanCheckStrict(t *testing.T) {
+	code, out, errOut := stormdrill(t, "plan", "drills/demo-outage-breaker.toml", "--check", "--strict")
+	if code != exitOK {
+		t.Fatalf("plan --check --strict: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"| figure | analytic | simulated | ratio | verdict |", "| drain_time_s |", "within"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --check output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errOut := stormdrill(t, "plan", "drills/demo-outage-breaker.toml", "--strict"); code != exitUsage || !strings.Contains(errOut, "--strict needs --check") {
+		t.Errorf("--strict alone: exit %d, %s", code, errOut)
+	}
+	rows := []experiments.CheckRow{{Name: "drain_time_s", Analytic: 10, Simulated: 20, Off: true}, {Name: "amplification"}}
+	var stderr strings.Builder
+	if err := strictVerdict(true, rows, &stderr); err != errGateFailed || !strings.Contains(stderr.String(), "drain_time_s is off") {
+		t.Errorf("strict verdict on an off figure: %v, %q", err, stderr.String())
+	}
+	if err := strictVerdict(false, rows, &stderr); err != nil {
+		t.Errorf("without --strict: %v", err)
 	}
 }
 
@@ -356,5 +459,121 @@ func TestRunWithBaselinePutsComparisonInReport(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "baseline") || !strings.Contains(string(md), "amplification=+1%") {
 		t.Errorf("report.md lacks the baseline comparison:\n%s", md)
+	}
+}
+
+// readmeCITolerances are the --fail-on tolerances of the README's CI
+// example, so that the test below checks what the README tells users.
+func readmeCITolerances(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "A CI gate against a stored baseline")
+	if i < 0 {
+		t.Fatal("README.md has no CI example")
+	}
+	block := text[i:]
+	if j := strings.Index(block, "```sh"); j >= 0 {
+		block = block[j:]
+	}
+	if j := strings.Index(block[5:], "```"); j >= 0 {
+		block = block[:j+5]
+	}
+	var tols []string
+	for _, m := range regexp.MustCompile(`--fail-on (\S+)`).FindAllStringSubmatch(block, -1) {
+		tols = append(tols, m[1])
+	}
+	if len(tols) < 2 || !strings.Contains(block, "--seeds 10") {
+		t.Fatalf("README's CI example has tolerances %q and no --seeds 10:\n%s", tols, block)
+	}
+	return tols
+}
+
+// flagshipVariant writes the flagship drill with each old → new replacement
+// made (each must match once) and returns its path.
+func flagshipVariant(t *testing.T, replace ...string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../drills/fanout-outage.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if strings.Count(text, replace[i]) != 1 {
+			t.Fatalf("flagship drill: %q does not occur exactly once", replace[i])
+		}
+		text = strings.Replace(text, replace[i], replace[i+1], 1)
+	}
+	path := filepath.Join(t.TempDir(), "fanout-outage.toml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSeedNoiseIsNotAFailure: the flagship with base seeds 42 and 7, ten
+// seeds each, compares as not different under the README's example
+// tolerances; the same drill with jitter = "none" is caught. max_attempts
+// doubled changes nothing in the flagship itself (its breaker holds
+// deliveries, so none reaches 8 attempts: the runs are identical), so it is
+// checked on the flagship without its breaker, where the retry budget is
+// what bounds the faulty subscriber's attempts.
+func TestSeedNoiseIsNotAFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the flagship 60 times")
+	}
+	tols := readmeCITolerances(t)
+	runSeeds := func(drill, seed string) string {
+		dir := t.TempDir()
+		path, _ := filepath.Abs(drill)
+		code, out, errOut := stormdrill(t, "run", path, "--seeds", "10", "--seed", seed, "--out", dir, "--quiet")
+		if code != exitOK {
+			t.Fatalf("run %s --seed %s --seeds 10: exit %d\n%s%s", drill, seed, code, out, errOut)
+		}
+		return dir
+	}
+	compare := func(base, cand string) (int, string) {
+		args := []string{"compare", base, cand}
+		for _, tol := range tols {
+			args = append(args, "--fail-on", tol)
+		}
+		code, out, errOut := stormdrill(t, args...)
+		return code, out + errOut
+	}
+	flagship := "../../drills/fanout-outage.toml"
+	base := runSeeds(flagship, "42")
+
+	s, err := reports.ReadSummary(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Seeds == nil || len(s.Seeds.Runs) != 10 {
+		t.Fatalf("summary.json of a --seeds 10 run has no statistics over 10 seeds: %+v", s.Seeds)
+	}
+	for _, r := range s.Seeds.Runs {
+		if _, err := os.Stat(filepath.Join(base, "seeds", fmt.Sprint(r.Seed), "summary.json")); err != nil {
+			t.Errorf("no per-seed summary for seed %d: %v", r.Seed, err)
+		}
+	}
+	if f, ok := s.Seeds.Figure("healthy.latency.p99"); !ok || !(f.CILow < f.Mean && f.Mean < f.CIHigh) {
+		t.Errorf("healthy.latency.p99 across seeds has no confidence interval: %+v", f)
+	}
+
+	if code, out := compare(base, runSeeds(flagship, "7")); code != exitOK {
+		t.Errorf("seeds 42 and 7 compare as different (exit %d):\n%s", code, out)
+	}
+	noJitter := flagshipVariant(t, `jitter          = "full"`, `jitter          = "none"`)
+	if code, out := compare(base, runSeeds(noJitter, "7")); code != exitGateFail || !strings.Contains(out, "Welch") {
+		t.Errorf("jitter = \"none\" is not caught (exit %d):\n%s", code, out)
+	}
+
+	noBreaker := flagshipVariant(t, `trip      = "consecutive"`, `trip      = "none"`)
+	doubled := flagshipVariant(t, `trip      = "consecutive"`, `trip      = "none"`, `max_attempts    = 8`, `max_attempts    = 16`)
+	baseNB := runSeeds(noBreaker, "42")
+	if code, out := compare(baseNB, runSeeds(doubled, "7")); code != exitGateFail {
+		t.Errorf("max_attempts doubled is not caught (exit %d):\n%s", code, out)
 	}
 }
