@@ -67,6 +67,7 @@ var Keys = []KeyDoc{
 	{"partners[].outages[].retry_after", "string", `""`, "throttle: the Retry-After sent: `\"N\"` seconds, `\"date:DUR\"` (an HTTP-date DUR ahead) or `\"garbage\"`; empty sends none."},
 	{"partners[].outages[].factor", "number", "", "slow: latency multiplier, at least 1."},
 	{"partners[].outages[].period", "duration", "", "flap: one down+up cycle; above 0."},
+	{"partners[].outages[].answer_after", "latency table", "", "unavailable, reset, throttle, flap: how long a failing call takes to be answered, with the same keys as latency, or `{ dist = \"partner\" }` for the partner's own latency; not given, it fails at once."},
 	{"partners[].outages[].members", "integer", "0", "How many subscribers of the cohort it hits, at most count; 0 = all."},
 
 	{"policy.retry.max_attempts", "integer", "5", "Attempts per delivery, the first included; 0 = no limit."},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 )
 
@@ -118,6 +119,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 				ShareOfDeliveries: float64(hit) * d.SubscriberShare(sp.Name),
 				Subscribers:       hit,
 				RetryAfter:        retryAfterSeconds(o.RetryAfter),
+				FailLatency:       answerAfter(o.AnswerAfter, timeout),
 				Factor:            o.Factor,
 				Period:            o.Period,
 			})
@@ -141,6 +143,19 @@ func retryAfterSeconds(s string) time.Duration {
 		return 0
 	}
 	return time.Duration(n) * time.Second
+}
+
+// answerAfter is the mean time a failing call takes to be answered,
+// capped at the attempt timeout; 0 for a fast answer.
+func answerAfter(d *fakepartner.Dist, timeout time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	m := d.Expected()
+	if timeout > 0 && m > timeout {
+		m = timeout
+	}
+	return m
 }
 
 // WarnUtilisation is the utilisation above which PlanWarning speaks up.

@@ -53,7 +53,8 @@ func readCapacitySummary(t *testing.T, dir string) capacitySummary {
 func capacityOnShortFlagship(t *testing.T, workers string, extra ...string) capacitySummary {
 	t.Helper()
 	dir := t.TempDir()
-	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--out", dir, "--set", "dispatcher.workers=" + workers}, shortFlagshipSets...)
+	// One seed: these tests check the search itself.
+	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--seeds", "1", "--out", dir, "--set", "dispatcher.workers=" + workers}, shortFlagshipSets...)
 	code, out, errOut := stormdrill(t, append(args, extra...)...)
 	if code != exitOK {
 		t.Fatalf("capacity (workers %s): exit %d\n%s%s", workers, code, out, errOut)
