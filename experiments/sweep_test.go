@@ -245,3 +245,19 @@ func TestBundledExperimentsLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepTableOneUnitPerColumn: a duration column is written in one unit,
+// chosen from its largest value.
+func TestSweepTableOneUnitPerColumn(t *testing.T) {
+	format := columnFormat("drain_time", []Stat{{N: 1, Mean: 286.19, Min: 286.19, Max: 286.19}, {N: 1, Mean: 648, Min: 648, Max: 648}})
+	if got := []string{format(286.19), format(648)}; got[0] != "4.8min" || got[1] != "10.8min" {
+		t.Errorf("column cells %q, want both in min", got)
+	}
+	format = columnFormat("drain_time", []Stat{{N: 1, Mean: 0.25, Min: 0.2, Max: 0.3}})
+	if got := format(0.25); got != "250.0ms" {
+		t.Errorf("sub-second column: %q, want ms", got)
+	}
+	if got := columnFormat("amplification", nil)(1.5); got != "1.5" {
+		t.Errorf("ratio: %q", got)
+	}
+}

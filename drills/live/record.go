@@ -433,6 +433,7 @@ func (r *runner) finish() (*reports.Run, error) {
 		Drill: d.Name, Description: d.Description, Seed: d.Seed, Mode: "live", Speed: r.clock.Speed,
 		DurationS:  d.Duration.D.Seconds(),
 		DrillTimeS: rec.endDT.Seconds(),
+		Offered:    d.Offered(r.specs),
 		Deliveries: reports.Deliveries{Created: created, Delivered: delivered, DeadLettered: dead, Pending: pending},
 		// Attempts are what the partners received: an attempt lost in a
 		// kill still reached (or may have reached) its partner.
