@@ -375,10 +375,15 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		lastFlush = wallNow
 		return ds.flush()
 	}
+	nextMetrics := time.Now()
 	ds.event(EventReady, ds.cfg.Owner)
 	for {
 		wallNow := time.Now()
 		now := ds.cfg.Clock.At(wallNow)
+		if ds.cfg.Metrics != nil && !wallNow.Before(nextMetrics) {
+			ds.cfg.Metrics.observe(ds.core, ds.eps, now)
+			nextMetrics = wallNow.Add(metricsEvery)
+		}
 		// Start what can start before deciding to claim: a worker that a
 		// result just freed is not idle if a claimed delivery waits for it.
 		if !stopping {
@@ -682,6 +687,8 @@ func clip(s string) string {
 func (ds *dispatcher) complete(r result) {
 	it := r.it
 	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
+	partner := ds.cfg.Partners[ds.eps[it.Partner].group].Name
+	ds.cfg.Metrics.attempt(partner, it.Attempts, r.o, r.ended.Sub(r.started))
 	if dec.RetryAfterIgnored {
 		ds.stats.RetryAfterIgnored++
 	}
@@ -691,6 +698,7 @@ func (ds *dispatcher) complete(r result) {
 	case model.ActAck:
 		c.Kind = queue.KindAck
 		ds.stats.Acked++
+		ds.cfg.Metrics.delivered(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
 		delete(ds.held, it.ID)
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
@@ -713,6 +721,7 @@ func (ds *dispatcher) complete(r result) {
 func (ds *dispatcher) deadLetter(it *dispatch.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
 	delete(ds.held, it.ID)
 	ds.stats.DeadLettered++
+	ds.cfg.Metrics.deadLettered(reason)
 	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
 		Attempt: it.Attempts, Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
 	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}
