@@ -48,6 +48,24 @@ func (r *simRun) sample(t int64) {
 		OldestReadyAge: st.OldestReadyAge, OldestDelayedAge: st.OldestDelayedAge,
 	}
 	g.SourceHeldBack = r.heldDeliveries()
+	// Per cohort: the age of its oldest waiting delivery, ready or
+	// delayed: the faulty cohort's backlog ages while the healthy ones'
+	// do not.
+	if n := min(len(r.specs), tally.MaxCohortColumns); n > 0 {
+		oldest := make([]int64, n)
+		now := r.wall(t).UnixNano()
+		r.core.Each(func(it *dispatch.Item) {
+			if c := int(it.Cohort); c < n && (oldest[c] == 0 || it.FirstSeen < oldest[c]) {
+				oldest[c] = it.FirstSeen
+			}
+		})
+		g.CohortOldestAge = make([]time.Duration, n)
+		for c, first := range oldest {
+			if first != 0 {
+				g.CohortOldestAge[c] = time.Duration(max(0, now-first))
+			}
+		}
+	}
 	if cols := r.tally.BreakerColumns(); len(cols) > 0 {
 		g.Breaker = make([]float64, len(cols))
 		for i, sub := range cols {

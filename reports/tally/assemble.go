@@ -92,6 +92,13 @@ func (t *Tally) Run() (*reports.Run, error) {
 		if len(c.reasons) > 0 {
 			rc.DeadLetters = c.reasons
 		}
+		if len(c.codes) > 0 {
+			rc.StatusCodes = c.codes
+		}
+		if t.cohortColumns() && ci < MaxCohortColumns {
+			oldest := c.oldestMaxS
+			rc.OldestAgeMaxS = &oldest
+		}
 		s.Cohorts = append(s.Cohorts, rc)
 	}
 	ts := t.series(s)
@@ -137,6 +144,13 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 	for _, sub := range t.breakerCols {
 		ts.BreakerPartners = append(ts.BreakerPartners, t.l.Subscribers[sub].Name)
 	}
+	ncol := 0
+	if t.cohortColumns() {
+		ncol = min(len(t.cohorts), MaxCohortColumns)
+		for c := range ncol {
+			ts.Cohorts = append(ts.Cohorts, t.l.Cohorts[c].Name)
+		}
+	}
 	var attempts, first int64
 	for _, r := range t.rows {
 		iv, g := &r.c, &r.g
@@ -163,6 +177,25 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 		if iv.first > 0 {
 			x.Amplification = float64(iv.first+iv.retries) / float64(iv.first)
 		}
+		if r.hasHealthy {
+			x.HealthyLatencyP50S, x.HealthyLatencyP99S = r.p50, r.p99
+		}
+		// Per cohort: attempts ÷ first attempts in the interval (NaN when
+		// it made no first attempt), and the age of its oldest waiting
+		// delivery.
+		if ncol > 0 {
+			x.CohortAmplification = make([]float64, ncol)
+			x.CohortOldestAgeS = make([]float64, ncol)
+			for c := range ncol {
+				x.CohortAmplification[c] = math.NaN()
+				if iv.cohortFirst[c] > 0 {
+					x.CohortAmplification[c] = float64(iv.cohortAttempts[c]) / float64(iv.cohortFirst[c])
+				}
+				if c < len(g.CohortOldestAge) {
+					x.CohortOldestAgeS[c] = g.CohortOldestAge[c].Seconds()
+				}
+			}
+		}
 		if first > 0 {
 			x.RunningAmplification = float64(attempts) / float64(first)
 		}
@@ -179,4 +212,15 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 		ts.Samples = append(ts.Samples, x)
 	}
 	return ts
+}
+
+// cohortColumns reports whether the feeder measured per-cohort oldest ages
+// (the series then has per-cohort columns).
+func (t *Tally) cohortColumns() bool {
+	for _, r := range t.rows {
+		if r.g.CohortOldestAge != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package tally
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/stormdrill/stormdrill/model"
@@ -20,6 +21,12 @@ const (
 	MaxOrdinals = 1000
 	// MaxAlerts bounds the alerts kept for the summary.
 	MaxAlerts = 10_000
+	// MaxCohortColumns bounds the per-cohort columns of the series
+	// (amplification and oldest age): the first cohorts of the drill.
+	MaxCohortColumns = 8
+	// MaxStatusCodes bounds the distinct status codes counted per cohort;
+	// further codes count as "other".
+	MaxStatusCodes = 32
 )
 
 // ErrAccounting is returned when a run breaks the accounting identity
@@ -65,6 +72,8 @@ type Config struct {
 type counts struct {
 	first, retries, succ, transient, timeout, reset, permanent, dlq int64
 	dlqBy                                                           [len(model.Reasons)]int64
+	// Per cohort column: first attempts and all attempts.
+	cohortFirst, cohortAttempts [MaxCohortColumns]int64
 }
 
 // Gauges are what a feeder reads off the queue at a sample.
@@ -76,18 +85,26 @@ type Gauges struct {
 	SourceHeldBack                   float64 // deliveries the source holds back
 	// Breaker holds, per BreakerColumns entry, 0 closed, 1 half-open, 2 open.
 	Breaker []float64
+	// CohortOldestAge holds, for the first MaxCohortColumns cohorts, the
+	// age of the cohort's oldest waiting delivery (ready or delayed); nil
+	// when the feeder does not measure it.
+	CohortOldestAge []time.Duration
 }
 
 type row struct {
-	t int64 // drill ns
-	g Gauges
-	c counts
+	t          int64 // drill ns
+	g          Gauges
+	c          counts
+	p50, p99   float64 // healthy latency of the deliveries in the interval, seconds
+	hasHealthy bool
 }
 
 type cohortCount struct {
 	deliveries, delivered, dead, pending, attempts, attempted int64
 	hist                                                      *LatencyHist // nil until a delivery lands
 	reasons                                                   map[string]int64
+	codes                                                     map[string]int64 // attempt outcomes by status code
+	oldestMaxS                                                float64
 }
 
 // track is one outage's drain: the latest terminal time of a delivery to
@@ -112,6 +129,7 @@ type Tally struct {
 	cohorts                           []cohortCount
 
 	healthy, healthyOutage                                     *LatencyHist
+	healthyInterval                                            *LatencyHist // healthy latencies since the last sample
 	healthyCreated, healthyWithin, healthyPermanent, youngPend int64
 	tracks                                                     []track
 
@@ -132,7 +150,7 @@ type Tally struct {
 // New returns an empty tally.
 func New(cfg Config) *Tally {
 	t := &Tally{cfg: cfg, l: cfg.Layout, interval: int64(cfg.Interval), reasons: map[string]int64{},
-		healthy: NewLatencyHist(), healthyOutage: NewLatencyHist()}
+		healthy: NewLatencyHist(), healthyOutage: NewLatencyHist(), healthyInterval: NewLatencyHist()}
 	if t.interval <= 0 {
 		t.interval = int64(time.Second)
 	}
@@ -200,11 +218,18 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 	t.attempts++
 	c.attempts++
 	iv := t.at(int64(at))
+	col := t.l.Subscribers[sub].Cohort
+	if col < MaxCohortColumns {
+		iv.cohortAttempts[col]++
+	}
 	if ordinal <= 1 {
 		ordinal = 1
 		c.attempted++
 		t.first++
 		iv.first++
+		if col < MaxCohortColumns {
+			iv.cohortFirst[col]++
+		}
 	} else {
 		iv.retries++
 	}
@@ -219,6 +244,15 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 // with the configured classifier, and returns the class.
 func (t *Tally) AttemptEnded(at time.Duration, sub int, o model.Outcome) model.Class {
 	cl := t.cfg.Classifier.Classify(o)
+	c := &t.cohorts[t.l.Subscribers[sub].Cohort]
+	if c.codes == nil {
+		c.codes = map[string]int64{}
+	}
+	key := statusKey(o)
+	if _, ok := c.codes[key]; !ok && len(c.codes) >= MaxStatusCodes {
+		key = "other"
+	}
+	c.codes[key]++
 	iv := t.at(int64(at))
 	switch {
 	case cl == model.ClassSuccess:
@@ -255,6 +289,7 @@ func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
 	c.hist.Record(lat)
 	if s.Healthy {
 		t.healthy.Record(lat)
+		t.healthyInterval.Record(lat)
 		if lat <= int64(t.cfg.SLO) {
 			t.healthyWithin++
 		}
@@ -331,7 +366,19 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 	if len(t.rows) >= MaxSamples {
 		return
 	}
-	t.rows = append(t.rows, row{t: int64(at), g: g, c: t.open})
+	rw := row{t: int64(at), g: g, c: t.open}
+	if h := t.healthyInterval; h.Count() > 0 {
+		rw.p50 = float64(h.h.ValueAtQuantile(50)) / 1e6
+		rw.p99 = float64(h.h.ValueAtQuantile(99)) / 1e6
+		rw.hasHealthy = true
+		h.h.Reset()
+	}
+	for c, age := range g.CohortOldestAge {
+		if c < len(t.cohorts) {
+			t.cohorts[c].oldestMaxS = max(t.cohorts[c].oldestMaxS, age.Seconds())
+		}
+	}
+	t.rows = append(t.rows, rw)
 	t.open = counts{}
 }
 
@@ -363,3 +410,18 @@ func (t *Tally) Lateness(p reports.Percentiles) { t.lateness = &p }
 
 // End marks the drill time the run ended at; Pending and Run read it.
 func (t *Tally) End(at time.Duration) { t.end = int64(at) }
+
+// statusKey names an attempt's outcome for the status-code counts: the
+// HTTP status, or the kind of failure when there was no answer.
+func statusKey(o model.Outcome) string {
+	if o.Status != 0 {
+		return strconv.Itoa(o.Status)
+	}
+	switch o.Err {
+	case model.ErrTimeout:
+		return "timeout"
+	case model.ErrReset, model.ErrRefused:
+		return "reset"
+	}
+	return "no answer"
+}
