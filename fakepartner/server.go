@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -70,6 +71,20 @@ type ServerOptions struct {
 	// Seed: each subscriber's stream is derived from it, and so is, with
 	// the Idempotency-Key, which deliveries carry bad data (Spec.BadData).
 	Seed uint64
+
+	// External mode. KeyHeader and AttemptHeader name the headers that
+	// identify an attempt ("" means Idempotency-Key and X-Attempt).
+	KeyHeader, AttemptHeader string
+	// Observe, if set, is called once for every request to a partner path
+	// when it ends (from the request's goroutine).
+	Observe func(Observation)
+	// OnDeadLetter, if set, serves POST /dead-letters: the system under
+	// drill reports each dead letter there.
+	OnDeadLetter func(DeadLetter)
+	// DropAnswer, if set, is asked before a successful answer is written:
+	// true commits the delivery and then drops the connection instead of
+	// answering (a lost answer).
+	DropAnswer func(cohort string, member int, key string) bool
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -164,6 +179,8 @@ type cohort struct {
 	mu     sync.Mutex // guards manual and stats
 	manual []manualOutage
 	stats  PartnerStats
+
+	inFlight atomic.Int64 // requests being served now
 }
 
 type manualOutage struct {
@@ -253,6 +270,9 @@ func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
 	mux.HandleFunc("GET /control/partners", s.handleControlPartners)
 	mux.HandleFunc("POST /control/outage", s.handleStartOutage)
 	mux.HandleFunc("DELETE /control/outage", s.handleEndOutage)
+	if opts.OnDeadLetter != nil {
+		mux.HandleFunc("POST /dead-letters", s.handleDeadLetter)
+	}
 	s.mux = mux
 	return s, nil
 }
@@ -397,6 +417,10 @@ type outcome struct {
 	held      bool
 	abandoned bool
 	commit    bool // the partner processed the delivery successfully
+	// External mode: the outage kind in force, the Retry-After sent, and
+	// whether a committed answer was dropped (DropAnswer).
+	fault, retryAfter string
+	dropped           bool
 }
 
 func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
@@ -415,10 +439,12 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 		}
 		member = n
 	}
-	id := r.Header.Get(HeaderIdempotencyKey)
-	attempt, _ := strconv.Atoi(r.Header.Get(HeaderAttempt))
+	id := r.Header.Get(s.keyHeader())
+	attempt, _ := strconv.Atoi(r.Header.Get(s.attemptHeader()))
+	inFlight := int(c.inFlight.Add(1))
+	defer c.inFlight.Add(-1)
 	if len(id) > MaxIDBytes {
-		s.finish(c, id, attempt, arrived, outcome{status: http.StatusBadRequest})
+		s.finish(c, member, id, attempt, arrived, outcome{status: http.StatusBadRequest}, inFlight)
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s is longer than %d bytes", HeaderIdempotencyKey, MaxIDBytes))
 		return
 	}
@@ -428,7 +454,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		s.finish(c, id, attempt, arrived, outcome{status: status})
+		s.finish(c, member, id, attempt, arrived, outcome{status: status}, inFlight)
 		writeJSONError(w, status, "reading the body: "+err.Error())
 		return
 	}
@@ -437,7 +463,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	// short, so clear it once the body is in.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	out := s.serveCall(w, r, c, member, id, arrived)
-	s.finish(c, id, attempt, arrived, out)
+	s.finish(c, member, id, attempt, arrived, out, inFlight)
 }
 
 // serveCall plays the partner's behaviour for one request and writes the
@@ -446,29 +472,32 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) outcome {
 	ctx := r.Context()
 	factor := 1.0
+	fault := ""
 	if o, ok := s.faultAt(c, member, arrived); ok {
+		fault = o.Kind.String()
 		switch o.Kind {
 		case OutageSlow:
 			factor = o.Factor
 		case OutageTimeout:
 			s.wait(ctx, s.opts.TimeoutHoldMax)
 			hijackClose(w, false) // never answer: drop the connection
-			return outcome{held: true}
+			return outcome{held: true, fault: fault}
 		case OutageReset:
 			if !hijackClose(w, true) {
 				writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
-				return outcome{status: http.StatusServiceUnavailable}
+				return outcome{status: http.StatusServiceUnavailable, fault: fault}
 			}
-			return outcome{reset: true}
+			return outcome{reset: true, fault: fault}
 		case OutageThrottle:
-			if ra := s.retryAfter(o.RetryAfter, arrived); ra != "" {
+			ra := s.retryAfter(o.RetryAfter, arrived)
+			if ra != "" {
 				w.Header().Set("Retry-After", ra)
 			}
 			writeJSONError(w, http.StatusTooManyRequests, "throttled")
-			return outcome{status: http.StatusTooManyRequests}
+			return outcome{status: http.StatusTooManyRequests, fault: fault, retryAfter: ra}
 		default: // unavailable, flap (down half)
 			writeJSONError(w, http.StatusServiceUnavailable, "unavailable")
-			return outcome{status: http.StatusServiceUnavailable}
+			return outcome{status: http.StatusServiceUnavailable, fault: fault}
 		}
 	}
 
@@ -494,7 +523,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, id != "", c.dataSeed, key)
 
 	if spec.Contended && !s.wait(ctx, s.wall(hop1)) {
-		return outcome{abandoned: true}
+		return outcome{abandoned: true, fault: fault}
 	}
 	if sub.slots != nil {
 		if spec.RejectWhenBusy {
@@ -508,9 +537,9 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 			select {
 			case sub.slots <- struct{}{}:
 			case <-ctx.Done():
-				return outcome{abandoned: true}
+				return outcome{abandoned: true, fault: fault}
 			case <-s.closing:
-				return outcome{abandoned: true}
+				return outcome{abandoned: true, fault: fault}
 			}
 		}
 	}
@@ -527,7 +556,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	if !served || !s.wait(ctx, s.wall(hop2)) {
 		// The caller left; the partner finishes the work regardless, as in
 		// the simulation, so a hidden success is still a success.
-		return outcome{abandoned: true, commit: status == http.StatusOK && !spec.Contended}
+		return outcome{abandoned: true, commit: status == http.StatusOK && !spec.Contended, fault: fault}
 	}
 	if spec.Contended && status == http.StatusOK {
 		sub.mu.Lock()
@@ -538,16 +567,19 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 		}
 		sub.mu.Unlock()
 	}
+	if status == http.StatusOK && s.opts.DropAnswer != nil && s.opts.DropAnswer(c.spec.Name, member, id) && hijackClose(w, true) {
+		return outcome{commit: true, reset: true, dropped: true, fault: fault}
+	}
 	if status == http.StatusOK {
 		writeJSON(w, status, map[string]any{"ok": true})
 	} else {
 		writeJSONError(w, status, http.StatusText(status))
 	}
-	return outcome{status: status, commit: status == http.StatusOK}
+	return outcome{status: status, commit: status == http.StatusOK, fault: fault}
 }
 
 // finish counts one request.
-func (s *Server) finish(c *cohort, id string, attempt int, arrived time.Time, out outcome) {
+func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived time.Time, out outcome, inFlight int) {
 	done := s.now()
 	dup, evicted := false, -1
 	if out.commit && id != "" {
@@ -561,6 +593,7 @@ func (s *Server) finish(c *cohort, id string, attempt int, arrived time.Time, ou
 		o.stats.Evicted++
 		o.mu.Unlock()
 	}
+	s.observe(c, member, id, attempt, arrived, done, out, dup, inFlight)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := &c.stats

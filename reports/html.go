@@ -23,6 +23,7 @@ type htmlPlot struct {
 }
 
 type htmlData struct {
+	External [][2]string // external runs: what the partners saw
 	*reportView
 	Doc        string
 	HTMLPlots  []htmlPlot
@@ -39,6 +40,9 @@ type htmlData struct {
 func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) ([]byte, error)) error {
 	v := buildView(r, plots)
 	d := htmlData{reportView: v, Doc: DefinitionsDoc, HasSummary: r != nil && r.Summary != nil}
+	if d.HasSummary {
+		d.External = ExternalRows(r.Summary.External)
+	}
 	for _, p := range v.Plots {
 		d.HTMLPlots = append(d.HTMLPlots, embedPlot(p, readFile))
 	}
@@ -248,6 +252,15 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </table>
 </div>
 {{if .Same}}<p class="omitted">{{.Same}} more figures are the same in both runs and not shown.</p>{{end}}
+</section>{{end}}
+
+{{if .External}}<section id="external">
+<h2>Seen from the partners (external run)</h2>
+<table>
+<tbody>
+{{range .External}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</tbody>
+</table>
 </section>{{end}}
 
 {{if or .Lateness .Alerts .Restarts}}<section id="live">

@@ -55,6 +55,9 @@ type Summary struct {
 	Alerts   []Alert      `json:"alerts,omitempty"`
 	Restarts []Restart    `json:"restarts,omitempty"`
 
+	// External runs only: what the partners saw of somebody else's system.
+	External *External `json:"external,omitempty"`
+
 	Gates []GateResult `json:"gates"`
 }
 

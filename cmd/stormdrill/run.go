@@ -135,6 +135,8 @@ func runOne(d *drills.Drill, file, dir string, base *reports.Summary, tols []rep
 	switch d.Mode {
 	case "live":
 		run, err = runLive(d, dir, bar.update)
+	case "external":
+		run, err = runExternal(d, file, dir, bar.update)
 	default:
 		run, err = drills.RunSim(d, drills.SimOptions{Progress: bar.update})
 	}
@@ -163,7 +165,7 @@ func runOne(d *drills.Drill, file, dir string, base *reports.Summary, tols []rep
 	}
 	if full {
 		_ = reports.WriteTerminalSummary(stdout, run)
-		if code != exitOK && d.Mode != "live" {
+		if code != exitOK && d.Mode == "sim" {
 			// A simulated run is a pure function of the drill and its seed.
 			fmt.Fprintf(stdout, "  reproduce: stormdrill run %s --seed %d\n", file, d.Seed)
 		}
