@@ -1,9 +1,21 @@
 package fakepartner
 
-// idKey is a delivery id as accepted by one cohort.
+import "hash/maphash"
+
+// idKey is a delivery id as accepted by one cohort. The id itself is not
+// kept, only a 128-bit hash of it: an Idempotency-Key may be 512 bytes,
+// and a million of them would take over a gigabyte. Two distinct ids share
+// a hash with probability about n²/2¹²⁹, nil for any run.
 type idKey struct {
-	cohort int
-	id     string
+	cohort int32
+	h      [2]uint64
+}
+
+// idHashSeeds are per process: the hashes never leave it.
+var idHashSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func newIDKey(cohort int, id string) idKey {
+	return idKey{cohort: int32(cohort), h: [2]uint64{maphash.String(idHashSeeds[0], id), maphash.String(idHashSeeds[1], id)}}
 }
 
 // idSet is a bounded set of accepted delivery ids: once full, the oldest id
@@ -32,7 +44,7 @@ func (s *idSet) add(k idKey) (seen bool, evicted int) {
 	} else {
 		old := s.ring[s.next]
 		delete(s.members, old)
-		evicted = old.cohort
+		evicted = int(old.cohort)
 		s.ring[s.next] = k
 		s.next = (s.next + 1) % s.limit
 	}

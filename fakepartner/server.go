@@ -22,12 +22,13 @@ const (
 	DefaultMaxConns       = 4096
 	DefaultReadTimeout    = 30 * time.Second
 	DefaultTimeoutHoldMax = 60 * time.Second
-	DefaultMaxAcceptedIDs = 1_000_000
-	MaxAlerts             = 10_000   // alerts kept; later ones are counted, not kept
-	MaxAlertBodyBytes     = 64 << 10 // one alert
-	MaxControlBodyBytes   = 16 << 10 // one control request
-	MaxManualOutages      = 16       // per cohort at a time
-	MaxIDBytes            = 512      // Idempotency-Key
+	DefaultMaxAcceptedIDs = 1_000_000 // about 100 bytes each (a 128-bit hash, not the id): ~100 MB at most
+	MaxAlerts             = 10_000    // alerts kept; later ones are counted, not kept
+	MaxAlertBodyBytes     = 64 << 10  // one alert's body
+	MaxAlertFieldBytes    = 200       // an alert's reason and partner are kept clipped to this: ~5 MB for MaxAlerts
+	MaxControlBodyBytes   = 16 << 10  // one control request
+	MaxManualOutages      = 16        // per cohort at a time
+	MaxIDBytes            = 512       // Idempotency-Key
 	maxHeaderBytes        = 64 << 10
 )
 
@@ -71,6 +72,13 @@ type ServerOptions struct {
 	// Seed: each subscriber's stream is derived from it, and so is, with
 	// the Idempotency-Key, which deliveries carry bad data (Spec.BadData).
 	Seed uint64
+	// ControlToken, when set, is required as "Authorization: Bearer TOKEN"
+	// on the control API and the alert sink (see guardControl).
+	ControlToken string
+	// ControlHosts are Host names (or host:port) accepted by the control
+	// API besides loopback ones: the name a non-loopback listener is
+	// reached by.
+	ControlHosts []string
 
 	// External mode. KeyHeader and AttemptHeader name the headers that
 	// identify an attempt ("" means Idempotency-Key and X-Attempt).
@@ -176,9 +184,14 @@ type cohort struct {
 	subsMu sync.Mutex
 	subs   []*subscriber // created on first request
 
-	mu     sync.Mutex // guards manual and stats
+	mu     sync.Mutex // guards manual, scriptCut and stats
 	manual []manualOutage
-	stats  PartnerStats
+	// scriptCut, when scriptCutSet, is the drill time at which
+	// DELETE /control/outage ended the script: scripted outages that had
+	// started by then are over; later ones still happen.
+	scriptCut    time.Duration
+	scriptCutSet bool
+	stats        PartnerStats
 
 	inFlight atomic.Int64 // requests being served now
 }
@@ -266,12 +279,12 @@ func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/p/{cohort}", s.handlePartner)
 	mux.HandleFunc("/p/{cohort}/{member}", s.handlePartner)
-	mux.HandleFunc("POST /alerts", s.handleAlert)
-	mux.HandleFunc("GET /control/partners", s.handleControlPartners)
-	mux.HandleFunc("POST /control/outage", s.handleStartOutage)
-	mux.HandleFunc("DELETE /control/outage", s.handleEndOutage)
+	mux.HandleFunc("POST /alerts", s.guardControl(s.handleAlert))
+	mux.HandleFunc("GET /control/partners", s.guardControl(s.handleControlPartners))
+	mux.HandleFunc("POST /control/outage", s.guardControl(s.handleStartOutage))
+	mux.HandleFunc("DELETE /control/outage", s.guardControl(s.handleEndOutage))
 	if opts.OnDeadLetter != nil {
-		mux.HandleFunc("POST /dead-letters", s.handleDeadLetter)
+		mux.HandleFunc("POST /dead-letters", s.guardControl(s.handleDeadLetter))
 	}
 	s.mux = mux
 	return s, nil
@@ -354,7 +367,7 @@ func (s *Server) Accepted(partner, id string) bool {
 	}
 	s.idsMu.Lock()
 	defer s.idsMu.Unlock()
-	return s.ids.has(idKey{c.index, id})
+	return s.ids.has(newIDKey(c.index, id))
 }
 
 // Alerts returns the alerts received so far, oldest first.
@@ -406,8 +419,19 @@ func (s *Server) faultAt(c *cohort, member int, now time.Time) (Outage, bool) {
 			return m.o, true
 		}
 	}
+	cut, cutSet := c.scriptCut, c.scriptCutSet
 	c.mu.Unlock()
-	return c.spec.FaultAt(member, s.DrillTime(now))
+	t := s.DrillTime(now)
+	if !cutSet {
+		return c.spec.FaultAt(member, t)
+	}
+	for i := range c.spec.Outages {
+		o := &c.spec.Outages[i]
+		if o.Start > cut && o.Hits(member) && o.EffectiveAt(t) {
+			return *o, true
+		}
+	}
+	return Outage{}, false
 }
 
 // outcome is how one request to a partner ended, for the counters.
@@ -584,7 +608,7 @@ func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived t
 	dup, evicted := false, -1
 	if out.commit && id != "" {
 		s.idsMu.Lock()
-		dup, evicted = s.ids.add(idKey{c.index, id})
+		dup, evicted = s.ids.add(newIDKey(c.index, id))
 		s.idsMu.Unlock()
 	}
 	if evicted >= 0 && evicted != c.index {
@@ -711,7 +735,7 @@ func (s *Server) handleAlert(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "oldest_s must not be negative")
 		return
 	}
-	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: a.Reason, Partner: a.Partner}
+	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: clipText(a.Reason, MaxAlertFieldBytes), Partner: clipText(a.Partner, MaxAlertFieldBytes)}
 	if a.OldestS != nil {
 		ra.OldestS = *a.OldestS
 	}
@@ -744,10 +768,11 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 			})
 		}
 		ps.Stats = c.snapshot()
+		cut, cutSet := c.scriptCut, c.scriptCutSet
 		c.mu.Unlock()
 		for i := range c.spec.Outages {
 			o := &c.spec.Outages[i]
-			if o.ActiveAt(t) {
+			if o.ActiveAt(t) && !(cutSet && o.Start <= cut) {
 				ps.Active = append(ps.Active, ActiveOutage{
 					Kind: o.Kind.String(), Members: o.Members,
 					Effective: o.EffectiveAt(t), EndsInS: s.wall(o.End() - t).Seconds(),
@@ -833,12 +858,24 @@ func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("no partner %q (give ?partner=NAME)", name))
 		return
 	}
+	now := s.now()
+	t := s.DrillTime(now)
 	c.mu.Lock()
-	c.pruneManual(s.now())
+	c.pruneManual(now)
 	n := len(c.manual)
 	c.manual = nil
+	scripted := 0
+	for i := range c.spec.Outages {
+		o := &c.spec.Outages[i]
+		if o.ActiveAt(t) && !(c.scriptCutSet && o.Start <= c.scriptCut) {
+			scripted++
+		}
+	}
+	// Scripted outages that have started are over; the script's later
+	// outages still happen.
+	c.scriptCut, c.scriptCutSet = t, true
 	c.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n})
+	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n + scripted, "ended_manual": n, "ended_scripted": scripted})
 }
 
 func parseWallDuration(key, v string) (time.Duration, error) {

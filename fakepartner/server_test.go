@@ -376,6 +376,7 @@ func TestServerContended(t *testing.T) {
 func doJSON(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := client(5 * time.Second).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
@@ -566,11 +567,11 @@ func TestIDSetEvicts(t *testing.T) {
 		seen    bool
 		evicted int
 	}{
-		{idKey{0, "a"}, false, -1},
-		{idKey{1, "a"}, false, -1}, // another cohort: another key
-		{idKey{0, "a"}, true, -1},
-		{idKey{0, "b"}, false, 0}, // full: forgets cohort 0's "a"
-		{idKey{0, "a"}, false, 1}, // "a" was forgotten; now cohort 1's "a" goes
+		{newIDKey(0, "a"), false, -1},
+		{newIDKey(1, "a"), false, -1}, // another cohort: another key
+		{newIDKey(0, "a"), true, -1},
+		{newIDKey(0, "b"), false, 0}, // full: forgets cohort 0's "a"
+		{newIDKey(0, "a"), false, 1}, // "a" was forgotten; now cohort 1's "a" goes
 	}
 	for i, st := range steps {
 		if seen, ev := s.add(st.key); seen != st.seen || ev != st.evicted {

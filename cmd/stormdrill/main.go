@@ -53,6 +53,7 @@ func commands() []command {
 		{"dlq", "list, show and replay dead letters", cmdDLQ},
 		{"keys", "print the drill key reference", cmdKeys},
 		{"bench", "measure simulator throughput on the flagship drill", cmdBench},
+		{"version", "print the version and build information", cmdVersion},
 	}
 }
 
@@ -61,23 +62,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		topUsage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+		return exitUsage
 	}
-	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(args[1:], stdout, stderr)
-		return exitCode(err, stderr)
-	}
-	fmt.Fprintf(stderr, "stormdrill: unknown command %q\n\n", args[0])
-	topUsage(stderr)
-	return exitUsage
+	return exitCode(execute(args, stdout, stderr), stderr)
 }
 
 func exitCode(err error, stderr io.Writer) int {
@@ -92,7 +81,9 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintln(stderr, strings.TrimRight(ue.Error(), "\n"))
+		if ue.err != errSilent {
+			fmt.Fprintln(stderr, strings.TrimRight(ue.Error(), "\n"))
+		}
 		return exitUsage
 	}
 	fmt.Fprintln(stderr, "stormdrill:", err)
@@ -107,10 +98,13 @@ Usage:
 
 Commands:`)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintf(w, "  %-10s %s\n", "help", "print a command's help: stormdrill help run")
+	fmt.Fprintf(w, "  %-10s %s\n", "completion", "print a shell completion script: bash, zsh, fish or powershell")
 	fmt.Fprintln(w, `
-Run "stormdrill <command> --help" for a command's flags and examples.
+Run "stormdrill help <command>" or "stormdrill <command> --help" for a
+command's flags and examples.
 
 Exit status: 0 all gates hold; 1 a gate failed; 2 invalid drill or command
 line; 3 the run itself failed.`)
@@ -121,11 +115,12 @@ line; 3 the run itself failed.`)
 func newFlags(name, synopsis, examples string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if c, ok := stdout.(*flagCollector); ok {
+		c.sets = append(c.sets, fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: stormdrill %s %s\n\nFlags:\n", name, synopsis)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		printFlags(stdout, fs)
 		if examples != "" {
 			fmt.Fprintf(stdout, "\nExamples:\n%s\n", strings.TrimRight(examples, "\n"))
 		}
@@ -148,7 +143,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 				usage()
 				return nil, flag.ErrHelp
 			}
-			return nil, usagef("stormdrill %s: %v (see --help)", fs.Name(), err)
+			return nil, usagef("stormdrill %s: %s (see --help)", fs.Name(), doubleDash(err.Error()))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/stormdrill/stormdrill/drills"
 )
@@ -51,11 +52,51 @@ func loadDrills(files []string) (loaded []*drills.Drill, err error) {
 	return loaded, nil
 }
 
+const keysExamples = `  stormdrill keys > keys.md
+  stormdrill keys retry            # only the keys whose name contains "retry"
+  stormdrill keys breaker budget`
+
 func cmdKeys(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("keys", "", "  stormdrill keys > keys.md", stdout)
-	if _, err := parseFlags(fs, args); err != nil {
+	fs := newFlags("keys", "[FILTER...]", keysExamples, stdout)
+	filters, err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
-	_, err := io.WriteString(stdout, drills.KeysMarkdown())
+	all := drills.KeysMarkdown()
+	if len(filters) == 0 {
+		_, err := io.WriteString(stdout, all)
+		return err
+	}
+	// Keep the table's header and the rows whose key contains a filter.
+	var b strings.Builder
+	rows := 0
+	for _, line := range strings.SplitAfter(all, "\n") {
+		key, isRow := keyOfRow(line)
+		if !isRow {
+			b.WriteString(line)
+			continue
+		}
+		for _, f := range filters {
+			if strings.Contains(strings.ToLower(key), strings.ToLower(f)) {
+				b.WriteString(line)
+				rows++
+				break
+			}
+		}
+	}
+	if rows == 0 {
+		return usagef("stormdrill keys: no drill key contains %s", strings.Join(filters, " or "))
+	}
+	_, err = io.WriteString(stdout, b.String())
 	return err
+}
+
+// keyOfRow returns the key of a key-table row "| `key` | …".
+func keyOfRow(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, "| `")
+	if !ok {
+		return "", false
+	}
+	key, _, ok := strings.Cut(rest, "`")
+	return key, ok
 }

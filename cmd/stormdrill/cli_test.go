@@ -1,0 +1,95 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestHelpCommandPrintsThatCommandsHelp: `help CMD` and `CMD --help` print
+// the same text, the command's own, with flags written --flag.
+func TestHelpCommandPrintsThatCommandsHelp(t *testing.T) {
+	for _, args := range [][]string{{"run"}, {"sweep"}, {"dlq", "replay"}} {
+		code, viaHelp, _ := stormdrill(t, append([]string{"help"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("help %v: exit %d", args, code)
+		}
+		_, viaFlag, _ := stormdrill(t, append(args, "--help")...)
+		if viaHelp != viaFlag {
+			t.Errorf("help %v and %v --help differ:\n%s\n---\n%s", args, args, viaHelp, viaFlag)
+		}
+		if !strings.HasPrefix(viaHelp, "Usage: stormdrill "+strings.Join(args, " ")) {
+			t.Errorf("help %v does not print its own usage:\n%s", args, viaHelp)
+		}
+	}
+	_, out, _ := stormdrill(t, "help", "run")
+	for _, want := range []string{"\n  --out string\n", "\n  --quiet\n", "\n  --fail-on value\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\n  -out") {
+		t.Errorf("help run shows a flag with one dash:\n%s", out)
+	}
+	if code, _, errOut := stormdrill(t, "help", "frobnicate"); code != exitUsage || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("help frobnicate: exit %d, stderr %q; want 2 and the error", code, errOut)
+	}
+	if code, out, _ := stormdrill(t, "help"); code != exitOK || !strings.Contains(out, "completion") {
+		t.Errorf("help: exit %d, want 0 and the command table:\n%s", code, out)
+	}
+}
+
+func TestCompletionScriptsForEveryShell(t *testing.T) {
+	for shell, marker := range map[string]string{
+		"bash": "complete -o default -F __start_stormdrill stormdrill",
+		"zsh":  "#compdef stormdrill",
+		"fish": "complete -c stormdrill",
+	} {
+		code, out, errOut := stormdrill(t, "completion", shell)
+		if code != exitOK || !strings.Contains(out, marker) {
+			t.Errorf("completion %s: exit %d, stderr %q; script lacks %q", shell, code, errOut, marker)
+		}
+	}
+	// The scripts call back into the binary; it offers each command's own
+	// flags, read from the flag set the command parses with.
+	_, out, _ := stormdrill(t, "__complete", "dlq", "replay", "--d")
+	if !strings.Contains(out, "--dry-run\t") {
+		t.Errorf("completing dlq replay --d: %q lacks --dry-run", out)
+	}
+	_, out, _ = stormdrill(t, "__complete", "sw")
+	if !strings.HasPrefix(out, "sweep\t") {
+		t.Errorf("completing sw: %q, want sweep", out)
+	}
+}
+
+func TestFlagErrorsNameFlagsWithTwoDashes(t *testing.T) {
+	code, _, errOut := stormdrill(t, "run", "-no-such-flag", "x.toml")
+	if code != exitUsage || !strings.Contains(errOut, "not defined: --no-such-flag") {
+		t.Errorf("exit %d, stderr %q; want 2 naming --no-such-flag", code, errOut)
+	}
+	code, _, errOut = stormdrill(t, "compare", "a", "b", "--fail-on")
+	if code != exitUsage || !strings.Contains(errOut, "argument: --fail-on") {
+		t.Errorf("exit %d, stderr %q; want 2 naming --fail-on", code, errOut)
+	}
+}
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	code, out, _ := stormdrill(t, "version")
+	// Under go test the main module's version is "(devel)"; what matters
+	// is that the line comes from the build info (it names the toolchain).
+	if code != exitOK || !strings.HasPrefix(out, "stormdrill ") || !strings.Contains(out, " go1.") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+func TestKeysFilter(t *testing.T) {
+	code, out, _ := stormdrill(t, "keys", "retry")
+	if code != exitOK || !strings.Contains(out, "`policy.retry.base`") || strings.Contains(out, "`partners[].name`") {
+		t.Errorf("keys retry: exit %d; want the retry keys only:\n%s", code, out)
+	}
+	if !strings.HasPrefix(out, "| key |") {
+		t.Errorf("keys retry drops the table header:\n%s", out)
+	}
+	if code, _, errOut := stormdrill(t, "keys", "no-such-key"); code != exitUsage || !strings.Contains(errOut, "no drill key") {
+		t.Errorf("keys no-such-key: exit %d, stderr %q; want 2", code, errOut)
+	}
+}

@@ -1,0 +1,106 @@
+package fakepartner
+
+import (
+	"crypto/subtle"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// The control API (/control/...) and the dead-letter alert sink (/alerts)
+// change what the partners do or what a run reports, so a web page open in
+// a browser on the same machine must not be able to reach them: a
+// cross-site form post (CSRF) or a page whose name resolves to 127.0.0.1
+// (DNS rebinding). guardControl refuses, in this order:
+//
+//   - a Host that is neither a loopback address, "localhost" nor one of
+//     ServerOptions.ControlHosts (DNS rebinding sends the attacker's name):
+//     421 Misdirected Request;
+//   - an Origin that is not the same loopback or allowed host, or
+//     Sec-Fetch-Site: cross-site (a page's request carries them): 403;
+//   - a POST or DELETE without Content-Type: application/json (a browser
+//     sends that type cross-origin only after a CORS preflight, which this
+//     server never grants): 415;
+//   - with ServerOptions.ControlToken set, a request without
+//     "Authorization: Bearer TOKEN": 401.
+//
+// The partner endpoints (/p/...) are not guarded: they are what the system
+// under drill calls.
+
+// guardControl wraps a control or alert handler with the checks above.
+func (s *Server) guardControl(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if status, msg := s.controlRefusal(r); status != 0 {
+			writeJSONError(w, status, msg)
+			return
+		}
+		next(w, r)
+	}
+}
+
+// controlRefusal returns the status and message that refuse r, or 0.
+func (s *Server) controlRefusal(r *http.Request) (int, string) {
+	if !s.allowedHost(r.Host) {
+		return http.StatusMisdirectedRequest, fmt.Sprintf("control requests must name a loopback Host (got %q)", clipText(r.Host, 100))
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		u, err := url.Parse(o)
+		if err != nil || !s.allowedHost(u.Host) {
+			return http.StatusForbidden, fmt.Sprintf("cross-site control request refused (Origin %q)", clipText(o, 100))
+		}
+	} else if o == "null" {
+		return http.StatusForbidden, "cross-site control request refused (Origin null)"
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return http.StatusForbidden, "cross-site control request refused (Sec-Fetch-Site: cross-site)"
+	}
+	if r.Method == http.MethodPost || r.Method == http.MethodDelete {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			return http.StatusUnsupportedMediaType, "control requests need Content-Type: application/json"
+		}
+	}
+	if tok := s.opts.ControlToken; tok != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+			return http.StatusUnauthorized, "control requests need Authorization: Bearer TOKEN (the server's token)"
+		}
+	}
+	return 0, ""
+}
+
+// allowedHost reports whether hostport (a Host header or an Origin's host)
+// names this machine's loopback or one of ServerOptions.ControlHosts.
+func (s *Server) allowedHost(hostport string) bool {
+	if hostport == "" {
+		return false
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, h := range s.opts.ControlHosts {
+		if strings.EqualFold(h, hostport) || strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// clipText shortens s to at most n bytes for a message.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,170 @@
+package fakepartner
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// controlReq sends one request with the given headers and returns its status.
+func controlReq(t *testing.T, method, url, body string, hdr map[string]string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := client(5 * time.Second).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode
+}
+
+// A browser page cannot drive the control API: a cross-origin text/plain
+// form post, a foreign Host (DNS rebinding), a foreign Origin, a cross-site
+// fetch are all refused with a 4xx, and none of them starts an outage.
+func TestControlAPIRefusesCrossSite(t *testing.T) {
+	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{})
+	c := client(5 * time.Second)
+	body := `{"partner":"acme","kind":"unavailable","for":"30s"}`
+	json := "application/json"
+	for _, tt := range []struct {
+		name, method, path, body string
+		hdr                      map[string]string
+		want                     int
+	}{
+		{"cross-origin text/plain", "POST", "/control/outage", body, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, 403},
+		{"same-origin text/plain", "POST", "/control/outage", body, map[string]string{"Content-Type": "text/plain"}, 415},
+		{"no content type", "POST", "/control/outage", body, nil, 415},
+		{"form", "POST", "/control/outage", body, map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415},
+		{"foreign Host", "POST", "/control/outage", body, map[string]string{"Content-Type": json, "Host": "evil.example:8080"}, 421},
+		{"foreign Host, no port", "POST", "/control/outage", body, map[string]string{"Content-Type": json, "Host": "rebind.example"}, 421},
+		{"foreign Origin", "POST", "/control/outage", body, map[string]string{"Content-Type": json, "Origin": "https://evil.example"}, 403},
+		{"null Origin", "POST", "/control/outage", body, map[string]string{"Content-Type": json, "Origin": "null"}, 403},
+		{"cross-site fetch", "POST", "/control/outage", body, map[string]string{"Content-Type": json, "Sec-Fetch-Site": "cross-site"}, 403},
+		{"DELETE, foreign Host", "DELETE", "/control/outage?partner=acme", "", map[string]string{"Content-Type": json, "Host": "evil.example"}, 421},
+		{"DELETE, text/plain", "DELETE", "/control/outage?partner=acme", "", map[string]string{"Content-Type": "text/plain"}, 415},
+		{"GET partners, foreign Host", "GET", "/control/partners", "", map[string]string{"Host": "evil.example"}, 421},
+		{"alert, cross-origin text/plain", "POST", "/alerts", `{"count":1}`, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, 403},
+		{"alert, foreign Host", "POST", "/alerts", `{"count":1}`, map[string]string{"Content-Type": json, "Host": "evil.example"}, 421},
+		// What is allowed: loopback names, with or without a port, and a
+		// loopback Origin.
+		{"loopback", "POST", "/control/outage", body, map[string]string{"Content-Type": "application/json; charset=utf-8"}, 200},
+		{"localhost Host and Origin", "GET", "/control/partners", "", map[string]string{"Host": "localhost:9", "Origin": "http://localhost:9"}, 200},
+		{"IPv6 loopback Host", "GET", "/control/partners", "", map[string]string{"Host": "[::1]:9"}, 200},
+	} {
+		if got := controlReq(t, tt.method, base+tt.path, tt.body, tt.hdr); got != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.name, got, tt.want)
+		}
+		if tt.want >= 400 && tt.path == "/control/outage" {
+			// A refused request changed nothing.
+			if a := post(c, base+"/p/acme", "x", "{}"); a.status != 200 {
+				t.Fatalf("%s: a refused request started an outage (partner answered %d)", tt.name, a.status)
+			}
+		}
+	}
+}
+
+// With a token, control requests need it; ControlHosts admits the name a
+// non-loopback listener is reached by.
+func TestControlAPIToken(t *testing.T) {
+	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{ControlToken: "s3cret", ControlHosts: []string{"drill.internal"}})
+	json := "application/json"
+	for _, tt := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no token", map[string]string{"Content-Type": json}, 401},
+		{"wrong token", map[string]string{"Content-Type": json, "Authorization": "Bearer nope"}, 401},
+		{"token without Bearer", map[string]string{"Content-Type": json, "Authorization": "s3cret"}, 401},
+		{"token", map[string]string{"Content-Type": json, "Authorization": "Bearer s3cret"}, 200},
+		{"allowed host", map[string]string{"Content-Type": json, "Authorization": "Bearer s3cret", "Host": "drill.internal:8080", "Origin": "http://drill.internal:8080"}, 200},
+		{"other host", map[string]string{"Content-Type": json, "Authorization": "Bearer s3cret", "Host": "other.internal"}, 421},
+	} {
+		if got := controlReq(t, "GET", base+"/control/partners", "", tt.hdr); got != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// DELETE /control/outage ends the scripted outage in force too; a later
+// scripted outage still happens.
+func TestEndOutageEndsScripted(t *testing.T) {
+	sec := time.Second
+	spec := quickSpec("acme",
+		Outage{Start: 0, For: time.Hour, Kind: OutageUnavailable},
+		Outage{Start: 2 * time.Hour, For: time.Hour, Kind: OutageUnavailable})
+	_, base, clock := startServer(t, []Spec{spec}, ServerOptions{})
+	c := client(5 * time.Second)
+	clock.Set(t0.Add(10 * sec))
+	if a := post(c, base+"/p/acme", "a", "{}"); a.status != 503 {
+		t.Fatalf("in the scripted outage: %d, want 503", a.status)
+	}
+	status, v := doJSON(t, http.MethodDelete, base+"/control/outage?partner=acme", "")
+	if status != 200 || v["ended_scripted"] != 1.0 || v["ended"] != 1.0 {
+		t.Fatalf("end outage: %d %v, want one scripted outage ended", status, v)
+	}
+	if a := post(c, base+"/p/acme", "b", "{}"); a.status != 200 {
+		t.Errorf("after ending the scripted outage: %d, want 200", a.status)
+	}
+	_, v = doJSON(t, http.MethodGet, base+"/control/partners", "")
+	if active := v["partners"].([]any)[0].(map[string]any)["active"].([]any); len(active) != 0 {
+		t.Errorf("active outages after DELETE: %v, want none", active)
+	}
+	clock.Set(t0.Add(2*time.Hour + sec))
+	if a := post(c, base+"/p/acme", "c", "{}"); a.status != 503 {
+		t.Errorf("in the later scripted outage: %d, want 503", a.status)
+	}
+}
+
+// Alerts keep their text fields clipped, so MaxAlerts alerts of the largest
+// body stay small.
+func TestAlertFieldsClipped(t *testing.T) {
+	s, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{})
+	long := strings.Repeat("r", 30<<10)
+	if status, _ := doJSON(t, http.MethodPost, base+"/alerts", fmt.Sprintf(`{"count":1,"reason":%q,"partner":%q}`, long, long)); status != 202 {
+		t.Fatalf("alert: %d", status)
+	}
+	a := s.Alerts()
+	if len(a) != 1 || len(a[0].Reason) > MaxAlertFieldBytes || len(a[0].Partner) > MaxAlertFieldBytes {
+		t.Fatalf("kept alert fields of %d and %d bytes, want at most %d", len(a[0].Reason), len(a[0].Partner), MaxAlertFieldBytes)
+	}
+}
+
+// The accepted-id set holds hashes, not ids: 200,000 distinct 512-byte ids
+// take far less than the ~100 MB the ids themselves would.
+func TestIDSetMemory(t *testing.T) {
+	const n = 200_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	set := newIDSet(n)
+	pad := strings.Repeat("k", MaxIDBytes-12)
+	for i := 0; i < n; i++ {
+		set.add(newIDKey(0, fmt.Sprintf("%s%012d", pad, i)))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perID := float64(after.HeapAlloc-min(after.HeapAlloc, before.HeapAlloc)) / n
+	if perID > 150 {
+		t.Errorf("%.0f bytes per remembered id, want at most 150 (DefaultMaxAcceptedIDs × this is the ceiling)", perID)
+	}
+	if !set.has(newIDKey(0, fmt.Sprintf("%s%012d", pad, n-1))) || set.has(newIDKey(1, fmt.Sprintf("%s%012d", pad, n-1))) {
+		t.Error("membership is wrong")
+	}
+	runtime.KeepAlive(set)
+}
