@@ -34,20 +34,11 @@ func (d *Drill) PartnerSpecs() ([]fakepartner.Spec, error) {
 				errs = append(errs, &Error{Key: key + ".network_delay", Msg: err.Error()})
 			}
 		}
-		for j, o := range p.Outages {
-			kind, err := fakepartner.ParseOutageKind(o.Kind)
-			if err != nil {
+		for j := range p.Outages {
+			if _, err := fakepartner.ParseOutageKind(p.Outages[j].Kind); err != nil {
 				errs = append(errs, &Error{Key: key + ".outages[" + strconv.Itoa(j) + "].kind", Msg: err.Error()})
 			}
-			s.Outages = append(s.Outages, fakepartner.Outage{
-				Start:      o.Start.D,
-				For:        o.For.D,
-				Kind:       kind,
-				RetryAfter: o.RetryAfter,
-				Factor:     o.Factor,
-				Period:     o.Period.D,
-				Members:    o.Members,
-			})
+			s.Outages = append(s.Outages, p.fakeOutage(&p.Outages[j]))
 		}
 		if err := s.Validate(); err != nil {
 			errs = append(errs, &Error{Key: key, Msg: err.Error()})
@@ -81,4 +72,19 @@ func (l *Latency) dist() (fakepartner.Dist, error) {
 		d.Quantiles = append(d.Quantiles, fakepartner.Quantile{Q: q.Q, Value: q.Value.D})
 	}
 	return d, nil
+}
+
+// fakeOutage converts one of the partner's outages; an unknown kind becomes
+// the zero kind (the caller reports it).
+func (p *Partner) fakeOutage(o *Outage) fakepartner.Outage {
+	kind, _ := fakepartner.ParseOutageKind(o.Kind)
+	return fakepartner.Outage{
+		Start:      o.Start.D,
+		For:        o.For.D,
+		Kind:       kind,
+		RetryAfter: o.RetryAfter,
+		Factor:     o.Factor,
+		Period:     o.Period.D,
+		Members:    o.Members,
+	}
 }

@@ -106,6 +106,10 @@ func TestMalformed(t *testing.T) {
 		// A throttle with a Retry-After that is none of the three forms.
 		{"bad retry_after", validBase + "[[partners.outages]]\nfor = \"1m\"\nkind = \"throttle\"\nretry_after = \"soon\"\n",
 			"bad.toml:10: partners[0].outages[0].retry_after:", `want seconds ("5")`},
+		// A slowdown that speeds the partner up: the fake partner's one rule
+		// (a factor of at least 1) refuses it here and at run time alike.
+		{"slow factor below 1", validBase + "[[partners.outages]]\nfor = \"1m\"\nkind = \"slow\"\nfactor = 0.5\n",
+			"bad.toml:10: partners[0].outages[0].factor:", "at least 1"},
 		// A status in both override lists.
 		{"status in both lists", validBase + "[policy.retry]\nretryable_status = [409]\npermanent_status = [\n  422,\n  409,\n]\n",
 			"bad.toml:11: policy.retry.permanent_status[1]:", "also in retryable_status"},

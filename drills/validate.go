@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -317,65 +318,33 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 	if len(p.Outages) > limOutagesPerPeer {
 		bad("outages", "at most %d outages (got %d)", limOutagesPerPeer, len(p.Outages))
 	}
+	// The values of an outage are checked by the fake partner's own
+	// validation, the one the runners and the control API use; only the
+	// kind's name and the presence of for are the drill format's.
+	kinds := fakepartner.OutageKindNames()
 	for j := range p.Outages {
 		o := &p.Outages[j]
 		okey := "outages[" + strconv.Itoa(j) + "]."
-		if !oneOf(o.Kind, "unavailable", "timeout", "reset", "throttle", "slow", "flap") {
+		if !oneOf(o.Kind, kinds...) {
 			if o.Kind == "" {
-				bad(okey+"kind", "required: unavailable, timeout, reset, throttle, slow or flap")
+				bad(okey+"kind", "required: %s", choices(kinds...))
 			} else {
-				bad(okey+"kind", "%q is not one of unavailable, timeout, reset, throttle, slow or flap", clip(o.Kind))
+				bad(okey+"kind", "%q is not one of %s", clip(o.Kind), choices(kinds...))
 			}
+			continue
 		}
 		if !o.For.Set {
 			bad(okey+"for", "required: how long the outage lasts")
-		} else if o.For.D <= 0 {
-			bad(okey+"for", "must be greater than 0 (got %v): the outage would end before it starts", o.For.D)
 		}
-		if o.Kind == "throttle" {
-			if err := checkRetryAfter(o.RetryAfter); err != "" {
-				bad(okey+"retry_after", "%s", err)
+		fo := p.fakeOutage(o)
+		for _, pr := range fo.Problems(p.Count) {
+			if pr.Key == "for" && !o.For.Set {
+				continue
 			}
-		} else if o.RetryAfter != "" {
-			bad(okey+"retry_after", "applies only to kind throttle")
-		}
-		if o.Kind == "slow" {
-			if !(o.Factor >= 1) || o.Factor > 1e6 {
-				bad(okey+"factor", "slow outages need a factor of at least 1 and at most 1e6 (got %v)", o.Factor)
-			}
-		} else if o.Factor != 0 {
-			bad(okey+"factor", "applies only to kind slow")
-		}
-		if o.Kind == "flap" {
-			if o.Period.D <= 0 {
-				bad(okey+"period", "flap outages need a period greater than 0 (one down+up cycle)")
-			}
-		} else if o.Period.Set {
-			bad(okey+"period", "applies only to kind flap")
-		}
-		if o.Members < 0 || o.Members > p.Count {
-			bad(okey+"members", "must be between 0 (all) and count (%d) (got %d)", p.Count, o.Members)
+			bad(okey+pr.Key, "%s", pr.Msg)
 		}
 	}
 	return ps
-}
-
-// checkRetryAfter checks a throttle's retry_after: "", "N", "date:DUR" or
-// "garbage".
-func checkRetryAfter(s string) string {
-	switch {
-	case s == "", s == "garbage":
-		return ""
-	case strings.HasPrefix(s, "date:"):
-		if _, err := ParseDuration(strings.TrimPrefix(s, "date:")); err != nil {
-			return fmt.Sprintf("%q: after \"date:\" put a duration with a unit, like \"date:30s\"", clip(s))
-		}
-		return ""
-	}
-	if n, err := strconv.ParseUint(s, 10, 32); err != nil || n > 1_000_000 {
-		return fmt.Sprintf("%q: want seconds (\"5\"), \"date:30s\" or \"garbage\"", clip(s))
-	}
-	return ""
 }
 
 // validateLatency checks a latency table at key.

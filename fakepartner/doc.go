@@ -1,8 +1,16 @@
 // Package fakepartner describes how a fake partner behaves (latency
 // distribution, error rates, capacity, a scripted outage timeline, optimistic
 // concurrency) and plays that behaviour either as a simulated partner on a
-// virtual clock or as a real HTTP server on loopback. It records what each
-// partner observed.
+// virtual clock (Sim) or as a real HTTP server on loopback (Server). It
+// records what each partner observed.
+//
+// The behaviour is written once: Behaviour is a pure state machine that
+// decides each call's answer (status, reset or no answer), latency and
+// Retry-After from the drill time, the delivery and the subscriber's random
+// stream. Sim steps it in virtual time; Server steps it at the drill time of
+// each request and only turns the answer into bytes after waiting its
+// latency. Outage kinds are declared once, in outagekinds.go, with their
+// validation, behaviour and effect on the analytic plan.
 //
 // Bad data (PermanentErrors) belongs to a delivery: it is decided from the
 // hash of the delivery id (KeyHash; the Idempotency-Key over HTTP) and the

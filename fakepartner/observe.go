@@ -27,7 +27,7 @@ type Observation struct {
 	Commit    bool
 	Duplicate bool // Commit for a key this partner had already accepted
 	// DroppedAnswer: the partner committed, then dropped the connection
-	// instead of answering (ServerOptions.DropAnswer).
+	// instead of answering (Scripted.DropAnswer).
 	DroppedAnswer bool
 	// Fault is the outage kind in force for this subscriber at arrival
 	// ("" none).
@@ -41,6 +41,15 @@ type Observation struct {
 // Down reports whether the partner was down for this request: an outage
 // other than slow was in force.
 func (o *Observation) Down() bool { return o.Fault != "" && o.Fault != OutageSlow.String() }
+
+// Scripted is an answer scripted for one request (ServerOptions.Script):
+// the release checklist of `stormdrill verify` needs exact answers per
+// delivery, not probabilities.
+type Scripted struct {
+	Status     int    // answer this status instead of the behaviour's; 0 none
+	RetryAfter string // with Status: the Retry-After header sent
+	DropAnswer bool   // process the delivery, then drop the connection unanswered
+}
 
 // DeadLetter is one dead letter a system under drill reported to
 // POST /dead-letters.

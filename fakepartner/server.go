@@ -89,10 +89,9 @@ type ServerOptions struct {
 	// OnDeadLetter, if set, serves POST /dead-letters: the system under
 	// drill reports each dead letter there.
 	OnDeadLetter func(DeadLetter)
-	// DropAnswer, if set, is asked before a successful answer is written:
-	// true commits the delivery and then drops the connection instead of
-	// answering (a lost answer).
-	DropAnswer func(cohort string, member int, key string) bool
+	// Script, if set, is asked once per request before the partner's
+	// behaviour: it can force an answer or drop a committed one (verify).
+	Script func(cohort string, member int, key string) Scripted
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -201,11 +200,11 @@ type manualOutage struct {
 	began time.Time
 }
 
+// subscriber is one member's Behaviour, stepped under mu by concurrent
+// requests.
 type subscriber struct {
-	mu      sync.Mutex // guards rng and version
-	rng     *rand.Rand
-	version uint64        // contended: the row's version
-	slots   chan struct{} // capacity; nil when unlimited
+	mu sync.Mutex
+	b  Behaviour
 }
 
 // SubscriberRand returns the random stream of one subscriber derived from a
@@ -401,10 +400,8 @@ func (c *cohort) subscriber(member int, seed uint64) *subscriber {
 	if sub := c.subs[member]; sub != nil {
 		return sub
 	}
-	sub := &subscriber{rng: SubscriberRand(seed, c.spec.Name, member)}
-	if c.spec.Concurrency > 0 {
-		sub.slots = make(chan struct{}, c.spec.Concurrency)
-	}
+	sub := &subscriber{}
+	sub.b.init(&c.spec, SubscriberRand(seed, c.spec.Name, member), c.dataSeed)
 	c.subs[member] = sub
 	return sub
 }
@@ -490,116 +487,89 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	s.finish(c, member, id, attempt, arrived, out, inFlight)
 }
 
-// serveCall plays the partner's behaviour for one request and writes the
-// answer (or resets, or holds). id is the Idempotency-Key: it decides bad
-// data as Sim.BeginKey does; without one, bad data is drawn per call.
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) outcome {
+// serveCall asks the subscriber's Behaviour how to answer one request, at
+// the drill time it arrived, then waits the answer's latency on the real
+// clock and writes it (or resets the connection, or holds it and never
+// answers). id is the Idempotency-Key: it decides bad data as Sim.BeginKey
+// does; without one, bad data is drawn per call.
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) (out outcome) {
 	ctx := r.Context()
-	factor := 1.0
-	fault := ""
+	now := s.DrillTime(arrived)
+	var fault *Outage
 	if o, ok := s.faultAt(c, member, arrived); ok {
-		fault = o.Kind.String()
-		switch o.Kind {
-		case OutageSlow:
-			factor = o.Factor
-		case OutageTimeout:
-			s.wait(ctx, s.opts.TimeoutHoldMax)
-			hijackClose(w, false) // never answer: drop the connection
-			return outcome{held: true, fault: fault}
-		case OutageReset:
-			if !hijackClose(w, true) {
-				writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
-				return outcome{status: http.StatusServiceUnavailable, fault: fault}
+		fault = &o
+		defer func() { out.fault = o.Kind.String() }()
+	}
+	var sc Scripted
+	if s.opts.Script != nil {
+		if sc = s.opts.Script(c.spec.Name, member, id); sc.Status != 0 {
+			if sc.RetryAfter != "" {
+				w.Header().Set("Retry-After", sc.RetryAfter)
 			}
-			return outcome{reset: true, fault: fault}
-		case OutageThrottle:
-			ra := s.retryAfter(o.RetryAfter, arrived)
-			if ra != "" {
-				w.Header().Set("Retry-After", ra)
-			}
-			writeJSONError(w, http.StatusTooManyRequests, "throttled")
-			return outcome{status: http.StatusTooManyRequests, fault: fault, retryAfter: ra}
-		default: // unavailable, flap (down half)
-			writeJSONError(w, http.StatusServiceUnavailable, "unavailable")
-			return outcome{status: http.StatusServiceUnavailable, fault: fault}
+			writeJSONError(w, sc.Status, "scripted answer")
+			return outcome{status: sc.Status, retryAfter: sc.RetryAfter}
 		}
 	}
-
-	sub := c.subscriber(member, s.opts.Seed)
-	spec := &c.spec
-	// Draw everything at once, in the simulation's order, under the lock.
-	sub.mu.Lock()
-	var hop1, hop2 time.Duration
-	if spec.Contended {
-		hop1 = spec.NetworkDelay.Sample(sub.rng)
-	}
-	service := scaleDuration(spec.Latency.Sample(sub.rng), factor)
-	u := sub.rng.Float64()
-	if spec.Contended {
-		hop2 = spec.NetworkDelay.Sample(sub.rng)
-	}
-	sub.mu.Unlock()
-
-	var key uint64
+	var d Delivery
 	if id != "" {
-		key = KeyHash(id)
+		d = Delivery{Key: KeyHash(id), Keyed: true}
 	}
-	status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, id != "", c.dataSeed, key)
-
-	if spec.Contended && !s.wait(ctx, s.wall(hop1)) {
-		return outcome{abandoned: true, fault: fault}
-	}
-	if sub.slots != nil {
-		if spec.RejectWhenBusy {
-			select {
-			case sub.slots <- struct{}{}:
-			default:
-				writeJSONError(w, http.StatusServiceUnavailable, "busy")
-				return outcome{status: http.StatusServiceUnavailable}
-			}
-		} else {
-			select {
-			case sub.slots <- struct{}{}:
-			case <-ctx.Done():
-				return outcome{abandoned: true, fault: fault}
-			case <-s.closing:
-				return outcome{abandoned: true, fault: fault}
-			}
-		}
-	}
+	sub := c.subscriber(member, s.opts.Seed)
+	clock := s.clock()
 	sub.mu.Lock()
-	readVersion := sub.version
+	call := sub.b.Begin(now, d, fault, clock)
 	sub.mu.Unlock()
 
-	// The server is busy for the service time; the write's hop back does
-	// not hold it, as in the simulation.
-	served := s.wait(ctx, s.wall(service))
-	if sub.slots != nil {
-		<-sub.slots
+	if call.NoAnswer {
+		s.wait(ctx, s.opts.TimeoutHoldMax)
+		hijackClose(w, false) // never answer: drop the connection
+		return outcome{held: true}
 	}
-	if !served || !s.wait(ctx, s.wall(hop2)) {
-		// The caller left; the partner finishes the work regardless, as in
-		// the simulation, so a hidden success is still a success.
-		return outcome{abandoned: true, commit: status == http.StatusOK && !spec.Contended, fault: fault}
-	}
-	if spec.Contended && status == http.StatusOK {
-		sub.mu.Lock()
-		if sub.version != readVersion {
-			status = http.StatusConflict
-		} else {
-			sub.version++
+	latency := s.wall(call.Latency)
+	began := time.Now()
+	answered := s.wait(ctx, latency)
+	if call.NeedsFinish() {
+		if !answered {
+			// The caller left, but the write still lands when the
+			// Behaviour says it does, and later calls conflict with it.
+			s.wait(context.Background(), latency-time.Since(began))
 		}
+		sub.mu.Lock()
+		sub.b.Finish(&call, now+call.Latency)
 		sub.mu.Unlock()
 	}
-	if status == http.StatusOK && s.opts.DropAnswer != nil && s.opts.DropAnswer(c.spec.Name, member, id) && hijackClose(w, true) {
-		return outcome{commit: true, reset: true, dropped: true, fault: fault}
+	if !answered {
+		// The partner finishes the work regardless, so a hidden success is
+		// still a success.
+		return outcome{abandoned: true, commit: call.Processed}
 	}
-	if status == http.StatusOK {
-		writeJSON(w, status, map[string]any{"ok": true})
+	res := call.Result
+	if res.Kind == ResultReset {
+		if !hijackClose(w, true) {
+			writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
+			return outcome{status: http.StatusServiceUnavailable}
+		}
+		return outcome{reset: true}
+	}
+	if res.RetryAfter != "" {
+		w.Header().Set("Retry-After", res.RetryAfter)
+	}
+	if call.Processed && sc.DropAnswer && hijackClose(w, true) {
+		return outcome{commit: true, reset: true, dropped: true}
+	}
+	if res.Status == http.StatusOK {
+		writeJSON(w, res.Status, map[string]any{"ok": true})
 	} else {
-		writeJSONError(w, status, http.StatusText(status))
+		writeJSONError(w, res.Status, http.StatusText(res.Status))
 	}
-	return outcome{status: status, commit: status == http.StatusOK, fault: fault}
+	return outcome{status: res.Status, commit: call.Processed, retryAfter: res.RetryAfter}
+}
+
+// clock places drill time on the wall clock.
+func (s *Server) clock() WallClock {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	return WallClock{Epoch: s.start, Speed: s.speed}
 }
 
 // finish counts one request.
@@ -682,23 +652,6 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	case <-s.closing:
 		return false
 	}
-}
-
-// retryAfter renders a throttle's Retry-After at wall time now.
-func (s *Server) retryAfter(spec string, now time.Time) string {
-	mode, offset, err := parseRetryAfter(spec)
-	if err != nil {
-		return GarbageRetryAfter
-	}
-	switch mode {
-	case retryAfterSeconds:
-		return spec
-	case retryAfterGarbage:
-		return GarbageRetryAfter
-	case retryAfterDate:
-		return now.Add(s.wall(offset)).UTC().Format(http.TimeFormat)
-	}
-	return ""
 }
 
 // hijackClose takes the connection over and closes it, with a TCP RST when

@@ -2,7 +2,6 @@ package fakepartner
 
 import (
 	"math/rand/v2"
-	"net/http"
 	"time"
 )
 
@@ -81,33 +80,22 @@ type SimStats struct {
 	Conflicts int64 // contended writes that lost (409)
 }
 
-// Sim is one simulated subscriber. It is not safe for concurrent use; the
-// simulation calls it from one goroutine, in time order.
+// Sim is one simulated subscriber: its Behaviour stepped in virtual time,
+// with the cohort's scripted outages looked up at each call. It is not safe
+// for concurrent use; the simulation calls it from one goroutine, in time
+// order.
 type Sim struct {
-	spec     *Spec
-	member   int
-	rng      *rand.Rand
-	dataSeed uint64 // decides with a delivery's key whether it is bad data
-
-	free []time.Duration // min-heap of server-free times; nil when unlimited
-
-	lastWrite time.Duration // contended: time of the latest successful write
-	wrote     bool
-
-	dateSecond int64 // cached HTTP-date, so a throttle allocates once per second
-	dateText   string
-
-	stats SimStats
+	b      Behaviour
+	spec   *Spec
+	member int
 }
 
 // NewSim returns the simulated subscriber member of the cohort spec. rng is
 // the subscriber's own random stream. spec must be valid and must not change
 // while the Sim is in use. Its drill seed is 0 until SetSeed.
 func NewSim(spec *Spec, member int, rng *rand.Rand) *Sim {
-	p := &Sim{spec: spec, member: member, rng: rng, dataSeed: DataSeed(0, spec.Name), dateSecond: -1 << 62}
-	if c := spec.Concurrency; c > 0 {
-		p.free = make([]time.Duration, min(c, MaxConcurrency))
-	}
+	p := &Sim{spec: spec, member: member}
+	p.b.init(spec, rng, DataSeed(0, spec.Name))
 	return p
 }
 
@@ -115,15 +103,15 @@ func NewSim(spec *Spec, member int, rng *rand.Rand) *Sim {
 // deliveries carry bad data (see Spec.BadData). Give it the seed the Server
 // gets in ServerOptions.Seed, so that a simulated and a live drill reject
 // the same deliveries. Call it before the first Begin.
-func (p *Sim) SetSeed(seed uint64) { p.dataSeed = DataSeed(seed, p.spec.Name) }
+func (p *Sim) SetSeed(seed uint64) { p.b.dataSeed = DataSeed(seed, p.spec.Name) }
 
 // Stats returns the subscriber's counters.
-func (p *Sim) Stats() SimStats { return p.stats }
+func (p *Sim) Stats() SimStats { return p.b.stats }
 
 // Begin plans a call that the caller starts at drill time now, for a
 // delivery it does not identify: whether the call meets bad data is drawn
 // per call, like a transient error. Prefer BeginKey.
-func (p *Sim) Begin(now time.Duration) Call { return p.begin(now, 0, false) }
+func (p *Sim) Begin(now time.Duration) Call { return p.begin(now, Delivery{}) }
 
 // BeginKey plans a call that the caller starts at drill time now for the
 // delivery whose id hashes to key (KeyHash): a delivery with bad data
@@ -131,151 +119,14 @@ func (p *Sim) Begin(now time.Duration) Call { return p.begin(now, 0, false) }
 // transient errors are drawn per call. Calls must be begun in time order.
 // It does not allocate, except for a throttle's HTTP-date (once per
 // simulated second).
-func (p *Sim) BeginKey(now time.Duration, key uint64) Call { return p.begin(now, key, true) }
+func (p *Sim) BeginKey(now time.Duration, key uint64) Call {
+	return p.begin(now, Delivery{Key: key, Keyed: true})
+}
 
-func (p *Sim) begin(now time.Duration, key uint64, keyed bool) Call {
-	p.stats.Calls++
-	factor := 1.0
-	if len(p.spec.Outages) > 0 {
-		if o, ok := p.spec.FaultAt(p.member, now); ok {
-			switch o.Kind {
-			case OutageSlow:
-				factor = o.Factor
-			case OutageTimeout:
-				p.stats.Faulted++
-				return Call{Latency: NoAnswerLatency, NoAnswer: true, Result: Result{Kind: ResultTimeout}}
-			case OutageReset:
-				p.stats.Faulted++
-				return Call{Latency: FastAnswerLatency, Result: Result{Kind: ResultReset}}
-			case OutageThrottle:
-				p.stats.Faulted++
-				return Call{Latency: FastAnswerLatency, Result: Result{
-					Status: http.StatusTooManyRequests, Kind: ResultHTTP, RetryAfter: p.retryAfter(o.RetryAfter, now),
-				}}
-			default: // unavailable, flap (down half)
-				p.stats.Faulted++
-				return Call{Latency: FastAnswerLatency, Result: Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}}
-			}
-		}
-	}
-
-	// A contended call reaches the partner one network hop after it starts.
-	arrive := now
-	if p.spec.Contended {
-		arrive += p.spec.NetworkDelay.Sample(p.rng)
-	}
-	start := arrive
-	if p.free != nil {
-		earliest := p.free[0]
-		if earliest > arrive && p.spec.RejectWhenBusy {
-			p.stats.Rejected++
-			return Call{Latency: arrive - now + FastAnswerLatency, Result: Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}}
-		}
-		start = max(arrive, earliest)
-	}
-	service := scaleDuration(p.spec.Latency.Sample(p.rng), factor)
-	if p.free != nil {
-		p.free[0] = start + service
-		p.siftDownFree()
-	}
-	end := start + service
-
-	var c Call
-	// One draw per call whether keyed or not, so that the latency stream
-	// does not depend on it.
-	u := p.rng.Float64()
-	switch status := errorStatus(p.spec.PermanentErrors, p.spec.TransientErrors, u, keyed, p.dataSeed, key); status {
-	case http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
-		p.stats.Errors++
-		c.Result = Result{Status: status, Kind: ResultHTTP}
-	default:
-		c.Result = Result{Status: http.StatusOK, Kind: ResultOK}
-		if p.spec.Contended {
-			c.contended = true
-		} else {
-			c.Processed = true
-			p.stats.Accepted++
-		}
-	}
-	if p.spec.Contended {
-		// Read when service starts; the write (and the answer) lands one
-		// more hop after the service time.
-		c.ReadAt = start
-		end += p.spec.NetworkDelay.Sample(p.rng)
-	}
-	c.Latency = end - now
-	return c
+func (p *Sim) begin(now time.Duration, d Delivery) Call {
+	return p.b.Begin(now, d, p.spec.faultAt(p.member, now), simClock)
 }
 
 // Finish completes c at drill time now, which must be the Begin time plus
-// c.Latency; calls must be finished in time order. For an ordinary partner
-// it returns c.Result. For a contended partner the write succeeds only if no
-// other call's write succeeded after c read the row; otherwise the answer is
-// 409 Conflict. Call Finish for contended calls (NeedsFinish) even when the
-// caller has given up: the write lands regardless, and later calls conflict
-// with it.
-func (p *Sim) Finish(c *Call, now time.Duration) Result {
-	if !c.contended {
-		return c.Result
-	}
-	c.contended = false
-	if p.wrote && p.lastWrite > c.ReadAt {
-		p.stats.Conflicts++
-		c.Result = Result{Status: http.StatusConflict, Kind: ResultHTTP}
-		c.Processed = false
-		return c.Result
-	}
-	p.lastWrite, p.wrote = now, true
-	p.stats.Accepted++
-	c.Processed = true
-	return c.Result
-}
-
-// retryAfter renders a throttle's Retry-After at drill time now.
-func (p *Sim) retryAfter(spec string, now time.Duration) string {
-	mode, offset, err := parseRetryAfter(spec)
-	if err != nil {
-		return GarbageRetryAfter // Validate refuses this; never panic
-	}
-	switch mode {
-	case retryAfterSeconds:
-		return spec
-	case retryAfterGarbage:
-		return GarbageRetryAfter
-	case retryAfterDate:
-		at := SimEpoch.Add(now + offset)
-		if sec := at.Unix(); sec != p.dateSecond {
-			p.dateSecond, p.dateText = sec, at.Format(http.TimeFormat)
-		}
-		return p.dateText
-	}
-	return ""
-}
-
-func (p *Sim) siftDownFree() {
-	h := p.free
-	i, n := 0, len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && h[r] < h[l] {
-			m = r
-		}
-		if h[i] <= h[m] {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
-
-// scaleDuration multiplies d by f, clamped to [0, MaxSample].
-func scaleDuration(d time.Duration, f float64) time.Duration {
-	if f == 1 {
-		return d
-	}
-	return clampNs(float64(d) * f)
-}
+// c.Latency; calls must be finished in time order. See Behaviour.Finish.
+func (p *Sim) Finish(c *Call, now time.Duration) Result { return p.b.Finish(c, now) }

@@ -29,49 +29,6 @@ type Spec struct {
 	Outages         []Outage
 }
 
-// OutageKind is what a scripted outage does to calls.
-type OutageKind uint8
-
-// Outage kinds.
-const (
-	OutageUnavailable OutageKind = iota // 503
-	OutageTimeout                       // never answers; the caller's timeout fires
-	OutageReset                         // connection reset
-	OutageThrottle                      // 429 with Retry-After
-	OutageSlow                          // latency × Factor
-	OutageFlap                          // 503 for the first half of each Period, normal for the second
-)
-
-var outageKindNames = [...]string{
-	OutageUnavailable: "unavailable",
-	OutageTimeout:     "timeout",
-	OutageReset:       "reset",
-	OutageThrottle:    "throttle",
-	OutageSlow:        "slow",
-	OutageFlap:        "flap",
-}
-
-// String returns the kind's name as written in a drill.
-func (k OutageKind) String() string {
-	if int(k) < len(outageKindNames) {
-		return outageKindNames[k]
-	}
-	return fmt.Sprintf("OutageKind(%d)", int(k))
-}
-
-// MarshalText writes the kind's name (for JSON).
-func (k OutageKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// ParseOutageKind parses an outage kind name.
-func ParseOutageKind(s string) (OutageKind, error) {
-	for i, n := range outageKindNames {
-		if strings.EqualFold(strings.TrimSpace(s), n) {
-			return OutageKind(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown outage kind %q: want unavailable, timeout, reset, throttle, slow or flap", s)
-}
-
 // Outage is one scripted fault: from Start for For, in drill time.
 type Outage struct {
 	Start time.Duration
@@ -104,55 +61,74 @@ func (o *Outage) EffectiveAt(t time.Duration) bool {
 	if !o.ActiveAt(t) {
 		return false
 	}
-	if o.Kind == OutageFlap && o.Period > 0 {
-		return (t-o.Start)%o.Period < o.Period/2
+	if f := o.Kind.Info().EffectiveAt; f != nil {
+		return f(o, t-o.Start)
 	}
 	return true
 }
 
-// Validate reports what is wrong with the outage, given the cohort size.
-func (o *Outage) Validate(count int) error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if int(o.Kind) >= len(outageKindNames) {
-		bad("unknown kind %d", int(o.Kind))
+// Problems reports everything wrong with the outage, given the cohort size,
+// each with the outage key it concerns ("for", "factor", …). It is the one
+// validation of an outage: the drill format and the control API call it.
+func (o *Outage) Problems(count int) []Problem {
+	var ps []Problem
+	bad := func(key, format string, args ...any) { ps = append(ps, Problem{key, fmt.Sprintf(format, args...)}) }
+	info := o.Kind.Info()
+	if info.Name == "" {
+		bad("kind", "unknown kind %d", int(o.Kind))
 	}
 	if o.Start < 0 {
-		bad("start must not be negative (got %v)", o.Start)
+		bad("start", "must not be negative (got %v)", o.Start)
+	} else if o.Start > MaxSample {
+		bad("start", "at most %v (got %v)", MaxSample, o.Start)
 	}
 	if o.For <= 0 {
-		bad("for must be greater than 0 (got %v)", o.For)
-	}
-	if o.Start > MaxSample || o.For > MaxSample {
-		bad("start and for must be at most %v", MaxSample)
+		bad("for", "must be greater than 0 (got %v): the outage would end before it starts", o.For)
+	} else if o.For > MaxSample {
+		bad("for", "at most %v (got %v)", MaxSample, o.For)
 	}
 	if o.Members < 0 {
-		bad("members must not be negative (got %d)", o.Members)
+		bad("members", "must not be negative (got %d)", o.Members)
 	} else if count > 0 && o.Members > count {
-		bad("members (%d) is more than the cohort's count (%d)", o.Members, count)
+		bad("members", "%d is more than the cohort's count (%d)", o.Members, count)
 	}
-	switch o.Kind {
-	case OutageThrottle:
-		if _, _, err := parseRetryAfter(o.RetryAfter); err != nil {
-			bad("retry_after: %v", err)
+	if info.Check != nil {
+		ps = append(ps, info.Check(o)...)
+	}
+	for _, k := range outageKeys(o) {
+		if !k.given {
+			continue
 		}
-	case OutageSlow:
-		if !(o.Factor > 0) || o.Factor > 1e6 {
-			bad("slow: factor must be greater than 0 and at most 1e6 (got %v)", o.Factor)
+		used := false
+		for _, u := range info.Uses {
+			used = used || u == k.key
 		}
-	case OutageFlap:
-		if o.Period < 2 {
-			bad("flap: period must be set (one down+up cycle, e.g. \"10s\")")
+		if !used && info.Name != "" {
+			bad(k.key, "applies only to kind %s, not %s", kindsUsing(k.key), info.Name)
 		}
 	}
-	if o.Kind != OutageThrottle && o.RetryAfter != "" {
-		bad("retry_after only applies to kind throttle, not %s", o.Kind)
+	return ps
+}
+
+// kindsUsing names the kinds that use an outage key.
+func kindsUsing(key string) string {
+	var names []string
+	for i := range OutageKinds {
+		for _, u := range OutageKinds[i].Uses {
+			if u == key {
+				names = append(names, OutageKinds[i].Name)
+			}
+		}
 	}
-	if o.Kind != OutageSlow && o.Factor != 0 {
-		bad("factor only applies to kind slow, not %s", o.Kind)
-	}
-	if o.Kind != OutageFlap && o.Period != 0 {
-		bad("period only applies to kind flap, not %s", o.Kind)
+	return strings.Join(names, " or ")
+}
+
+// Validate reports what is wrong with the outage, given the cohort size:
+// Problems, joined.
+func (o *Outage) Validate(count int) error {
+	var errs []error
+	for _, p := range o.Problems(count) {
+		errs = append(errs, p)
 	}
 	return errors.Join(errs...)
 }
@@ -183,7 +159,7 @@ func parseRetryAfter(s string) (retryAfterMode, time.Duration, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || n > uint64(MaxSample/time.Second) {
-		return 0, 0, fmt.Errorf("%q: want delta-seconds (\"5\"), \"date:30s\" or \"garbage\"", s)
+		return 0, 0, fmt.Errorf("%q: want seconds (\"5\"), \"date:30s\" or \"garbage\"; seconds at most %d", s, MaxSample/time.Second)
 	}
 	return retryAfterSeconds, 0, nil
 }
@@ -244,11 +220,19 @@ func (s *Spec) Faulty() bool { return len(s.Outages) > 0 }
 // time t: the first outage, in list order, that hits the member and is
 // effective at t (a flap in its up half is not).
 func (s *Spec) FaultAt(member int, t time.Duration) (Outage, bool) {
+	if o := s.faultAt(member, t); o != nil {
+		return *o, true
+	}
+	return Outage{}, false
+}
+
+// faultAt is FaultAt as a pointer into s.Outages; nil when none governs.
+func (s *Spec) faultAt(member int, t time.Duration) *Outage {
 	for i := range s.Outages {
 		o := &s.Outages[i]
 		if o.Hits(member) && o.EffectiveAt(t) {
-			return *o, true
+			return o
 		}
 	}
-	return Outage{}, false
+	return nil
 }

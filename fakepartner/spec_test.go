@@ -36,22 +36,23 @@ func TestSpecValidate(t *testing.T) {
 		{"negative probability", func(s *Spec) { s.PermanentErrors = -0.1 }, "permanent_errors must be a probability"},
 		{"concurrency negative", func(s *Spec) { s.Concurrency = -1 }, "concurrency must be between"},
 		{"reject without a limit", func(s *Spec) { s.RejectWhenBusy = true }, "rejecting when busy needs a concurrency limit"},
-		{"outage without length", func(s *Spec) { s.Outages = []Outage{{Start: time.Second}} }, "outage 1 (unavailable): for must be greater than 0"},
-		{"outage hits more members than exist", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Members: 4}} }, "members (4) is more than the cohort's count (3)"},
-		{"slow without factor", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Kind: OutageSlow}} }, "factor must be greater than 0"},
-		{"flap without period", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Kind: OutageFlap}} }, "period must be set"},
+		{"outage without length", func(s *Spec) { s.Outages = []Outage{{Start: time.Second}} }, "outage 1 (unavailable): for: must be greater than 0"},
+		{"outage hits more members than exist", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Members: 4}} }, "members: 4 is more than the cohort's count (3)"},
+		{"slow without factor", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Kind: OutageSlow}} }, "factor: slow outages need a factor of at least 1"},
+		{"slow factor below 1 (a speed-up)", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Kind: OutageSlow, Factor: 0.5}} }, "factor: slow outages need a factor of at least 1"},
+		{"flap without period", func(s *Spec) { s.Outages = []Outage{{For: time.Second, Kind: OutageFlap}} }, "period: flap outages need a period"},
 		{"throttle bad retry_after", func(s *Spec) {
 			s.Outages = []Outage{{For: time.Second, Kind: OutageThrottle, RetryAfter: "date:soon"}}
 		}, `retry_after: "date:soon"`},
 		{"throttle negative seconds", func(s *Spec) {
 			s.Outages = []Outage{{For: time.Second, Kind: OutageThrottle, RetryAfter: "-5"}}
-		}, "want delta-seconds"},
+		}, `retry_after: "-5": want seconds`},
 		{"factor on the wrong kind", func(s *Spec) {
 			s.Outages = []Outage{{For: time.Second, Kind: OutageUnavailable, Factor: 2}}
-		}, "factor only applies to kind slow"},
+		}, "factor: applies only to kind slow, not unavailable"},
 		{"retry_after on the wrong kind", func(s *Spec) {
 			s.Outages = []Outage{{For: time.Second, Kind: OutageReset, RetryAfter: "5"}}
-		}, "retry_after only applies to kind throttle"},
+		}, "retry_after: applies only to kind throttle, not reset"},
 	}
 	for _, tt := range tests {
 		s := validSpec()
@@ -117,7 +118,7 @@ func TestFaultAt(t *testing.T) {
 }
 
 func TestParseOutageKind(t *testing.T) {
-	for k := OutageUnavailable; k <= OutageFlap; k++ {
+	for k := range OutageKind(len(OutageKinds)) {
 		if got, err := ParseOutageKind(k.String()); err != nil || got != k {
 			t.Errorf("ParseOutageKind(%q) = %v, %v", k, got, err)
 		}

@@ -13,6 +13,11 @@ type Comparison struct {
 	Base, Candidate string // where each came from
 	Rows            []CompareRow
 	Failed          bool // a --fail-on tolerance was exceeded
+	// Tolerances has one verdict per --fail-on rule, in the order given.
+	Tolerances []ToleranceResult
+	// Seeds is how many seeds each side has when both ran several: then the
+	// figures are means and differences are tested (Welch's t-test).
+	BaseSeeds, CandidateSeeds int
 }
 
 // CompareRow is one key figure of a comparison.
@@ -31,6 +36,12 @@ type CompareRow struct {
 	// empty when the metric applies. When one is set, Change and Percent
 	// are NaN and that side's value is 0.
 	BaseNA, CandidateNA string
+
+	// Test is set when both sides ran several seeds: Base and Candidate
+	// are then means, and the difference carries its confidence interval
+	// and p-value. A tolerance fails only when the difference is
+	// significant.
+	Test *WelchResult
 }
 
 // Tolerance is one --fail-on rule: "healthy.latency.p99=+10%" lets the
@@ -138,6 +149,13 @@ func (t Tolerance) Exceeded(base, cand float64) bool {
 // one of them, and checks the tolerances. A tolerated metric that applies to
 // the base but not to the candidate (an outage that no longer drains) is
 // exceeded: the candidate lost the property the tolerance guards.
+//
+// When both summaries come from multi-seed runs (run --seeds N, N ≥ 2), each
+// metric is compared on its mean over the seeds, with Welch's t-test on the
+// per-seed values: a tolerance is exceeded only when the mean moved further
+// than it allows and the difference is significant (two-sided p < 0.05, that
+// is, the 95% confidence interval of the difference excludes 0). Seed noise
+// alone then does not fail a tolerance.
 func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 	c := &Comparison{}
 	if base != nil {
@@ -146,13 +164,28 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 	if cand != nil {
 		c.Candidate = cand.Drill
 	}
+	multi := base != nil && cand != nil && base.Seeds != nil && cand.Seeds != nil &&
+		len(base.Seeds.Runs) >= 2 && len(cand.Seeds.Runs) >= 2
+	if multi {
+		c.BaseSeeds, c.CandidateSeeds = len(base.Seeds.Runs), len(cand.Seeds.Runs)
+	}
 	byMetric := map[string][]Tolerance{}
 	for _, t := range failOn {
 		byMetric[t.Metric] = append(byMetric[t.Metric], t)
 	}
+	verdicts := map[string]ToleranceResult{}
 	for _, name := range metricNames {
 		bv, bok, _ := base.Metric(name)
 		cv, cok, _ := cand.Metric(name)
+		var bvals, cvals []float64
+		if multi {
+			bf, bin := base.Seeds.Figure(name)
+			cf, cin := cand.Seeds.Figure(name)
+			// A figure that applies to only some seeds is compared on
+			// those; one that applies to none is "not applicable".
+			bv, bok, bvals = bf.Mean, bin && bf.N > 0, bf.Values
+			cv, cok, cvals = cf.Mean, cin && cf.N > 0, cf.Values
+		}
 		if !bok && !cok {
 			continue
 		}
@@ -173,30 +206,66 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 			if bv != 0 {
 				row.Percent = row.Change / math.Abs(bv) * 100
 			}
+			if len(bvals) >= 2 && len(cvals) >= 2 {
+				w := Welch(bvals, cvals)
+				row.Test = &w
+			}
 		} else {
 			row.Change, row.Percent = math.NaN(), math.NaN()
 		}
 		var rules []string
 		for _, t := range byMetric[name] {
 			rules = append(rules, t.Expr)
+			exceeded := false
 			switch {
 			case bok && cok:
-				row.Exceeded = row.Exceeded || t.Exceeded(bv, cv)
+				exceeded = t.Exceeded(bv, cv)
+				if row.Test != nil {
+					exceeded = exceeded && row.Test.Significant()
+				}
 			case bok && !cok:
-				row.Exceeded = true
+				exceeded = true
 			}
+			row.Exceeded = row.Exceeded || exceeded
+			v := row.view()
+			tr := ToleranceResult{Expr: t.Expr, Base: v.Base, Candidate: v.Candidate, Change: v.Change, Pass: !exceeded}
+			if v.Percent != "—" {
+				tr.Change += " (" + v.Percent + ")"
+			}
+			if row.Test != nil {
+				tr.Change += ", 95% CI " + v.CI
+				tr.Test = "welch-t p=" + formatP(row.Test.P)
+			}
+			verdicts[t.Expr] = tr
 		}
 		row.Tolerance = strings.Join(rules, ", ")
 		c.Failed = c.Failed || row.Exceeded
 		c.Rows = append(c.Rows, row)
 	}
+	for _, t := range failOn {
+		tr, ok := verdicts[t.Expr]
+		if !ok {
+			// Neither run has the figure: nothing moved.
+			tr = ToleranceResult{Expr: t.Expr, Base: notApplicable(base, t.Metric), Candidate: notApplicable(cand, t.Metric), Change: "—", Pass: true}
+		}
+		c.Tolerances = append(c.Tolerances, tr)
+	}
 	return c
+}
+
+// formatP writes a p-value with three significant digits; tiny values as
+// "< 0.000001".
+func formatP(p float64) string {
+	return FormatProbability(p)
 }
 
 // compareRowView is a CompareRow as display text.
 type compareRowView struct {
 	Metric, Base, Candidate, Change, Percent, Verdict string
-	Exceeded                                          bool
+	// CI is the 95% confidence interval of the change and P the p-value,
+	// for multi-seed comparisons; "—" otherwise.
+	CI, P    string
+	Exceeded bool
 }
 
 func (r CompareRow) view() compareRowView {
@@ -215,6 +284,11 @@ func (r CompareRow) view() compareRowView {
 	if !math.IsNaN(r.Percent) {
 		v.Percent = signed(trimFloat(r.Percent, 1), r.Percent) + "%"
 	}
+	v.CI, v.P = "—", "—"
+	if r.Test != nil {
+		v.CI = "[" + formatChange(r.Kind, r.Test.CILow) + ", " + formatChange(r.Kind, r.Test.CIHigh) + "]"
+		v.P = formatP(r.Test.P)
+	}
 	v.Verdict = r.verdict()
 	return v
 }
@@ -224,6 +298,9 @@ func (r CompareRow) verdict() string {
 	if r.Tolerance != "" {
 		if r.Exceeded {
 			return "✗ exceeds " + r.Tolerance
+		}
+		if r.Test != nil && !r.Test.Significant() {
+			return "✓ no significant change (" + r.Tolerance + ")"
 		}
 		return "✓ within " + r.Tolerance
 	}
@@ -239,6 +316,8 @@ func (r CompareRow) verdict() string {
 		return "—"
 	case math.Abs(r.Change) <= 1e-9*math.Max(1, math.Abs(r.Base)):
 		return "same"
+	case r.Test != nil && !r.Test.Significant():
+		return "noise"
 	case dir == neutral:
 		return "changed"
 	case (r.Change < 0) == (dir == lowerBetter):
@@ -290,33 +369,66 @@ func writeComparisonBody(mw *mdWriter, c *Comparison) {
 		mw.line("No comparison.")
 		return
 	}
-	exceeded := 0
-	for _, r := range c.Rows {
-		if r.Exceeded {
-			exceeded++
-		}
+	mw.line(fmt.Sprintf("Base: %s · candidate: %s — **%s**", mdCode(c.Base), mdCode(c.Candidate), comparisonVerdict(c)))
+	if note := comparisonMethod(c); note != "" {
+		mw.line("")
+		mw.line(note)
 	}
-	verdict := "**PASS**: no tolerance exceeded"
-	if c.Failed {
-		verdict = fmt.Sprintf("**FAIL**: %d of the tolerated figures moved too far", exceeded)
-	}
-	mw.line(fmt.Sprintf("Base: %s · candidate: %s — %s", mdCode(c.Base), mdCode(c.Candidate), verdict))
 	mw.line("")
 	rows, same := shownRows(c)
 	if len(rows) == 0 {
 		mw.line(fmt.Sprintf("All %d figures are the same in both runs.", same))
 		return
 	}
-	mw.line("| metric | base | candidate | change | % change | verdict |")
-	mw.line("| --- | ---: | ---: | ---: | ---: | --- |")
+	if c.BaseSeeds > 0 {
+		mw.line("| metric | base mean | candidate mean | change | % change | 95% CI of change | p | verdict |")
+		mw.line("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	} else {
+		mw.line("| metric | base | candidate | change | % change | verdict |")
+		mw.line("| --- | ---: | ---: | ---: | ---: | --- |")
+	}
 	for _, r := range rows {
 		v := r.view()
-		mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, v.Verdict)
+		if c.BaseSeeds > 0 {
+			mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, v.CI, v.P, mdCell(v.Verdict))
+			continue
+		}
+		mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, mdCell(v.Verdict))
 	}
 	if same > 0 {
 		mw.line("")
 		mw.line(fmt.Sprintf("%d more figures are the same in both runs and not shown.", same))
 	}
+}
+
+// comparisonVerdict names the exceeded tolerances, or says none was.
+func comparisonVerdict(c *Comparison) string {
+	var failed []string
+	for _, t := range c.Tolerances {
+		if !t.Pass {
+			failed = append(failed, t.Expr)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return "FAIL: tolerance " + strings.Join(failed, ", ") + " exceeded"
+	case c.Failed:
+		return "FAIL: a tolerance was exceeded"
+	case len(c.Tolerances) > 0:
+		return fmt.Sprintf("PASS: all %d tolerances hold", len(c.Tolerances))
+	}
+	return "PASS: no tolerance given"
+}
+
+// comparisonMethod says how a multi-seed comparison decides, in one line.
+func comparisonMethod(c *Comparison) string {
+	if c.BaseSeeds == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Means over %d base and %d candidate seeds. Test: Welch's t-test on the per-seed values; "+
+		"a tolerance fails only when the mean moved beyond it and the difference is significant (two-sided p < 0.05, "+
+		"the 95%% confidence interval of the change excludes 0). \"noise\" marks a change that is not significant.",
+		c.BaseSeeds, c.CandidateSeeds)
 }
 
 // shownRows leaves out the rows that did not change and carry no

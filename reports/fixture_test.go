@@ -100,6 +100,9 @@ func fixtureRun(t *testing.T) *Run {
 	base.DrainTimeS = ptr(300)
 	tol := mustTolerances(t, "healthy.latency.p99=+10%", "amplification=+0.05", "drain_time=+1m")
 
+	baseline := Compare(base, s, tol)
+	baseline.Base = "out/baseline"
+	ApplyComparison(s, baseline)
 	return &Run{
 		Summary: s,
 		Timeseries: &Timeseries{
@@ -122,7 +125,7 @@ func fixtureRun(t *testing.T) *Run {
 			{"retry.backoff", "base 2s, cap 5m, full jitter"},
 			{"breaker", "consecutive 5, cooldown 30s, on open: hold"},
 		},
-		Baseline: Compare(base, s, tol),
+		Baseline: baseline,
 		Dir:      filepath.Join("out", "fanout-outage"),
 	}
 }

@@ -199,18 +199,29 @@ func compareOp(v float64, op string, limit float64) bool {
 	return false
 }
 
-// EvalGates evaluates every gate on s and stores the results in s.Gates;
-// s.Pass is true when all hold (and when there are none).
+// EvalGates evaluates every gate on s, stores the results in s.Gates and
+// judges s (see Judge): s.Pass is true when all gates hold (and when there
+// are none) and nothing else failed.
 func EvalGates(s *Summary, gates []Gate) {
 	s.Gates = make([]GateResult, 0, len(gates))
-	s.Pass = true
 	for _, g := range gates {
-		r := g.Eval(s)
-		s.Gates = append(s.Gates, r)
-		if !r.Pass {
-			s.Pass = false
-		}
+		s.Gates = append(s.Gates, g.Eval(s))
 	}
+	Judge(s)
+}
+
+// FormatProbability writes a probability or p-value with three significant
+// digits ("0.0123", "0.5"); below 10⁻⁶ it is "< 0.000001", since more
+// digits there are noise.
+func FormatProbability(p float64) string {
+	switch {
+	case math.IsNaN(p) || math.IsInf(p, 0):
+		return "n/a"
+	case p == 0 || (p > 0 && p < 1e-6):
+		return "< 0.000001"
+	}
+	decimals := min(6, max(0, 2-int(math.Floor(math.Log10(math.Abs(p))))))
+	return trimFloat(p, decimals)
 }
 
 // FormatValue writes v in the unit of its kind: durations like "12.3s" or
@@ -228,6 +239,20 @@ func FormatValue(kind Kind, v float64) string {
 	case Count:
 		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 			return groupDigits(int64(v))
+		}
+		// A mean over seeds: one decimal, thousands still grouped.
+		if math.Abs(v) < 1e15 {
+			whole := trimFloat(math.Abs(v), 1)
+			intPart, frac, _ := strings.Cut(whole, ".")
+			n, _ := strconv.ParseInt(intPart, 10, 64)
+			out := groupDigits(n)
+			if frac != "" {
+				out += "." + frac
+			}
+			if v < 0 && whole != "0" {
+				out = "-" + out
+			}
+			return out
 		}
 		return trimFloat(v, 2)
 	default:

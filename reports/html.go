@@ -25,9 +25,10 @@ type htmlPlot struct {
 type htmlData struct {
 	External [][2]string // external runs: what the partners saw
 	*reportView
-	Doc        string
-	HTMLPlots  []htmlPlot
-	HasSummary bool
+	HTMLPlots   []htmlPlot
+	HasSummary  bool
+	Definitions []htmlDefinition
+	CohortCodes []KV
 }
 
 // WriteHTML writes report.html: the content of report.md as one
@@ -39,8 +40,9 @@ type htmlData struct {
 // listed without images.
 func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) ([]byte, error)) error {
 	v := buildView(r, plots)
-	d := htmlData{reportView: v, Doc: DefinitionsDoc, HasSummary: r != nil && r.Summary != nil}
+	d := htmlData{reportView: v, HasSummary: r != nil && r.Summary != nil, Definitions: htmlGlossary()}
 	if d.HasSummary {
+		d.CohortCodes = cohortCodeRows(r.Summary)
 		d.External = ExternalRows(r.Summary.External)
 	}
 	for _, p := range v.Plots {
@@ -140,6 +142,8 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 .tall { max-height: 24rem; overflow-y: auto; }
 .tall thead th { position: sticky; top: 0; background: #fff; }
 .note, .omitted { color: var(--muted); font-style: italic; }
+#failures { margin: .5rem 0 0; padding-left: 1.25rem; }
+li.bad { color: var(--fail); font-weight: 600; }
 </style>
 </head>
 <body>
@@ -147,7 +151,30 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 <h1>{{.Title}}</h1>
 {{with .Description}}<p class="desc">{{.}}</p>{{end}}
 <p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</span><span class="meta">{{.Meta}}</span></p>
+{{if .Failures}}<ul id="failures">
+{{range .Failures}}<li class="bad">{{.}}</li>
+{{end}}</ul>
+{{if .FailuresOmitted}}<p class="omitted">… and {{.FailuresOmitted}} more failures not shown.</p>{{end}}{{end}}
 {{if .HasSummary}}
+{{if .Sides}}<section id="sides">
+<h2>Faulty against healthy</h2>
+<div class="scroll">
+<table>
+<thead><tr><th></th>{{range .Sides}}<th class="num">{{.Label}}</th>{{end}}</tr></thead>
+<tbody>
+<tr><td><a href="#delivery">subscribers</a></td>{{range .Sides}}<td class="num">{{.Subscribers}}</td>{{end}}</tr>
+<tr><td><a href="#retry-amplification">retry amplification</a></td>{{range .Sides}}<td class="num">{{.Amplification}}</td>{{end}}</tr>
+<tr><td><a href="#dead-lettered">dead letters by reason</a></td>{{range .Sides}}<td class="num">{{.DeadLetters}}</td>{{end}}</tr>
+<tr><td><a href="#drain-time">drain time</a></td>{{range .Sides}}<td class="num">{{.Drain}}</td>{{end}}</tr>
+<tr><td><a href="#oldest-ready-age">oldest age (max)</a></td>{{range .Sides}}<td class="num">{{.OldestAge}}</td>{{end}}</tr>
+<tr><td><a href="#healthy-subscriber-latency">latency p99</a></td>{{range .Sides}}<td class="num">{{.P99}}</td>{{end}}</tr>
+<tr><td><a href="#attempt">attempts</a></td>{{range .Sides}}<td class="num">{{.Attempts}}</td>{{end}}</tr>
+<tr><td><a href="#status-codes">status codes</a></td>{{range .Sides}}<td class="num">{{.StatusCodes}}</td>{{end}}</tr>
+</tbody>
+</table>
+</div>
+{{if .SidesOmitted}}<p class="omitted">… and {{.SidesOmitted}} more faulty cohorts (see Cohorts).</p>{{end}}
+</section>{{end}}
 <section>
 <h2>Gates</h2>
 <div class="scroll">
@@ -162,12 +189,24 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 {{if .GatesOmitted}}<p class="omitted">… and {{.GatesOmitted}} more gates not shown.</p>{{end}}
 </section>
 
+{{if .Tolerances}}<section id="tolerances">
+<h2>Tolerances against the baseline</h2>
+<div class="scroll">
+<table>
+<thead><tr><th>tolerance</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th>test</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Tolerances}}<tr><td><code>{{.Expr}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td>{{if .Test}}{{.Test}}{{else}}—{{end}}</td>{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</div>
+</section>{{end}}
+
 <section id="figures">
-<h2>Key figures</h2>
+<h2>Pipeline totals</h2>
 <table>
 <thead><tr><th>figure</th><th class="num">value</th></tr></thead>
 <tbody>
-{{range .Figures}}<tr><td><a href="{{$.Doc}}#{{.Anchor}}">{{.Label}}</a></td><td class="num">{{.Value}}</td></tr>
+{{range .Figures}}<tr><td><a href="#{{.Anchor}}">{{.Label}}</a></td><td class="num">{{.Value}}</td></tr>
 {{end}}</tbody>
 </table>
 </section>
@@ -183,10 +222,17 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </table>
 </div>
 {{if .CohortsOmitted}}<p class="omitted">… and {{.CohortsOmitted}} more cohorts not shown.</p>{{end}}
+{{if $.CohortCodes}}<p><a href="#status-codes">Status codes</a> per cohort:</p>
+<table id="status-codes-table">
+<thead><tr><th>cohort</th><th>status codes</th></tr></thead>
+<tbody>
+{{range $.CohortCodes}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>
+{{end}}</tbody>
+</table>{{end}}
 </section>{{end}}
 
 <section id="dead-letters">
-<h2><a href="{{.Doc}}#dead-lettered">Dead letters</a></h2>
+<h2><a href="#dead-lettered">Dead letters</a></h2>
 {{if .DeadLetters}}<table>
 <thead><tr><th>reason</th><th class="num">count</th><th class="num">share</th></tr></thead>
 <tbody>
@@ -198,7 +244,7 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </section>
 
 {{if .Outages}}<section id="outages">
-<h2>Outages and <a href="{{.Doc}}#drain-time">drain time</a></h2>
+<h2>Outages and <a href="#drain-time">drain time</a></h2>
 <table>
 <thead><tr><th>partner</th><th>kind</th><th class="num">start</th><th class="num">end</th><th class="num">drain time</th></tr></thead>
 <tbody>
@@ -209,7 +255,7 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </section>{{end}}
 
 {{if .Breaker}}<section id="breaker">
-<h2><a href="{{.Doc}}#circuit-breaker">Breaker</a> transitions</h2>
+<h2><a href="#circuit-breaker">Breaker</a> transitions</h2>
 <div class="tall"><table>
 <thead><tr><th class="num">at</th><th>partner</th><th>from</th><th>to</th></tr></thead>
 <tbody>
@@ -242,30 +288,36 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 {{with .Baseline}}<section id="baseline">
 <h2>Compared with the baseline</h2>
 <p>Base: <code>{{.Base}}</code> · candidate: <code>{{.Candidate}}</code> — <strong>{{.Verdict}}</strong></p>
+{{with .Method}}<p class="note">{{.}}</p>{{end}}
 <div class="scroll">
 <table>
-<thead><tr><th>metric</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th class="num">% change</th><th>verdict</th></tr></thead>
+<thead><tr><th>metric</th><th class="num">base{{if .Seeds}} mean{{end}}</th><th class="num">candidate{{if .Seeds}} mean{{end}}</th><th class="num">change</th><th class="num">% change</th>{{if .Seeds}}<th class="num">95% CI of change</th><th class="num">p</th>{{end}}<th>verdict</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td class="num">{{.Percent}}</td><td{{if .Exceeded}} class="bad"{{end}}>{{.Verdict}}</td></tr>
-{{else}}<tr><td colspan="6" class="note">All figures are the same in both runs.</td></tr>
+{{$seeds := .Seeds}}{{range .Rows}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td class="num">{{.Percent}}</td>{{if $seeds}}<td class="num">{{.CI}}</td><td class="num">{{.P}}</td>{{end}}<td{{if .Exceeded}} class="bad"{{end}}>{{.Verdict}}</td></tr>
+{{else}}<tr><td colspan="8" class="note">All figures are the same in both runs.</td></tr>
 {{end}}</tbody>
 </table>
 </div>
 {{if .Same}}<p class="omitted">{{.Same}} more figures are the same in both runs and not shown.</p>{{end}}
 </section>{{end}}
 
-{{if .External}}<section id="external">
-<h2>Seen from the partners (external run)</h2>
+{{if .SeedCount}}<section id="across-seeds">
+<h2>Across {{.SeedCount}} <a href="#seeds">seeds</a></h2>
+<p>Seeds {{.SeedList}}. The rest of this report is the first seed; per-seed summaries are in <code>seeds/</code>. 95% CI: confidence interval of the mean, Student's t with n−1 degrees of freedom.</p>
+<div class="scroll tall">
 <table>
+<thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI</th><th class="num">min – max</th><th class="num">seeds</th></tr></thead>
 <tbody>
-{{range .External}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{range .SeedFigures}}<tr><td><code>{{.Metric}}</code></td><td class="num">{{.Mean}}</td><td class="num">{{.CI}}</td><td class="num">{{.Range}}</td><td class="num">{{.N}}</td></tr>
 {{end}}</tbody>
 </table>
+</div>
+		d.External = ExternalRows(r.Summary.External)
 </section>{{end}}
 
 {{if or .Lateness .Alerts .Restarts}}<section id="live">
 <h2>Live run</h2>
-{{with .Lateness}}<p><a href="{{$.Doc}}#lateness">Arrival lateness</a> p50 / p90 / p99 / p99.9 / max: {{.}}</p>{{end}}
+{{with .Lateness}}<p><a href="#lateness">Arrival lateness</a> p50 / p90 / p99 / p99.9 / max: {{.}}</p>{{end}}
 {{if .Restarts}}<h3>Dispatcher restarts</h3>
 <table>
 <thead><tr><th class="num">at</th><th class="num">down for</th><th>kind</th><th class="num">in flight</th></tr></thead>
@@ -283,6 +335,13 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 </table>
 {{if .AlertsOmitted}}<p class="omitted">… and {{.AlertsOmitted}} more alerts not shown.</p>{{end}}{{end}}
 </section>{{end}}
+
+<section id="definitions">
+<h2>Definitions</h2>
+<p class="note">What the harness measures; the links above point here.</p>
+{{range .Definitions}}<h3 id="{{.Anchor}}">{{.Term}}</h3>
+{{range .Paragraphs}}<p>{{.}}</p>
+{{end}}{{end}}</section>
 {{end}}
 </main>
 </body>

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // JUnit XML as CI systems read it: a <testsuites> root holding one
@@ -49,10 +50,12 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-// WriteJUnit writes s.Gates as JUnit XML: one test case per gate, named by
-// its expression; a failed gate carries a <failure> whose message holds the
-// measured value. Times are 0: a gate has no duration of its own, and a
-// fixed value keeps the file byte-identical across runs.
+// WriteJUnit writes the verdict as JUnit XML: one test case per gate,
+// named by its expression; one per --fail-on tolerance, named "tolerance
+// EXPR"; one per other seed of a multi-seed run that failed; and one for
+// the accounting identity. A failed case carries a <failure> whose message
+// holds the measured value. Times are 0: a gate has no duration of its
+// own, and a fixed value keeps the file byte-identical across runs.
 func WriteJUnit(w io.Writer, s *Summary) error {
 	if s == nil {
 		return fmt.Errorf("junit.xml: no summary")
@@ -88,6 +91,46 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 		suite.Tests++
 		suite.Cases = append(suite.Cases, c)
 	}
+	add := func(c junitCase) {
+		if c.Failure != nil {
+			suite.Failures++
+		}
+		suite.Tests++
+		suite.Cases = append(suite.Cases, c)
+	}
+	for _, t := range s.Tolerances {
+		measured := fmt.Sprintf("base %s, candidate %s, change %s", t.Base, t.Candidate, t.Change)
+		if t.Test != "" {
+			measured += ", " + t.Test
+		}
+		c := junitCase{Name: "tolerance " + t.Expr, Classname: "stormdrill." + name + ".tolerances", Time: "0", SystemOut: measured}
+		if !t.Pass {
+			c.Failure = &junitFailure{
+				Message: fmt.Sprintf("tolerance %s exceeded: %s", t.Expr, measured),
+				Type:    "ToleranceExceeded",
+				Text:    fmt.Sprintf("tolerance: %s\nbaseline: %s\n%s\n", t.Expr, s.Baseline, measured),
+			}
+		}
+		add(c)
+	}
+	if s.Seeds != nil {
+		for _, r := range s.Seeds.Runs {
+			if r.Seed == s.Seed || (len(r.FailedGates) == 0 && r.Lost == 0) {
+				continue
+			}
+			what := fmt.Sprintf("gates failed: %s", strings.Join(r.FailedGates, ", "))
+			if r.Lost != 0 {
+				what += fmt.Sprintf("; lost %d", r.Lost)
+			}
+			add(junitCase{Name: fmt.Sprintf("seed %d", r.Seed), Classname: "stormdrill." + name + ".seeds", Time: "0",
+				Failure: &junitFailure{Message: fmt.Sprintf("seed %d: %s", r.Seed, what), Type: "SeedFailed", Text: what + "\n"}})
+		}
+	}
+	acc := junitCase{Name: "accounting identity", Classname: "stormdrill." + name, Time: "0", SystemOut: accountingText(s)}
+	if !accountingHolds(s) {
+		acc.Failure = &junitFailure{Message: "accounting identity broken: " + accountingText(s), Type: "AccountingBroken", Text: accountingText(s) + "\n"}
+	}
+	add(acc)
 	root := junitSuites{
 		Name:     "stormdrill",
 		Tests:    suite.Tests,

@@ -13,11 +13,6 @@ import (
 // of its PNG and SVG files in the run directory.
 type PlotRef struct{ Title, PNG, SVG string }
 
-// DefinitionsDoc is the document whose anchors the key-figure tables link
-// to (README.md#retry-amplification and so on). The CLI may point it at a
-// published copy.
-var DefinitionsDoc = "README.md"
-
 // Bounds on report tables; what is left out is counted in the report.
 const (
 	maxGateRows    = 200
@@ -29,6 +24,8 @@ const (
 	maxRestartRows = 50
 	maxReasonRows  = 50
 	maxPlots       = 50
+	maxFailureRows = 50
+	maxSeedRows    = 200
 )
 
 // reportView is a Run reduced to display text, shared by the Markdown,
@@ -39,9 +36,24 @@ type reportView struct {
 	Verdict            string // "PASS: all 3 gates hold"
 	Meta               string // mode, seed, durations
 
+	// Failures names every failed condition under the verdict.
+	Failures        []string
+	FailuresOmitted int
+
+	// Sides is the headline: each faulty cohort against the healthy ones,
+	// then the pipeline totals.
+	Sides        []sideView
+	SidesOmitted int
+
 	Gates        []gateRow
 	GatesOmitted int
+	Tolerances   []ToleranceResult
 	Figures      []figureRow
+
+	// Seeds: a multi-seed run's figures across seeds.
+	SeedCount   int
+	SeedList    string
+	SeedFigures []seedFigureRow
 
 	Cohorts        []cohortRow
 	CohortsOmitted int
@@ -72,6 +84,10 @@ type reportView struct {
 	Dir string
 }
 
+type seedFigureRow struct {
+	Metric, Mean, CI, Range, N string
+}
+
 type gateRow struct {
 	Expr, Measured string
 	Pass           bool
@@ -87,6 +103,7 @@ type cohortRow struct {
 
 type reasonRow struct {
 	Reason, Count, Share string
+	n                    int64
 }
 
 type outageRow struct {
@@ -141,6 +158,8 @@ type restartRow struct {
 
 type comparisonView struct {
 	Base, Candidate, Verdict string
+	Method                   string // how a multi-seed comparison decides
+	Seeds                    bool   // multi-seed: means, CI and p columns
 	Failed                   bool
 	Rows                     []compareRowView
 	Same                     int // unchanged rows left out
@@ -163,6 +182,8 @@ const (
 	anchorBreaker       = "circuit-breaker"
 	anchorTimeSeries    = "time-series"
 	anchorLateness      = "lateness"
+	anchorStatusCodes   = "status-codes"
+	anchorSeeds         = "seeds"
 )
 
 // buildView turns a run into display text; it never fails, and a nil
@@ -187,23 +208,36 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 	v.Description = oneLine(s.Description)
 	v.Pass = s.Pass
 
-	failed := 0
-	for _, g := range s.Gates {
-		if !g.Pass {
-			failed++
+	v.Verdict = verdictText(s)
+	for i, f := range s.Failures {
+		if i >= maxFailureRows {
+			v.FailuresOmitted = len(s.Failures) - i
+			break
 		}
+		v.Failures = append(v.Failures, oneLine(f))
 	}
-	switch {
-	case !s.Pass && failed > 0:
-		v.Verdict = fmt.Sprintf("FAIL: %d of %d gates failed", failed, len(s.Gates))
-	case !s.Pass:
-		v.Verdict = fmt.Sprintf("FAIL: all %d gates hold, but the run did not pass", len(s.Gates))
-	case len(s.Gates) == 0:
-		v.Verdict = "PASS: no gates"
-	case len(s.Gates) == 1:
-		v.Verdict = "PASS: the gate holds"
-	default:
-		v.Verdict = fmt.Sprintf("PASS: all %d gates hold", len(s.Gates))
+	if len(s.Cohorts) > 0 && anyFaulty(s) {
+		v.Sides, v.SidesOmitted = cohortSides(s)
+	}
+	for _, t := range s.Tolerances {
+		v.Tolerances = append(v.Tolerances, ToleranceResult{
+			Expr: oneLine(t.Expr), Base: oneLine(t.Base), Candidate: oneLine(t.Candidate),
+			Change: oneLine(t.Change), Test: oneLine(t.Test), Pass: t.Pass,
+		})
+	}
+	if s.Seeds != nil {
+		v.SeedCount = len(s.Seeds.Runs)
+		var seeds []string
+		for _, r := range s.Seeds.Runs {
+			seeds = append(seeds, strconv.FormatUint(r.Seed, 10))
+		}
+		v.SeedList = oneLine(strings.Join(seeds, ", "))
+		for i, f := range s.Seeds.Figures {
+			if i >= maxSeedRows {
+				break
+			}
+			v.SeedFigures = append(v.SeedFigures, seedFigureView(f))
+		}
 	}
 	meta := []string{}
 	if s.Mode != "" {
@@ -332,10 +366,9 @@ func buildComparisonView(c *Comparison) *comparisonView {
 			exceeded++
 		}
 	}
-	cv.Verdict = "PASS: no tolerance exceeded"
-	if c.Failed {
-		cv.Verdict = fmt.Sprintf("FAIL: %d of the tolerated figures moved too far", exceeded)
-	}
+	cv.Verdict = comparisonVerdict(c)
+	cv.Method = comparisonMethod(c)
+	cv.Seeds = c.BaseSeeds > 0
 	return cv
 }
 
@@ -443,7 +476,7 @@ func reasonRows(byReason map[string]int64, total int64) ([]reasonRow, int) {
 		if total > 0 {
 			share = FormatValue(Fraction, float64(byReason[r])/float64(total))
 		}
-		rows = append(rows, reasonRow{Reason: oneLine(r), Count: groupDigits(byReason[r]), Share: share})
+		rows = append(rows, reasonRow{Reason: oneLine(r), Count: groupDigits(byReason[r]), Share: share, n: byReason[r]})
 	}
 	return rows, omitted
 }
@@ -543,9 +576,12 @@ func mdLink(name string) string {
 	return r.Replace(name)
 }
 
-// WriteMarkdown writes report.md: verdict, gates, key figures, cohorts,
-// dead letters, outages, breaker transitions, plots, policy, the baseline
-// comparison and the live-mode sections when they apply.
+// WriteMarkdown writes report.md: the verdict and what failed; the faulty
+// cohorts against the healthy ones, then the pipeline totals; gates,
+// tolerances, key figures, cohorts, dead letters, outages, breaker
+// transitions, plots, policy, the baseline comparison, the spread across
+// seeds, the live-mode sections when they apply, and the definitions every
+// link points to (inside the report, so no link leaves it).
 func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 	v := buildView(r, plots)
 	m := &mdWriter{w: w}
@@ -555,9 +591,51 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.line(mdCell(v.Description))
 		m.line("")
 	}
-	m.line("**" + v.Verdict + "** · " + v.Meta)
+	m.line("**" + mdCell(v.Verdict) + "** · " + v.Meta)
 	if r == nil || r.Summary == nil {
 		return m.err
+	}
+	if len(v.Failures) > 0 {
+		m.line("")
+		for _, f := range v.Failures {
+			m.line("- ❌ " + mdCell(f))
+		}
+		m.omitted(v.FailuresOmitted, "failures")
+	}
+
+	if len(v.Sides) > 0 {
+		m.line("")
+		m.line("## Faulty against healthy")
+		m.line("")
+		head := "| |"
+		align := "| --- |"
+		for _, sd := range v.Sides {
+			head += " " + mdCell(sd.Label) + " |"
+			align += " ---: |"
+		}
+		m.line(head)
+		m.line(align)
+		rows := []struct {
+			label, anchor string
+			get           func(sideView) string
+		}{
+			{"subscribers", anchorDelivery, func(s sideView) string { return s.Subscribers }},
+			{"retry amplification", anchorAmplification, func(s sideView) string { return s.Amplification }},
+			{"dead letters by reason", anchorDeadLettered, func(s sideView) string { return s.DeadLetters }},
+			{"drain time", anchorDrain, func(s sideView) string { return s.Drain }},
+			{"oldest age (max)", anchorReadyAge, func(s sideView) string { return s.OldestAge }},
+			{"latency p99", anchorHealthy, func(s sideView) string { return s.P99 }},
+			{"attempts", anchorAttempt, func(s sideView) string { return s.Attempts }},
+			{"status codes", anchorStatusCodes, func(s sideView) string { return s.StatusCodes }},
+		}
+		for _, row := range rows {
+			cells := []string{fmt.Sprintf("[%s](#%s)", row.label, row.anchor)}
+			for _, sd := range v.Sides {
+				cells = append(cells, mdCell(row.get(sd)))
+			}
+			m.row(cells...)
+		}
+		m.omitted(v.SidesOmitted, "faulty cohorts (see Cohorts)")
 	}
 
 	m.line("")
@@ -574,13 +652,28 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.omitted(v.GatesOmitted, "gates")
 	}
 
+	if len(v.Tolerances) > 0 {
+		m.line("")
+		m.line("## Tolerances against the baseline")
+		m.line("")
+		m.line("| tolerance | base | candidate | change | test | verdict |")
+		m.line("| --- | ---: | ---: | ---: | --- | --- |")
+		for _, t := range v.Tolerances {
+			test := t.Test
+			if test == "" {
+				test = "—"
+			}
+			m.row(mdCode(t.Expr), mdCell(t.Base), mdCell(t.Candidate), mdCell(t.Change), mdCell(test), passText(t.Pass))
+		}
+	}
+
 	m.line("")
-	m.line("## Key figures")
+	m.line("## Pipeline totals")
 	m.line("")
 	m.line("| figure | value |")
 	m.line("| --- | ---: |")
 	for _, f := range v.Figures {
-		m.row(fmt.Sprintf("[%s](%s#%s)", mdCell(f.Label), mdLink(DefinitionsDoc), f.Anchor), mdCell(f.Value))
+		m.row(fmt.Sprintf("[%s](#%s)", mdCell(f.Label), f.Anchor), mdCell(f.Value))
 	}
 
 	if len(v.Cohorts) > 0 {
@@ -593,10 +686,20 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 			m.row(mdCell(c.Name), c.Subscribers, c.Faulty, c.Deliveries, c.Delivered, c.DLQ, c.Pending, c.Attempts, c.Amplification, c.P99)
 		}
 		m.omitted(v.CohortsOmitted, "cohorts")
+		if codes := cohortCodeRows(r.Summary); len(codes) > 0 {
+			m.line("")
+			m.line(fmt.Sprintf("[Status codes](#%s) per cohort:", anchorStatusCodes))
+			m.line("")
+			m.line("| cohort | status codes |")
+			m.line("| --- | --- |")
+			for _, c := range codes {
+				m.row(mdCell(c.Key), mdCell(c.Value))
+			}
+		}
 	}
 
 	m.line("")
-	m.line(fmt.Sprintf("## [Dead letters](%s#%s)", mdLink(DefinitionsDoc), anchorDeadLettered))
+	m.line(fmt.Sprintf("## [Dead letters](#%s)", anchorDeadLettered))
 	m.line("")
 	if len(v.DeadLetters) == 0 {
 		m.line("No dead letters.")
@@ -611,7 +714,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 
 	if len(v.Outages) > 0 {
 		m.line("")
-		m.line(fmt.Sprintf("## Outages and [drain time](%s#%s)", mdLink(DefinitionsDoc), anchorDrain))
+		m.line(fmt.Sprintf("## Outages and [drain time](#%s)", anchorDrain))
 		m.line("")
 		m.line("| partner | kind | start | end | drain time |")
 		m.line("| --- | --- | ---: | ---: | ---: |")
@@ -623,7 +726,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 
 	if len(v.Breaker) > 0 {
 		m.line("")
-		m.line(fmt.Sprintf("## [Breaker](%s#%s) transitions", mdLink(DefinitionsDoc), anchorBreaker))
+		m.line(fmt.Sprintf("## [Breaker](#%s) transitions", anchorBreaker))
 		m.line("")
 		m.line("| at | partner | from | to |")
 		m.line("| ---: | --- | --- | --- |")
@@ -681,12 +784,26 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		}
 	}
 
+	if v.SeedCount > 0 {
+		m.line("")
+		m.line(fmt.Sprintf("## Across %d [seeds](#%s)", v.SeedCount, anchorSeeds))
+		m.line("")
+		m.line(fmt.Sprintf("Seeds %s. The rest of this report is seed %d; per-seed summaries are in `seeds/`. "+
+			"95%% CI: confidence interval of the mean, Student's t with n−1 degrees of freedom.", v.SeedList, r.Summary.Seed))
+		m.line("")
+		m.line("| metric | mean | 95% CI | min – max | seeds |")
+		m.line("| --- | ---: | ---: | ---: | ---: |")
+		for _, f := range v.SeedFigures {
+			m.row(mdCode(f.Metric), f.Mean, f.CI, f.Range, f.N)
+		}
+	}
+
 	if v.Lateness != "" || len(v.Alerts) > 0 || len(v.Restarts) > 0 {
 		m.line("")
 		m.line("## Live run")
 		if v.Lateness != "" {
 			m.line("")
-			m.line(fmt.Sprintf("[Arrival lateness](%s#%s) p50 / p90 / p99 / p99.9 / max: %s", mdLink(DefinitionsDoc), anchorLateness, v.Lateness))
+			m.line(fmt.Sprintf("[Arrival lateness](#%s) p50 / p90 / p99 / p99.9 / max: %s", anchorLateness, v.Lateness))
 		}
 		if len(v.Restarts) > 0 {
 			m.line("")
@@ -711,7 +828,31 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 			m.omitted(v.AlertsOmitted, "alerts")
 		}
 	}
+
+	m.line("")
+	m.line("## Definitions")
+	m.line("")
+	m.line("What the harness measures; the links above point here.")
+	m.line("")
+	for _, line := range strings.Split(strings.TrimRight(GlossaryMarkdown(), "\n"), "\n") {
+		m.line(line)
+	}
 	return m.err
+}
+
+// cohortCodeRows lists each cohort's status-code counts, for cohorts that
+// have them.
+func cohortCodeRows(s *Summary) []KV {
+	var rows []KV
+	for i, c := range s.Cohorts {
+		if i >= maxCohortRows {
+			break
+		}
+		if len(c.StatusCodes) > 0 {
+			rows = append(rows, KV{Key: oneLine(c.Name), Value: statusCodeText(c.StatusCodes)})
+		}
+	}
+	return rows
 }
 
 func passText(pass bool) string {

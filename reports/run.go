@@ -23,6 +23,11 @@ type Run struct {
 	// for with `run --baseline`.
 	Baseline *Comparison
 
+	// SeedSummaries are the summaries of every seed of a multi-seed run
+	// (run --seeds N), the first being Summary's own seed; WriteRunFiles
+	// writes each to seeds/<seed>/summary.json.
+	SeedSummaries []*Summary
+
 	// Dir is where the files are written.
 	Dir string
 }

@@ -59,6 +59,21 @@ type Summary struct {
 	External *External `json:"external,omitempty"`
 
 	Gates []GateResult `json:"gates"`
+
+	// Tolerances are the --fail-on rules checked against Baseline (a run
+	// directory or summary.json), when the run was compared with one.
+	Baseline   string            `json:"baseline,omitempty"`
+	Tolerances []ToleranceResult `json:"tolerances,omitempty"`
+
+	// Failures lists, in words, every condition that failed the run: gates,
+	// tolerances, other seeds' gates, a broken accounting identity. Pass is
+	// true exactly when it is empty (see Judge).
+	Failures []string `json:"failures,omitempty"`
+
+	// Seeds holds the per-seed figures and their mean and 95% confidence
+	// interval when the drill was run over several seeds (run --seeds N);
+	// the rest of the summary is the first seed's run.
+	Seeds *SeedStats `json:"seeds,omitempty"`
 }
 
 // Deliveries is the accounting identity: created = delivered + dead_lettered
@@ -97,6 +112,9 @@ type Outage struct {
 	StartS     float64  `json:"start_s"`
 	EndS       float64  `json:"end_s"`
 	DrainTimeS *float64 `json:"drain_time_s"` // nil: not drained before the drill ended
+	// Manual is an outage switched on through the partner server's control
+	// API during a live run rather than scripted in the drill.
+	Manual bool `json:"manual,omitempty"`
 }
 
 // BreakerTransition is one change of a partner's circuit breaker.
@@ -120,6 +138,13 @@ type Cohort struct {
 	Amplification float64          `json:"amplification"`
 	LatencyS      Percentiles      `json:"latency_s"`
 	DeadLetters   map[string]int64 `json:"dead_letters,omitempty"`
+	// StatusCodes counts the attempts' outcomes as the partner answered
+	// them: HTTP status codes ("200", "503", "429") and "timeout" or
+	// "reset" for attempts that got no answer.
+	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
+	// OldestAgeMaxS is the largest age of the cohort's oldest waiting
+	// delivery (ready or delayed) over the samples; nil when not measured.
+	OldestAgeMaxS *float64 `json:"oldest_age_max_s,omitempty"`
 }
 
 // Alert is one DLQ alert as the alert sink received it (live mode).

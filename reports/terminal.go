@@ -7,12 +7,16 @@ import (
 	"strings"
 )
 
-// maxTerminalGates bounds the gate lines printed after a run.
-const maxTerminalGates = 20
+// Bounds on what the terminal summary prints.
+const (
+	maxTerminalGates    = 20
+	maxTerminalFailures = 10
+)
 
 // WriteTerminalSummary writes what a person at a terminal wants after a
-// run: the verdict, each gate with ✓ or ✗, five key figures and where the
-// report is.
+// run: the verdict naming what failed; the faulty cohorts against the
+// healthy ones (amplification and drain time first), then the pipeline
+// totals; each gate and tolerance with ✓ or ✗; and where the report is.
 func WriteTerminalSummary(w io.Writer, r *Run) error {
 	v := buildView(r, nil)
 	m := &mdWriter{w: w}
@@ -21,24 +25,111 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		return m.err
 	}
 	s := r.Summary
+	sides, omitted := cohortSides(s)
+	for _, sd := range sides {
+		m.line("  " + terminalSide(s, sd))
+	}
+	if omitted > 0 {
+		m.line(fmt.Sprintf("  … and %d more faulty cohorts (see the report)", omitted))
+	}
 	width := 0
 	for i, g := range v.Gates {
 		if i < maxTerminalGates {
 			width = max(width, len([]rune(g.Expr)))
 		}
 	}
+	for _, t := range s.Tolerances {
+		width = max(width, len([]rune(t.Expr)))
+	}
+	mark := func(pass bool) string {
+		if pass {
+			return "✓"
+		}
+		return "✗"
+	}
+	pad := func(s string) string { return s + strings.Repeat(" ", max(0, width-len([]rune(s)))) }
 	for i, g := range v.Gates {
 		if i >= maxTerminalGates {
 			m.line(fmt.Sprintf("  … and %d more gates", len(s.Gates)-i))
 			break
 		}
-		mark := "✓"
-		if !g.Pass {
-			mark = "✗"
-		}
-		pad := strings.Repeat(" ", width-len([]rune(g.Expr)))
-		m.line(fmt.Sprintf("  %s %s%s  %s", mark, g.Expr, pad, g.Measured))
+		m.line(fmt.Sprintf("  %s %s  %s", mark(g.Pass), pad(g.Expr), g.Measured))
 	}
+	for i, t := range s.Tolerances {
+		if i >= maxTerminalGates {
+			m.line(fmt.Sprintf("  … and %d more tolerances", len(s.Tolerances)-i))
+			break
+		}
+		line := fmt.Sprintf("  %s %s  %s → %s, %s", mark(t.Pass), pad(oneLine(t.Expr)), oneLine(t.Base), oneLine(t.Candidate), oneLine(t.Change))
+		if t.Test != "" {
+			line += " " + oneLine(t.Test)
+		}
+		m.line(line)
+	}
+	if !accountingHolds(s) {
+		m.line("  ✗ accounting identity: " + accountingText(s))
+	}
+	if s.Seeds != nil {
+		for i, f := range s.Failures {
+			if !strings.HasPrefix(f, "seed ") {
+				continue
+			}
+			if i >= maxTerminalFailures {
+				m.line("  … and more failures on other seeds (see summary.json)")
+				break
+			}
+			m.line("  ✗ " + oneLine(f))
+		}
+		m.line(fmt.Sprintf("  %d seeds: per-seed summaries in seeds/, mean and 95%% CI of every figure in summary.json", len(s.Seeds.Runs)))
+	}
+	if r.Dir != "" {
+		m.line("  report: " + filepath.Join(r.Dir, "report.html"))
+	}
+	return m.err
+}
+
+// terminalSide is one cohort line: a faulty cohort leads with its
+// amplification and drain time; the healthy cohorts with amplification and
+// latency against the SLO; the pipeline with its totals.
+func terminalSide(s *Summary, sd sideView) string {
+	var parts []string
+	switch {
+	case strings.HasSuffix(sd.Label, "(faulty)"):
+		parts = append(parts, "amplification "+sd.Amplification, "drain time "+sd.Drain)
+		if sd.OldestAge != "—" {
+			parts = append(parts, "oldest age "+sd.OldestAge)
+		}
+		parts = append(parts, "DLQ "+sd.DeadLetters)
+	case sd.Label == "pipeline":
+		parts = append(parts, "amplification "+sd.Amplification)
+		if len(s.Cohorts) == 0 || !anyFaulty(s) {
+			parts = append(parts, "healthy p99 "+healthyP99Text(s))
+			if len(s.Outages) > 0 {
+				parts = append(parts, "drain time "+sd.Drain)
+			}
+		}
+		parts = append(parts, "DLQ "+sd.DeadLetters, "lost "+groupDigits(s.Deliveries.Lost))
+	default:
+		parts = append(parts, "amplification "+sd.Amplification, "p99 "+healthyP99Text(s), "DLQ "+sd.DeadLetters)
+	}
+	label := sd.Label
+	if sd.Label == "healthy" {
+		label = fmt.Sprintf("healthy (%s subscribers)", sd.Subscribers)
+	}
+	return label + ": " + strings.Join(parts, " · ")
+}
+
+func anyFaulty(s *Summary) bool {
+	for _, c := range s.Cohorts {
+		if c.Faulty {
+			return true
+		}
+	}
+	return false
+}
+
+// healthyP99Text is the healthy p99 with the SLO beside it.
+func healthyP99Text(s *Summary) string {
 	p99 := "n/a"
 	if s.HealthyLatencyS.Count > 0 {
 		p99 = FormatDuration(s.HealthyLatencyS.P99)
@@ -46,19 +137,5 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 	if s.SLOS > 0 {
 		p99 += " (SLO " + FormatDuration(s.SLOS) + ")"
 	}
-	// Drain time is about outages: a drill without one does not mention it.
-	drain := ""
-	if len(s.Outages) > 0 {
-		drain = " · drain time " + notApplicable(s, "drain_time")
-		if d, ok, _ := s.Metric("drain_time"); ok {
-			drain = " · drain time " + FormatDuration(d)
-		}
-	}
-	m.line(fmt.Sprintf("  amplification %s · healthy p99 %s%s · DLQ %s · lost %s",
-		FormatValue(Ratio, s.Amplification), p99, drain,
-		groupDigits(s.Deliveries.DeadLettered), groupDigits(s.Deliveries.Lost)))
-	if r.Dir != "" {
-		m.line("  report: " + filepath.Join(r.Dir, "report.html"))
-	}
-	return m.err
+	return p99
 }

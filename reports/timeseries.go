@@ -20,6 +20,15 @@ type Sample struct {
 	SourceHeldBack       float64 `csv:"source_held_back"`      // arrivals waiting for queue room
 	Amplification        float64 `csv:"amplification"`         // attempts/s ÷ first attempts/s in this interval (0 when no first attempts)
 	RunningAmplification float64 `csv:"running_amplification"` // overall figure so far
+	// Healthy-subscriber latency of the deliveries that succeeded in this
+	// interval (0 when none did).
+	HealthyLatencyP50S float64 `csv:"healthy_latency_p50_s"`
+	HealthyLatencyP99S float64 `csv:"healthy_latency_p99_s"`
+	// CohortAmplification and CohortOldestAgeS hold, per
+	// Timeseries.Cohorts entry, the cohort's attempts/s ÷ first attempts/s
+	// in this interval and the age of its oldest waiting delivery.
+	CohortAmplification []float64 `csv:"-"`
+	CohortOldestAgeS    []float64 `csv:"-"`
 	// DLQByReason holds dead letters in this interval, by Timeseries.Reasons.
 	DLQByReason []float64 `csv:"-"`
 	// Breaker holds the state of each Timeseries.BreakerPartners entry:
@@ -32,5 +41,6 @@ type Timeseries struct {
 	IntervalS       float64
 	Reasons         []string // dead-letter reasons, the DLQByReason columns
 	BreakerPartners []string // partners with a scripted fault, the Breaker columns
+	Cohorts         []string // cohorts of the CohortAmplification and CohortOldestAgeS columns
 	Samples         []Sample
 }

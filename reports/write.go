@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // WriteRunFiles writes every file of a run into dir (created if needed):
@@ -26,6 +27,15 @@ func WriteRunFiles(dir string, run *Run) error {
 	}
 	if err := write("summary.json", func(w io.Writer) error { return WriteSummaryJSON(w, run.Summary) }); err != nil {
 		return err
+	}
+	for _, s := range run.SeedSummaries {
+		sub := filepath.Join("seeds", strconv.FormatUint(s.Seed, 10))
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+		if err := write(filepath.Join(sub, "summary.json"), func(w io.Writer) error { return WriteSummaryJSON(w, s) }); err != nil {
+			return err
+		}
 	}
 	if run.Timeseries != nil {
 		if err := write("timeseries.csv", func(w io.Writer) error { return WriteTimeseriesCSV(w, run.Timeseries) }); err != nil {

@@ -119,8 +119,27 @@ func TestJUnitOneFailurePerFailedGate(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("fixture has no failed gate; the test proves nothing")
 	}
-	if len(suite.Cases) != len(s.Gates) || suite.Tests != len(s.Gates) || doc.Tests != len(s.Gates) {
-		t.Errorf("tests: cases %d, suite %d, root %d; want %d", len(suite.Cases), suite.Tests, doc.Tests, len(s.Gates))
+	// Then one case per tolerance, then the accounting identity.
+	for i, tol := range s.Tolerances {
+		c := suite.Cases[len(s.Gates)+i]
+		if c.Name != "tolerance "+tol.Expr {
+			t.Errorf("case %d is %q, want the tolerance %q", len(s.Gates)+i, c.Name, tol.Expr)
+		}
+		if !tol.Pass {
+			failed++
+			if len(c.Failures) != 1 || !strings.Contains(c.Failures[0].Message, tol.Expr) {
+				t.Errorf("tolerance %s: failures %+v, want one naming it", tol.Expr, c.Failures)
+			}
+		} else if len(c.Failures) != 0 {
+			t.Errorf("tolerance %s holds but has a failure", tol.Expr)
+		}
+	}
+	want := len(s.Gates) + len(s.Tolerances) + 1
+	if last := suite.Cases[len(suite.Cases)-1]; last.Name != "accounting identity" || len(last.Failures) != 0 {
+		t.Errorf("last case %q (failures %d), want a passing accounting identity", last.Name, len(last.Failures))
+	}
+	if len(suite.Cases) != want || suite.Tests != want || doc.Tests != want {
+		t.Errorf("tests: cases %d, suite %d, root %d; want %d", len(suite.Cases), suite.Tests, doc.Tests, want)
 	}
 	if suite.Failures != failed || doc.Failures != failed {
 		t.Errorf("failures: suite %d, root %d; want %d", suite.Failures, doc.Failures, failed)
@@ -237,8 +256,9 @@ func TestMarkdownBounds(t *testing.T) {
 		t.Error("breaker table is not bounded with a count")
 	}
 	for _, want := range []string{
-		"**FAIL: 2 of 6 gates failed**",
-		"](README.md#retry-amplification)",
+		"**FAIL: tolerance healthy.latency.p99=+10%, drain\\_time=+1m exceeded; gate amplification \\<= 1.04, drain\\_time \\< 10m failed**",
+		"](#retry-amplification)",
+		"## Definitions",
 		"![Healthy latency CDF](healthy%20latency.png)",
 		"## Compared with the baseline",
 		"## Live run",

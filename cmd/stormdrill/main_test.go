@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // stormdrill runs the CLI in-process from the repository root (where the
@@ -154,14 +156,90 @@ func TestFailingGateExits1WithOneJUnitFailurePerGate(t *testing.T) {
 		}
 		failures += len(c.Failures)
 	}
-	// lost == 0 holds; amplification < 1 and attempts < 10 fail.
-	if len(s.Cases) != 3 || failures != 2 || s.Failures != 2 {
-		t.Fatalf("cases %d, failures %d (attr %d); want 3 cases, 2 failures", len(s.Cases), failures, s.Failures)
+	// lost == 0 holds; amplification < 1 and attempts < 10 fail; the
+	// accounting identity (the fourth case) holds.
+	if len(s.Cases) != 4 || failures != 2 || s.Failures != 2 {
+		t.Fatalf("cases %d, failures %d (attr %d); want 4 cases, 2 failures", len(s.Cases), failures, s.Failures)
 	}
 	for _, f := range []string{"summary.json", "report.md", "report.html", "timeseries.csv", "junit.xml", "attempts.png", "attempts.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("run did not write %s", f)
 		}
+	}
+}
+
+// TestBaselineToleranceFailsEveryOutput: a run whose gates all hold but
+// whose --fail-on tolerance is exceeded against the baseline exits 1, and
+// the terminal, report.md's headline, report.html, summary.json and
+// junit.xml all say FAIL and name the tolerance.
+func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
+	base, cand := t.TempDir(), t.TempDir()
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
+	}
+	const tol = "amplification=+1%"
+	// The impatient policy passes its own gates but makes more attempts.
+	code, out, errOut := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--baseline", base, "--fail-on", tol)
+	if code != exitGateFail {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	if !strings.Contains(first, "FAIL") || !strings.Contains(first, tol) {
+		t.Errorf("terminal verdict %q does not say FAIL naming %s", first, tol)
+	}
+	if strings.Contains(out, "PASS") {
+		t.Errorf("terminal says PASS somewhere:\n%s", out)
+	}
+	md, _ := os.ReadFile(filepath.Join(cand, "report.md"))
+	var headline string
+	for _, line := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(line, "**") {
+			headline = line
+			break
+		}
+	}
+	if !strings.HasPrefix(headline, "**FAIL") || !strings.Contains(headline, tol) {
+		t.Errorf("report.md headline %q does not say FAIL naming %s", headline, tol)
+	}
+	page, _ := os.ReadFile(filepath.Join(cand, "report.html"))
+	if !regexp.MustCompile(`class="verdict fail">FAIL: [^<]*` + regexp.QuoteMeta(tol)).MatchString(html.UnescapeString(string(page))) {
+		t.Errorf("report.html verdict does not say FAIL naming %s", tol)
+	}
+	s, err := reports.ReadSummary(cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Pass || len(s.Tolerances) != 1 || s.Tolerances[0].Expr != tol || s.Tolerances[0].Pass {
+		t.Errorf("summary.json: pass %v, tolerances %+v; want pass false and %s failed", s.Pass, s.Tolerances, tol)
+	}
+	named := false
+	for _, f := range s.Failures {
+		named = named || strings.Contains(f, tol)
+	}
+	if !named {
+		t.Errorf("summary.json failures %q do not name %s", s.Failures, tol)
+	}
+	data, _ := os.ReadFile(filepath.Join(cand, "junit.xml"))
+	var doc struct {
+		Cases []struct {
+			Name     string     `xml:"name,attr"`
+			Failures []struct{} `xml:"failure"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range doc.Cases {
+		if c.Name == "tolerance "+tol {
+			found = true
+			if len(c.Failures) != 1 {
+				t.Errorf("junit.xml case %q has %d failures, want 1", c.Name, len(c.Failures))
+			}
+		}
+	}
+	if !found {
+		t.Errorf("junit.xml has no test case for the tolerance %s", tol)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -18,6 +20,7 @@ import (
 const runExamples = `  stormdrill run drills/fanout-outage.toml
   stormdrill run drills/fanout-outage.toml --out out/seed-7 --seed 7
   stormdrill run 'drills/demo-*.toml' --quiet        # several drills; out/index.html links them
+  stormdrill run drills/fanout-outage.toml --seeds 10 --out out/base     # mean and 95% CI of every figure
   stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%`
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
@@ -25,6 +28,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	outDir := fs.String("out", "", "output directory (default out/<drill name>; with several drills, the parent of their directories, default out)")
 	seed := fs.String("seed", "", "override the drill's seed")
 	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
+	seeds := fs.Int("seeds", 1, "run each drill with this many seeds (seed, seed+1, …) in parallel and report the mean and 95% CI of every figure (simulation only)")
 	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
 	var failOn multiFlag
 	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
@@ -43,6 +47,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return usagef("stormdrill run: --seed %q: want a non-negative integer", *seed)
 		}
 		seedOverride = &v
+	}
+	if *seeds < 1 || *seeds > reports.MaxSeeds {
+		return usagef("stormdrill run: --seeds %d: want 1 to %d", *seeds, reports.MaxSeeds)
+	}
+	if len(failOn) > 0 && *baseline == "" {
+		return usagef("stormdrill run: --fail-on needs --baseline DIR to compare against")
 	}
 	tols, err := reports.ParseTolerances(failOn)
 	if err != nil {
@@ -66,6 +76,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			d.Seed = *seedOverride
 		}
 	}
+	if *seeds > 1 {
+		for i, d := range loaded {
+			if d.Mode != "sim" {
+				return usagef("stormdrill run: %s: --seeds runs simulations only; %s is mode = %q", files[i], d.Name, d.Mode)
+			}
+		}
+	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	multi := len(loaded) > 1
 	var index []reports.IndexEntry
@@ -80,7 +97,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		case dir == "":
 			dir = filepath.Join("out", d.Name)
 		}
-		code, run, err := runOne(d, files[i], dir, base, tols, interactive, stdout, stderr, !multi && !*quiet)
+		code, run, err := runOne(d, files[i], dir, *seeds, *baseline, base, tols, interactive, stdout, stderr, !multi && !*quiet)
 		if err != nil {
 			return err
 		}
@@ -127,32 +144,40 @@ func d2rel(parent, dir string) string {
 }
 
 // runOne runs one drill, writes its files and prints its summary.
-func runOne(d *drills.Drill, file, dir string, base *reports.Summary, tols []reports.Tolerance, interactive bool, stdout, stderr io.Writer, full bool) (int, *reports.Run, error) {
+func runOne(d *drills.Drill, file, dir string, seeds int, baseName string, base *reports.Summary, tols []reports.Tolerance, interactive bool, stdout, stderr io.Writer, full bool) (int, *reports.Run, error) {
 	started := time.Now()
-	bar := newProgress(stderr, interactive, d)
 	var run *reports.Run
 	var err error
-	switch d.Mode {
-	case "live":
+	switch {
+	case seeds > 1:
+		bar := newCountBar(stderr, interactive, d.Name, "seeds")
+		run, err = runSeeds(d, seeds, bar.update)
+		bar.finish()
+	case d.Mode == "live":
+		bar := newProgress(stderr, interactive, d)
 		run, err = runLive(d, dir, bar.update)
-	case "external":
+		bar.finish()
+	case d.Mode == "external":
+		bar := newProgress(stderr, interactive, d)
 		run, err = runExternal(d, file, dir, bar.update)
+		bar.finish()
 	default:
+		bar := newProgress(stderr, interactive, d)
 		run, err = drills.RunSim(d, drills.SimOptions{Progress: bar.update})
+		bar.finish()
 	}
-	bar.finish()
 	if err != nil && run == nil {
 		return exitRunFail, nil, runError{fmt.Errorf("%s: %w", d.Name, err)}
+	}
+	if base != nil {
+		run.Baseline = reports.Compare(base, run.Summary, tols)
+		run.Baseline.Base = baseName
+		// The tolerances join the gates in the one verdict every file shows.
+		reports.ApplyComparison(run.Summary, run.Baseline)
 	}
 	code := exitOK
 	if !run.Summary.Pass {
 		code = exitGateFail
-	}
-	if base != nil {
-		run.Baseline = reports.Compare(base, run.Summary, tols)
-		if run.Baseline.Failed {
-			code = max(code, exitGateFail)
-		}
 	}
 	if werr := reports.WriteRunFiles(dir, run); werr != nil {
 		return exitRunFail, run, runError{fmt.Errorf("%s: writing the report: %w", d.Name, werr)}
@@ -175,17 +200,52 @@ func runOne(d *drills.Drill, file, dir string, base *reports.Summary, tols []rep
 	return code, run, nil
 }
 
+// verdictLine is the one-line verdict of a run in a list of runs: the same
+// verdict as the report's headline.
 func verdictLine(s *reports.Summary) string {
-	failed := 0
-	for _, g := range s.Gates {
-		if !g.Pass {
-			failed++
+	return reports.VerdictText(s)
+}
+
+// runSeeds runs d with seeds d.Seed, d.Seed+1, … in parallel, at most
+// GOMAXPROCS at a time, and combines them: the first seed's run carrying
+// every seed's summary and the statistics across them.
+func runSeeds(d *drills.Drill, n int, progress func(done, total int)) (*reports.Run, error) {
+	runs := make([]*reports.Run, n)
+	errs := make([]error, n)
+	var mu sync.Mutex
+	done := 0
+	progress(0, n)
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			dd := *d
+			dd.Seed = d.Seed + uint64(i)
+			runs[i], errs[i] = drills.RunSim(&dd, drills.SimOptions{})
+			mu.Lock()
+			done++
+			progress(done, n)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	var firstErr error
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if runs[i] == nil {
+			return nil, fmt.Errorf("seed %d: %w", d.Seed+uint64(i), err)
+		}
+		if firstErr == nil {
+			firstErr = fmt.Errorf("seed %d: %w", d.Seed+uint64(i), err)
 		}
 	}
-	if failed == 0 {
-		return fmt.Sprintf("PASS (%d gates)", len(s.Gates))
-	}
-	return fmt.Sprintf("FAIL (%d of %d gates failed)", failed, len(s.Gates))
+	return reports.CombineSeeds(runs), firstErr
 }
 
 type multiFlag []string

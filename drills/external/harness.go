@@ -153,8 +153,11 @@ type harness struct {
 	file   *os.File // jsonl file
 	start  time.Time
 
-	dropMu sync.Mutex
-	drop   map[string]bool // verify: keys whose next committed answer is dropped
+	// scripts (verify) answer requests per (cohort, member); calls counts
+	// the requests each got, so a script can answer the first differently.
+	scriptMu sync.Mutex
+	scripts  map[string]func(call int) fakepartner.Scripted
+	calls    map[string]int
 }
 
 func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
@@ -171,7 +174,7 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	h := &harness{d: d, sys: &d.System, opt: opt, dir: dir, specs: specs, rec: newRecord(), log: opt.Log, drop: map[string]bool{}}
+	h := &harness{d: d, sys: &d.System, opt: opt, dir: dir, specs: specs, rec: newRecord(), log: opt.Log, scripts: map[string]func(int) fakepartner.Scripted{}, calls: map[string]int{}}
 	if h.log == nil {
 		h.log = io.Discard
 	}
@@ -185,7 +188,7 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	}
 	h.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{
 		Seed: d.Seed, KeyHeader: d.System.KeyHeader, AttemptHeader: d.System.AttemptHeader,
-		Observe: h.rec.observe, OnDeadLetter: h.rec.deadLetter, DropAnswer: h.dropAnswer,
+		Observe: h.rec.observe, OnDeadLetter: h.rec.deadLetter, Script: h.script,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("external: partner server: %w", err)
@@ -340,15 +343,18 @@ func (h *harness) exited() error {
 // drillTime is the drill time at wall time t.
 func (h *harness) drillTime(t time.Time) time.Duration { return t.Sub(h.start) }
 
-// dropAnswer is the partner server's DropAnswer hook (verify's lost answer).
-func (h *harness) dropAnswer(_ string, _ int, key string) bool {
-	h.dropMu.Lock()
-	defer h.dropMu.Unlock()
-	if h.drop[key] {
-		delete(h.drop, key)
-		return true
+// script is the partner server's Script hook: verify's scripted answers,
+// by cohort (every member) and by the call's number at that member.
+func (h *harness) script(cohort string, member int, _ string) fakepartner.Scripted {
+	h.scriptMu.Lock()
+	defer h.scriptMu.Unlock()
+	f := h.scripts[cohort]
+	if f == nil {
+		return fakepartner.Scripted{}
 	}
-	return false
+	k := fmt.Sprintf("%s/%d", cohort, member)
+	h.calls[k]++
+	return f(h.calls[k])
 }
 
 func (h *harness) partnerURL(cohort string, member int) string {

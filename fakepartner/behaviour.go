@@ -1,0 +1,224 @@
+package fakepartner
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// Delivery is what a call tells the partner about the delivery it carries.
+type Delivery struct {
+	// Key is KeyHash of the delivery id (the Idempotency-Key); it decides
+	// with the drill seed whether the delivery carries bad data.
+	Key uint64
+	// Keyed is false for a call that carries no id: whether it meets bad
+	// data is then drawn per call, like a transient error.
+	Keyed bool
+}
+
+// WallClock maps drill time to wall time, for the HTTP-dates a throttle
+// writes into Retry-After.
+type WallClock struct {
+	Epoch time.Time // the wall instant of drill time 0
+	Speed float64   // drill time runs Speed times as fast as wall time; 0 means 1
+}
+
+// At is the wall instant of drill time t.
+func (c WallClock) At(t time.Duration) time.Time {
+	if c.Speed == 0 || c.Speed == 1 {
+		return c.Epoch.Add(t)
+	}
+	return c.Epoch.Add(time.Duration(float64(t) / c.Speed))
+}
+
+// simClock is the simulation's wall clock: drill time 0 is SimEpoch.
+var simClock = WallClock{Epoch: SimEpoch, Speed: 1}
+
+// Behaviour is one subscriber's behaviour as a pure state machine: no I/O,
+// no clock, no global randomness. The simulated partner (Sim) steps it in
+// virtual time; the HTTP server (Server) steps it, under a lock, at the
+// drill time it reads off the wall clock, and only turns each Call into
+// bytes on the wire after waiting its latency. So both modes answer the
+// same calls the same way by construction: every random draw of a call is
+// made in Begin, in one order.
+//
+// Its state is what the subscriber remembers between calls: when each of
+// its servers is next free (in drill time), the drill time of its latest
+// successful contended write, its random stream and its counters.
+type Behaviour struct {
+	spec     *Spec
+	rng      *rand.Rand
+	dataSeed uint64 // decides with a delivery's key whether it is bad data
+
+	free []time.Duration // min-heap of server-free times; nil when unlimited
+
+	lastWrite time.Duration // contended: drill time of the latest successful write
+	wrote     bool
+
+	dateSecond int64 // cached HTTP-date, so a throttle allocates once per second
+	dateText   string
+
+	stats SimStats
+}
+
+// NewBehaviour returns the behaviour of one subscriber of the cohort spec.
+// rng is the subscriber's own random stream; dataSeed is DataSeed of the
+// drill seed and the cohort's name. spec must be valid and must not change
+// while the Behaviour is in use.
+func NewBehaviour(spec *Spec, rng *rand.Rand, dataSeed uint64) *Behaviour {
+	b := &Behaviour{}
+	b.init(spec, rng, dataSeed)
+	return b
+}
+
+func (b *Behaviour) init(spec *Spec, rng *rand.Rand, dataSeed uint64) {
+	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62}
+	if c := spec.Concurrency; c > 0 {
+		b.free = make([]time.Duration, min(c, MaxConcurrency))
+	}
+}
+
+// Stats returns the subscriber's counters.
+func (b *Behaviour) Stats() SimStats { return b.stats }
+
+// Begin decides a call that reaches the subscriber at drill time now: which
+// answer it gets (a status, a reset, or no answer at all), after what
+// latency and with which Retry-After. fault is the outage that governs the
+// subscriber at now, nil for none (see Spec.FaultAt). clock places drill
+// time on the wall clock for HTTP-dates. Calls should be begun in time
+// order. It does not allocate, except for a throttle's HTTP-date (once per
+// second of drill time).
+func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock WallClock) Call {
+	spec := b.spec
+	b.stats.Calls++
+	factor := 1.0
+	if fault != nil {
+		c, f, served := fault.Kind.Info().Answer(fault, b, now, clock)
+		if !served {
+			b.stats.Faulted++
+			return c
+		}
+		factor = f
+	}
+
+	// A contended call reaches the partner one network hop after it starts.
+	arrive := now
+	if spec.Contended {
+		arrive += spec.NetworkDelay.Sample(b.rng)
+	}
+	start := arrive
+	if b.free != nil {
+		earliest := b.free[0]
+		if earliest > arrive && spec.RejectWhenBusy {
+			b.stats.Rejected++
+			return Call{Latency: arrive - now + FastAnswerLatency, Result: Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}}
+		}
+		start = max(arrive, earliest)
+	}
+	service := scaleDuration(spec.Latency.Sample(b.rng), factor)
+	if b.free != nil {
+		b.free[0] = start + service
+		b.siftDownFree()
+	}
+	end := start + service
+
+	var c Call
+	// One draw per call whether keyed or not, so that the latency stream
+	// does not depend on it.
+	u := b.rng.Float64()
+	switch status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, d.Keyed, b.dataSeed, d.Key); status {
+	case http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
+		b.stats.Errors++
+		c.Result = Result{Status: status, Kind: ResultHTTP}
+	default:
+		c.Result = Result{Status: http.StatusOK, Kind: ResultOK}
+		if spec.Contended {
+			c.contended = true
+		} else {
+			c.Processed = true
+			b.stats.Accepted++
+		}
+	}
+	if spec.Contended {
+		// Read when service starts; the write (and the answer) lands one
+		// more hop after the service time.
+		c.ReadAt = start
+		end += spec.NetworkDelay.Sample(b.rng)
+	}
+	c.Latency = end - now
+	return c
+}
+
+// Finish completes c at drill time now, the Begin time plus c.Latency. For
+// an ordinary call it returns c.Result. For a contended call the write
+// succeeds only if no other call's write succeeded after c read the row;
+// otherwise the answer is 409 Conflict. Call Finish for contended calls
+// (NeedsFinish) even when the caller has given up: the write lands
+// regardless, and later calls conflict with it.
+func (b *Behaviour) Finish(c *Call, now time.Duration) Result {
+	if !c.contended {
+		return c.Result
+	}
+	c.contended = false
+	if b.wrote && b.lastWrite > c.ReadAt {
+		b.stats.Conflicts++
+		c.Result = Result{Status: http.StatusConflict, Kind: ResultHTTP}
+		c.Processed = false
+		return c.Result
+	}
+	// max: the HTTP server finishes calls about, not exactly, in time order.
+	b.lastWrite, b.wrote = max(b.lastWrite, now), true
+	b.stats.Accepted++
+	c.Processed = true
+	return c.Result
+}
+
+// retryAfter renders a throttle's Retry-After (see Outage.RetryAfter) for
+// an answer given at drill time now.
+func (b *Behaviour) retryAfter(spec string, now time.Duration, clock WallClock) string {
+	mode, offset, err := parseRetryAfter(spec)
+	if err != nil {
+		return GarbageRetryAfter // Validate refuses this; never panic
+	}
+	switch mode {
+	case retryAfterSeconds:
+		return spec
+	case retryAfterGarbage:
+		return GarbageRetryAfter
+	case retryAfterDate:
+		at := clock.At(now + offset)
+		if sec := at.Unix(); sec != b.dateSecond {
+			b.dateSecond, b.dateText = sec, at.UTC().Format(http.TimeFormat)
+		}
+		return b.dateText
+	}
+	return ""
+}
+
+func (b *Behaviour) siftDownFree() {
+	h := b.free
+	i, n := 0, len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r] < h[l] {
+			m = r
+		}
+		if h[i] <= h[m] {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// scaleDuration multiplies d by f, clamped to [0, MaxSample].
+func scaleDuration(d time.Duration, f float64) time.Duration {
+	if f == 1 {
+		return d
+	}
+	return clampNs(float64(d) * f)
+}

@@ -1,0 +1,206 @@
+package fakepartner
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// This file declares every outage kind, once: its name, a one-line doc,
+// the keys it uses and their validation, how a subscriber answers while it
+// is in force, and its effect on attempts as the analytic plan counts it.
+// Validation, `stormdrill keys`, the README, the plan, the simulated
+// partner and the HTTP server all read these declarations. To add a kind,
+// add a constant and a declaration here, and a case to its test.
+
+// OutageKind is what a scripted outage does to calls.
+type OutageKind uint8
+
+// Outage kinds, in the order of OutageKinds.
+const (
+	OutageUnavailable OutageKind = iota // 503
+	OutageTimeout                       // never answers; the caller's timeout fires
+	OutageReset                         // connection reset
+	OutageThrottle                      // 429 with Retry-After
+	OutageSlow                          // latency × Factor
+	OutageFlap                          // 503 for the first half of each Period, normal for the second
+)
+
+// OutageKindInfo declares one outage kind.
+type OutageKindInfo struct {
+	Kind OutageKind
+	Name string // as written in a drill
+	Doc  string // one line: what a partner does in it
+	// Uses lists the keys of the outage, besides start, for and members,
+	// that the kind reads; any other such key given is a mistake.
+	Uses []string
+	// Check reports what is wrong with the keys in Uses; nil when none.
+	Check func(o *Outage) []Problem
+	// EffectiveAt reports whether the outage changes behaviour at since,
+	// the time from its start (inside its window); nil means always.
+	EffectiveAt func(o *Outage, since time.Duration) bool
+	// Answer is how a subscriber answers a call at drill time now while
+	// the outage governs it: either at once (served false: the call is
+	// counted as faulted) or by serving it normally with its latency
+	// multiplied by factor (served true). It draws nothing from b's random
+	// stream, so an outage does not shift the draws of later calls.
+	Answer func(o *Outage, b *Behaviour, now time.Duration, clock WallClock) (c Call, factor float64, served bool)
+	// Effect is what the outage does to the attempts it governs, for the
+	// analytic plan.
+	Effect func(o *Outage) OutageEffect
+}
+
+// OutageEffect is what an outage does to the attempts it governs, as the
+// analytic plan counts them.
+type OutageEffect struct {
+	// FailShare is the share of attempts during the outage that fail by the
+	// outage itself: 1 for a hard outage, ½ for a flap, 0 for a slowdown.
+	FailShare float64
+	// LatencyFactor multiplies the latency of the attempts it serves; an
+	// attempt whose latency then passes the caller's timeout fails too.
+	LatencyFactor float64
+	// Hangs: failing attempts last until the caller's attempt timeout
+	// instead of being answered at once.
+	Hangs bool
+}
+
+// Problem is one thing wrong with a spec: the key it concerns, relative to
+// the thing validated ("factor", "outages[2].retry_after"), and what is
+// wrong with it.
+type Problem struct{ Key, Msg string }
+
+func (p Problem) Error() string { return p.Key + ": " + p.Msg }
+
+func fastAnswer(r Result) Call { return Call{Latency: FastAnswerLatency, Result: r} }
+
+// OutageKinds declares every outage kind, indexed by OutageKind.
+var OutageKinds = [...]OutageKindInfo{
+	OutageUnavailable: {
+		Kind: OutageUnavailable, Name: "unavailable",
+		Doc: "every call is answered 503 at once",
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return fastAnswer(Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}), 0, false
+		},
+		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1} },
+	},
+	OutageTimeout: {
+		Kind: OutageTimeout, Name: "timeout",
+		Doc: "calls are never answered; the caller's attempt timeout fires",
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return Call{Latency: NoAnswerLatency, NoAnswer: true, Result: Result{Kind: ResultTimeout}}, 0, false
+		},
+		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1, Hangs: true} },
+	},
+	OutageReset: {
+		Kind: OutageReset, Name: "reset",
+		Doc: "every connection is reset",
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return fastAnswer(Result{Kind: ResultReset}), 0, false
+		},
+		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1} },
+	},
+	OutageThrottle: {
+		Kind: OutageThrottle, Name: "throttle",
+		Doc:  "every call is answered 429, with the Retry-After of retry_after",
+		Uses: []string{"retry_after"},
+		Check: func(o *Outage) []Problem {
+			if _, _, err := parseRetryAfter(o.RetryAfter); err != nil {
+				return []Problem{{"retry_after", err.Error()}}
+			}
+			return nil
+		},
+		Answer: func(o *Outage, b *Behaviour, now time.Duration, clock WallClock) (Call, float64, bool) {
+			return fastAnswer(Result{Status: http.StatusTooManyRequests, Kind: ResultHTTP,
+				RetryAfter: b.retryAfter(o.RetryAfter, now, clock)}), 0, false
+		},
+		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1} },
+	},
+	OutageSlow: {
+		Kind: OutageSlow, Name: "slow",
+		Doc:  "calls are served as usual, with the latency multiplied by factor",
+		Uses: []string{"factor"},
+		Check: func(o *Outage) []Problem {
+			if !(o.Factor >= 1 && o.Factor <= MaxSlowFactor) {
+				return []Problem{{"factor", fmt.Sprintf("slow outages need a factor of at least 1 and at most %.0f (got %v)", float64(MaxSlowFactor), o.Factor)}}
+			}
+			return nil
+		},
+		Answer: func(o *Outage, _ *Behaviour, _ time.Duration, _ WallClock) (Call, float64, bool) {
+			return Call{}, o.Factor, true
+		},
+		Effect: func(o *Outage) OutageEffect { return OutageEffect{LatencyFactor: o.Factor} },
+	},
+	OutageFlap: {
+		Kind: OutageFlap, Name: "flap",
+		Doc:  "503 at once in the first half of each period, served as usual in the second",
+		Uses: []string{"period"},
+		Check: func(o *Outage) []Problem {
+			if o.Period < 2 {
+				return []Problem{{"period", "flap outages need a period of at least 2ns (one down+up cycle, e.g. \"10s\")"}}
+			}
+			return nil
+		},
+		EffectiveAt: func(o *Outage, since time.Duration) bool {
+			return o.Period <= 0 || since%o.Period < o.Period/2
+		},
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return fastAnswer(Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}), 0, false
+		},
+		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 0.5, LatencyFactor: 1} },
+	},
+}
+
+// MaxSlowFactor is the largest latency multiplier of a slow outage.
+const MaxSlowFactor = 1e6
+
+// Info returns the kind's declaration; an unknown kind gets a zero one.
+func (k OutageKind) Info() *OutageKindInfo {
+	if int(k) < len(OutageKinds) {
+		return &OutageKinds[k]
+	}
+	return &OutageKindInfo{}
+}
+
+// OutageKindNames lists the outage kinds' names in declaration order.
+func OutageKindNames() []string {
+	names := make([]string, len(OutageKinds))
+	for i := range OutageKinds {
+		names[i] = OutageKinds[i].Name
+	}
+	return names
+}
+
+// String returns the kind's name as written in a drill.
+func (k OutageKind) String() string {
+	if int(k) < len(OutageKinds) {
+		return OutageKinds[k].Name
+	}
+	return fmt.Sprintf("OutageKind(%d)", int(k))
+}
+
+// MarshalText writes the kind's name (for JSON).
+func (k OutageKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// ParseOutageKind parses an outage kind name.
+func ParseOutageKind(s string) (OutageKind, error) {
+	for i := range OutageKinds {
+		if strings.EqualFold(strings.TrimSpace(s), OutageKinds[i].Name) {
+			return OutageKind(i), nil
+		}
+	}
+	names := OutageKindNames()
+	return 0, fmt.Errorf("unknown outage kind %q: want %s or %s", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
+
+// outageKeys are the outage keys that only some kinds use, with whether
+// the outage gives them.
+func outageKeys(o *Outage) [3]struct {
+	key   string
+	given bool
+} {
+	return [3]struct {
+		key   string
+		given bool
+	}{{"retry_after", o.RetryAfter != ""}, {"factor", o.Factor != 0}, {"period", o.Period != 0}}
+}

@@ -1,0 +1,165 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ToleranceResult is one --fail-on tolerance checked against a baseline, as
+// summary.json records it.
+type ToleranceResult struct {
+	Expr string `json:"expr"`
+	// Base and Candidate are the figure in each run (the mean over seeds
+	// for a multi-seed run), formatted in the metric's unit.
+	Base      string `json:"base"`
+	Candidate string `json:"candidate"`
+	// Change is candidate − base, formatted, with the 95% confidence
+	// interval of the difference when both runs have several seeds.
+	Change string `json:"change"`
+	// Test names the significance test used ("welch-t") and its p-value;
+	// empty for single runs, where every difference counts.
+	Test string `json:"test,omitempty"`
+	Pass bool   `json:"pass"`
+}
+
+// Judge recomputes s.Pass and s.Failures from everything that can fail a
+// run: the gates, the --fail-on tolerances against a baseline, the gates of
+// the other seeds of a multi-seed run, and the accounting identity. Every
+// writer reads the verdict from there, so the terminal, the reports,
+// summary.json and junit.xml cannot disagree.
+func Judge(s *Summary) {
+	if s == nil {
+		return
+	}
+	s.Failures = nil
+	for _, g := range s.Gates {
+		if !g.Pass {
+			s.Failures = append(s.Failures, fmt.Sprintf("gate %s failed: measured %s", g.Expr, g.Display))
+		}
+	}
+	for _, t := range s.Tolerances {
+		if !t.Pass {
+			s.Failures = append(s.Failures, fmt.Sprintf("tolerance %s exceeded: base %s, candidate %s, change %s", t.Expr, t.Base, t.Candidate, t.Change))
+		}
+	}
+	if s.Seeds != nil {
+		for _, r := range s.Seeds.Runs {
+			if r.Seed == s.Seed {
+				continue // its gates are s.Gates, listed above
+			}
+			for _, g := range r.FailedGates {
+				s.Failures = append(s.Failures, fmt.Sprintf("seed %d: gate %s failed", r.Seed, g))
+			}
+			if r.Lost != 0 {
+				s.Failures = append(s.Failures, fmt.Sprintf("seed %d: accounting identity broken, lost %d", r.Seed, r.Lost))
+			}
+		}
+	}
+	if !accountingHolds(s) {
+		s.Failures = append(s.Failures, "accounting identity broken: "+accountingText(s))
+	}
+	s.Pass = len(s.Failures) == 0
+}
+
+// ApplyComparison records c's tolerances in s and judges s again: a
+// tolerance exceeded against the baseline fails the run like a gate.
+func ApplyComparison(s *Summary, c *Comparison) {
+	if s == nil {
+		return
+	}
+	s.Tolerances = nil
+	if c != nil {
+		s.Baseline = c.Base
+		s.Tolerances = append(s.Tolerances, c.Tolerances...)
+	}
+	Judge(s)
+}
+
+// accountingHolds reports whether created = delivered + dead-lettered +
+// pending, with nothing lost.
+func accountingHolds(s *Summary) bool {
+	d := s.Deliveries
+	return d.Lost == 0 && d.Created == d.Delivered+d.DeadLettered+d.Pending
+}
+
+func accountingText(s *Summary) string {
+	d := s.Deliveries
+	return fmt.Sprintf("created %s = delivered %s + dead-lettered %s + pending %s + lost %s",
+		groupDigits(d.Created), groupDigits(d.Delivered), groupDigits(d.DeadLettered), groupDigits(d.Pending), groupDigits(d.Lost))
+}
+
+// verdictText is the one-line verdict every writer shows: PASS with what
+// held, or FAIL naming what failed (up to maxNamedFailures items).
+func verdictText(s *Summary) string {
+	const maxNamedFailures = 3
+	if s == nil {
+		return "FAIL: no summary"
+	}
+	var failedGates, failedTols []string
+	for _, g := range s.Gates {
+		if !g.Pass {
+			failedGates = append(failedGates, g.Expr)
+		}
+	}
+	for _, t := range s.Tolerances {
+		if !t.Pass {
+			failedTols = append(failedTols, t.Expr)
+		}
+	}
+	seedFailures := 0
+	if s.Seeds != nil {
+		for _, r := range s.Seeds.Runs {
+			if r.Seed != s.Seed && (len(r.FailedGates) > 0 || r.Lost != 0) {
+				seedFailures++
+			}
+		}
+	}
+	accounting := !accountingHolds(s)
+	if s.Pass && len(failedGates) == 0 && len(failedTols) == 0 && seedFailures == 0 && !accounting {
+		var parts []string
+		switch len(s.Gates) {
+		case 0:
+			parts = append(parts, "no gates")
+		case 1:
+			parts = append(parts, "the gate holds")
+		default:
+			parts = append(parts, fmt.Sprintf("all %d gates hold", len(s.Gates)))
+		}
+		if s.Seeds != nil && len(s.Seeds.Runs) > 1 {
+			parts[0] += fmt.Sprintf(" on all %d seeds", len(s.Seeds.Runs))
+		}
+		switch n := len(s.Tolerances); {
+		case n == 1:
+			parts = append(parts, "the tolerance holds")
+		case n > 1:
+			parts = append(parts, fmt.Sprintf("all %d tolerances hold", n))
+		}
+		return "PASS: " + strings.Join(parts, "; ")
+	}
+	var parts []string
+	if accounting {
+		parts = append(parts, "accounting identity broken (lost "+groupDigits(s.Deliveries.Lost)+")")
+	}
+	name := func(kind string, items []string, total int, verb string) {
+		switch {
+		case len(items) == 0:
+		case len(items) <= maxNamedFailures:
+			parts = append(parts, kind+" "+strings.Join(items, ", ")+" "+verb)
+		default:
+			parts = append(parts, fmt.Sprintf("%d of %d %ss %s (%s, …)", len(items), total, kind, verb, strings.Join(items[:maxNamedFailures], ", ")))
+		}
+	}
+	name("tolerance", failedTols, len(s.Tolerances), "exceeded")
+	name("gate", failedGates, len(s.Gates), "failed")
+	if seedFailures > 0 {
+		parts = append(parts, fmt.Sprintf("gates failed on %d other seed(s)", seedFailures))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "the run did not pass")
+	}
+	return "FAIL: " + strings.Join(parts, "; ")
+}
+
+// VerdictText is the one-line verdict of s, as every report headline
+// states it: "PASS: all 5 gates hold" or "FAIL: tolerance … exceeded".
+func VerdictText(s *Summary) string { return verdictText(s) }
