@@ -65,8 +65,24 @@ type PlanInput struct {
 	// limit.
 	PerPartnerConcurrency int
 	// PartnerMeanService is the mean attempt duration for the partners
-	// affected by an outage once it is over; 0 = MeanService.
+	// affected by an outage once it is over, when Cohorts does not name
+	// them; 0 = MeanService.
 	PartnerMeanService time.Duration
+
+	// What the drain model reads besides the above (plan_drain.go). Zero
+	// values mean: one cohort, no breaker, an unbounded queue, Retry-After
+	// ignored, the outage followed for a day after it ends.
+	Cohorts          []PlanCohort
+	Breaker          *PlanBreaker
+	RetryAfterHonour bool
+	RetryAfterMax    time.Duration // 0 = the backoff cap
+	QueueCapacity    int           // 0 = unbounded
+	OnFullReject     bool          // a full queue refuses deliveries instead of holding the source
+	EventsPerS       float64       // source events/s; 0 = derived from ArrivalPerS and Cohorts
+	// EventRate, if set, is the source's events/s at drill time t (ramps).
+	EventRate  func(t time.Duration) float64 `json:"-"`
+	Duration   time.Duration                 // how long the source produces
+	DrainAfter time.Duration                 // how long the drill runs after that
 }
 
 // PlanOutage is one scripted outage, seen from the plan.
@@ -79,6 +95,17 @@ type PlanOutage struct {
 	// Subscribers is how many subscribers the outage hits (for the
 	// per-partner concurrency limit); 0 = 1.
 	Subscribers int
+	// Start is when the outage begins, in drill time.
+	Start time.Duration
+	// Kind is one of the OutageKind* names; "" is unavailable.
+	Kind string
+	// FailLatency is how long a failing call takes to be answered; 0 =
+	// the fake partner's fast answer (timeout outages hang until the
+	// attempt timeout whatever it says).
+	FailLatency time.Duration
+	RetryAfter  time.Duration // throttle: the Retry-After it sends; 0 = none
+	Factor      float64       // slow: latency multiplier
+	Period      time.Duration // flap: one down+up cycle
 }
 
 // Plan is the analytic capacity plan of one drill. Durations are seconds
@@ -154,9 +181,12 @@ type ScheduleRow struct {
 
 // Amplification is attempts per delivery.
 type Amplification struct {
-	UpperBound  *float64           `json:"upper_bound"` // max_attempts; null: unlimited
-	FailureProb float64            `json:"failure_prob"`
-	Expected    *float64           `json:"expected"` // at FailureProb; null: unbounded
+	UpperBound  *float64 `json:"upper_bound"` // max_attempts; null: unlimited
+	FailureProb float64  `json:"failure_prob"`
+	Expected    *float64 `json:"expected"` // at FailureProb; null: unbounded
+	// WithOutages is the drill's expected attempts per delivery with the
+	// attempts its outages cost (drain model); null without outages.
+	WithOutages *float64           `json:"with_outages"`
 	Table       []AmplificationRow `json:"table"`
 }
 
@@ -190,31 +220,50 @@ type Pool struct {
 	MinWorkers *int `json:"min_workers"`
 }
 
-// Drain is the drain-time estimate for one outage.
+// Drain is the drain-time estimate for one outage, from the drain model.
 type Drain struct {
 	Partner     string  `json:"partner"`
+	Kind        string  `json:"kind"`
+	StartS      float64 `json:"start_s"`
 	OutageS     float64 `json:"outage_s"`
 	Share       float64 `json:"share_of_deliveries"`
 	Subscribers int     `json:"subscribers"`
 	// AffectedArrivalPerS is deliveries/s to the affected partners.
 	AffectedArrivalPerS float64 `json:"affected_arrival_per_s"`
 	// ExhaustS is the typical time for a delivery to run out of attempts
-	// (or window); null: never (unlimited attempts, no window).
+	// (or window) when every attempt fails; null: never (unlimited
+	// attempts, no window).
 	ExhaustS *float64 `json:"exhaust_s"`
 	// BacklogDeliveries is deliveries to the affected partners still
-	// pending when the outage ends.
+	// pending when the outage ends (held by the source, queued, waiting
+	// out a delay or the breaker, or in flight).
 	BacklogDeliveries float64 `json:"backlog_deliveries"`
-	// CapacityPerS is attempts/s the pool can give the affected partners.
+	// CapacityPerS is attempts/s the affected partners get once they
+	// answer as usual.
 	CapacityPerS float64 `json:"capacity_per_s"`
-	// ServiceDrainS is the backlog's attempts ÷ spare capacity; null when
-	// the spare capacity is not positive.
-	ServiceDrainS *float64 `json:"service_drain_s"`
-	// BackoffTailS is the longest backoff delay a backlog delivery may still
-	// be waiting out when the outage ends.
-	BackoffTailS float64 `json:"backoff_tail_s"`
-	// DrainS is max(ServiceDrainS, BackoffTailS); null: does not drain.
+	// Attempts is the attempts made to the affected partners from
+	// ModelledFromS to ModelledToS.
+	Attempts float64 `json:"attempts"`
+	// DeadLetters is deliveries to the affected partners dead-lettered in
+	// that span, by reason.
+	DeadLetters map[string]float64 `json:"dead_letters"`
+	// BreakerOpenS is how long their breaker was open; Probes is the
+	// half-open calls made.
+	BreakerOpenS float64 `json:"breaker_open_s"`
+	Probes       float64 `json:"probes"`
+	// SourceHeldMax is the most affected deliveries the source held back
+	// at once because the queue was full.
+	SourceHeldMax float64 `json:"source_held_max"`
+	ModelledFromS float64 `json:"modelled_from_s"`
+	ModelledToS   float64 `json:"modelled_to_s"`
+	// DrainS is the time from the outage's end until every delivery to the
+	// affected partners created before it is delivered or dead-lettered;
+	// null: not before the drill ends.
 	DrainS *float64 `json:"drain_s"`
 	Drains bool     `json:"drains"`
+	// extraAttempts is Attempts beyond what the same deliveries would make
+	// in steady state, for the amplification with outages.
+	extraAttempts, noAttempt float64
 }
 
 // planParams is PlanInput validated, defaulted and in seconds.
@@ -287,6 +336,7 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 			bad(key+".subscribers", "%d is negative", o.Subscribers)
 		}
 	}
+	validateDrainInput(&in, bad)
 	if len(errs) > 0 {
 		return planParams{}, errors.Join(errs...)
 	}
@@ -546,84 +596,9 @@ func (plan *Plan) makeSchedule(p *planParams) {
 	}
 }
 
-func (plan *Plan) makeDrains(p *planParams) {
-	amp := plan.Amplification.Expected
-	for _, o := range p.in.Outages {
-		subs := max(o.Subscribers, 1)
-		d := Drain{Partner: o.Partner, OutageS: o.Length.Seconds(), Share: o.ShareOfDeliveries, Subscribers: subs}
-		d.AffectedArrivalPerS = p.in.ArrivalPerS * o.ShareOfDeliveries
-
-		// Deliveries whose attempts (or window) run out inside the outage
-		// dead-letter and leave the backlog: only the last ExhaustS of the
-		// outage's arrivals are still pending when it ends.
-		exhaust := math.Inf(1)
-		if e := plan.Schedule.LastAttemptTypicalEndS; e != nil {
-			exhaust = *e
-		}
-		if p.hasWindow {
-			exhaust = math.Min(exhaust, p.windowS)
-		}
-		if !math.IsInf(exhaust, 1) {
-			d.ExhaustS = ptr(exhaust)
-		}
-		pendingS := math.Min(d.OutageS, exhaust)
-		d.BacklogDeliveries = d.AffectedArrivalPerS * pendingS
-		d.BackoffTailS = backoffTail(p, pendingS)
-
-		if amp != nil {
-			// Workers left over by the other partners' traffic, limited by
-			// the per-partner concurrency, at the partner's service time.
-			busy := p.in.ArrivalPerS * (1 - o.ShareOfDeliveries) * *amp * p.meanS
-			slots := math.Max(0, float64(p.in.Workers)-busy)
-			if p.in.PerPartnerConcurrency > 0 {
-				slots = math.Min(slots, float64(p.in.PerPartnerConcurrency*subs))
-			}
-			d.CapacityPerS = slots / p.partnerS
-			spare := d.CapacityPerS - d.AffectedArrivalPerS**amp
-			if spare > 0 {
-				d.ServiceDrainS = ptr(d.BacklogDeliveries * *amp / spare)
-				d.DrainS = ptr(math.Max(*d.ServiceDrainS, d.BackoffTailS))
-				d.Drains = true
-			}
-		}
-		plan.Drains = append(plan.Drains, d)
-	}
-}
-
-// backoffTail is the longest delay a delivery that has been failing for
-// failingS seconds may still be waiting out: the largest delay before the
-// next attempt it has not made yet on the typical path.
-func backoffTail(p *planParams, failingS float64) float64 {
-	limit := p.in.MaxAttempts
-	if limit == 0 {
-		limit = MaxPlanAttempts
-	}
-	sch := scheduler{p: p}
-	sch.next() // attempt 1
-	elapsed, last := 0.0, 0.0
-	for k := 2; k <= limit; k++ {
-		st := sch.next()
-		last = st.hi
-		elapsed += p.meanS + st.typ
-		if elapsed >= failingS {
-			return st.hi
-		}
-		saturated := st.d >= p.capS // every later delay is the same
-		if p.in.Jitter == "decorrelated" {
-			saturated = st.typ >= p.capS && st.hi >= p.capS
-		}
-		if saturated {
-			return st.hi
-		}
-	}
-	// The oldest deliveries ran out of attempts; the younger ones may be
-	// waiting out the last (largest) delay.
-	return last
-}
-
 func (plan *Plan) makeAssumptions(p *planParams) {
 	add := func(format string, a ...any) { plan.Assumptions = append(plan.Assumptions, fmt.Sprintf(format, a...)) }
-	add("Failures are independent from attempt to attempt with probability %g (steady state, transient errors); permanent errors, the breaker and the retry budget are not modelled.", p.in.FailureProb)
+	add("Failures are independent from attempt to attempt with probability %g (steady state, transient errors); permanent errors and the retry budget are not modelled, and the breaker only in the outage drain model.", p.in.FailureProb)
 	add("The worker pool is an M/M/c queue: attempts (first tries and retries) arrive as a Poisson stream and service times are exponential with the mean attempt duration.")
 	if p.timeoutS > 0 && p.in.MeanService.Seconds() > p.timeoutS {
 		add("The mean service time is capped at the attempt timeout (%s).", fmtSeconds(p.timeoutS))
@@ -658,18 +633,19 @@ func (plan *Plan) makeAssumptions(p *planParams) {
 		add("The schedule lists the first %d of %d attempts.", MaxScheduleRows, p.in.MaxAttempts)
 	}
 	if len(p.in.Outages) > 0 {
-		add("Outages are considered one at a time. Every attempt to an affected partner fails during the outage and takes the partner's mean service time.")
-		add("Deliveries whose attempts or delivery window run out inside the outage (typical path) are dead-lettered and leave the backlog; the backlog is the arrivals of the last min(outage, time to exhaust) of the outage.")
-		add("After the outage, attempts to the affected partners fail with the steady-state probability; the backlog and new arrivals need the expected attempts each.")
-		add("Capacity for the affected partners is the workers not busy with other partners' traffic, limited by per-partner concurrency × subscribers hit, at the partner's mean service time.")
-		add("Drain time is the larger of the backlog's attempts ÷ spare capacity and the longest backoff delay a backlog delivery may still be waiting out; a breaker or budget would change both.")
+		add("Each outage is followed by a deterministic fluid model of the dispatcher, one outage at a time, from %gs before it until its backlog drains or the drill ends: deliveries to the affected subscribers move as masses between held by the source, ready, in flight, waiting out a delay or the breaker, delivered and dead-lettered; the other subscribers are one steady stream of attempts competing for the workers.", drainWarmupS)
+		add("During an outage every call to the affected subscribers fails after the outage's own answer time (fast for unavailable, reset, throttle and a flap's down half; the attempt timeout for timeout), except slow, which multiplies the latency behind the partner's own capacity; a throttle's Retry-After lengthens the delay unless Retry-After is ignored. Each attempt takes the mean latency of its cohort.")
+		add("Delays are spread uniformly over the jitter's range. Max-attempts and circuit-open dead letters follow the policy; a delivery is window-expired when its typical path's next attempt starts after the window.")
+		add("The breaker of each affected subscriber opens, holds or dead-letters, admits its probes after the cooldown and closes on their success, as the policy core does; steady transient errors never trip a consecutive rule.")
+		add("An affected subscriber whose attempt ends rejoins the round robin behind the subscribers an event's fan-out made due; the wait is that of an M/D/1 queue of fan-outs, bounded by one pass over the other subscribers.")
+		add("Drain time is the time from the outage's end until less than one delivery to the affected subscribers created before it is still pending.")
 	}
 }
 
-// CheckTolerancePct is how far (in percent of the analytic value) a
-// simulated figure may be from the analytic one before `plan --check` gives
-// a reason for the difference.
-const CheckTolerancePct = 20.0
+// CheckTolerancePct is how far (in percent of the simulated value) an
+// analytic figure may be from the simulated one: beyond it `plan --check`
+// gives a likely reason and `plan --check --strict` fails.
+const CheckTolerancePct = 25.0
 
 // CheckMinDiffS is the smallest difference, in seconds, between time
 // figures worth explaining: a p99 wait of 0.01s against 0.05s is 400% off
@@ -693,6 +669,12 @@ type CheckRow struct {
 	// DiffPct is 100 × (simulated − analytic) ÷ |analytic|; ±100 when the
 	// analytic value is 0 and the simulated one is not.
 	DiffPct float64 `json:"diff_pct"`
+	// Ratio is analytic ÷ simulated; null when the simulated value is 0.
+	Ratio *float64 `json:"ratio"`
+	// Off: the analytic figure is more than CheckTolerancePct of the
+	// simulated one away from it (and, for times, at least CheckMinDiffS),
+	// or the simulation has no such figure.
+	Off bool `json:"off"`
 	// Missing: the simulation summary has no such figure.
 	Missing bool `json:"missing,omitempty"`
 	// Why is a likely reason when the two differ by more than
@@ -714,7 +696,9 @@ const (
 // out.
 func (p *Plan) Figures() []Figure {
 	figs := []Figure{}
-	if a := p.Amplification.Expected; a != nil {
+	if a := p.Amplification.WithOutages; a != nil {
+		figs = append(figs, Figure{Name: FigureAmplification, Value: *a})
+	} else if a := p.Amplification.Expected; a != nil {
 		figs = append(figs, Figure{Name: FigureAmplification, Value: *a})
 	}
 	if p.Pool.MMc != nil {
@@ -750,7 +734,7 @@ func CompareCheck(figs []Figure, sim map[string]float64) []CheckRow {
 		row := CheckRow{Name: f.Name, Unit: f.Unit, Analytic: f.Value}
 		s, ok := sim[f.Name]
 		if !ok || math.IsNaN(s) || math.IsInf(s, 0) {
-			row.Missing = true
+			row.Missing, row.Off = true, true
 			row.Why = "the simulation reports no finite value for this figure"
 			rows = append(rows, row)
 			continue
@@ -765,7 +749,11 @@ func CompareCheck(figs []Figure, sim map[string]float64) []CheckRow {
 		case diff < 0:
 			row.DiffPct = -100
 		}
-		if math.Abs(row.DiffPct) > CheckTolerancePct && (f.Unit != "s" || math.Abs(diff) >= CheckMinDiffS) {
+		if s != 0 {
+			row.Ratio = ptr(f.Value / s)
+		}
+		row.Off = math.Abs(diff) > CheckTolerancePct/100*math.Abs(s) && (f.Unit != "s" || math.Abs(diff) >= CheckMinDiffS)
+		if row.Off {
 			row.Why = checkReason(f.Name, diff > 0)
 		}
 		rows = append(rows, row)
@@ -946,13 +934,12 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	if len(p.Drains) == 0 {
 		m.f("The drill scripts no outage.\n\n")
 	} else {
-		m.f("| partner | outage | deliveries/s | time to exhaust | backlog | capacity, attempts/s | service drain | backoff tail | drain time |\n")
-		m.f("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		m.f("| partner | kind | outage | deliveries/s | attempts | dead letters | breaker open | backlog at end | capacity after, attempts/s | drain time |\n")
+		m.f("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, d := range p.Drains {
-			m.f("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Partner, fmtSeconds(d.OutageS),
-				fmtNum(d.AffectedArrivalPerS), fmtOpt(d.ExhaustS, fmtSeconds, "never"), fmtNum(d.BacklogDeliveries),
-				fmtNum(d.CapacityPerS), fmtOpt(d.ServiceDrainS, fmtSeconds, "does not drain"),
-				fmtSeconds(d.BackoffTailS), fmtOpt(d.DrainS, fmtSeconds, "**does not drain**"))
+			m.f("| %s | %s | %s from %s | %s | %s | %s | %s | %s | %s | %s |\n", d.Partner, d.Kind, fmtSeconds(d.OutageS), fmtSeconds(d.StartS),
+				fmtNum(d.AffectedArrivalPerS), fmtNum(d.Attempts), deadLetterText(d.DeadLetters), fmtSeconds(d.BreakerOpenS),
+				fmtNum(d.BacklogDeliveries), fmtNum(d.CapacityPerS), fmtOpt(d.DrainS, fmtSeconds, "**does not drain**"))
 		}
 		m.f("\n")
 	}

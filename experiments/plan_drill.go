@@ -1,9 +1,12 @@
 package experiments
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // PlanInputFor reads what the analytic plan needs off a loaded drill:
@@ -62,27 +65,85 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		FailureProb:           fail,
 		PerPartnerConcurrency: d.Dispatcher.PerPartnerConcurrency,
 	}
+	in.RetryAfterHonour = r.RetryAfter != "ignore"
+	in.RetryAfterMax = r.RetryAfterMax.D
+	in.QueueCapacity = d.Dispatcher.QueueCapacity
+	in.OnFullReject = d.Dispatcher.OnFull == "reject"
+	in.Duration, in.DrainAfter = d.Duration.D, d.Drain.D
+	in.EventsPerS = rate
+	if d.Source.Arrival == "ramp" {
+		from, to, length := d.Source.Rate.PerSecond, d.Source.RateTo.PerSecond, d.Duration.D
+		in.EventRate = func(t time.Duration) float64 {
+			if length <= 0 || t >= length {
+				return to
+			}
+			return from + (to-from)*float64(t)/float64(length)
+		}
+	}
+	if d.Source.Arrival == "burst" {
+		// All events at once: the model spreads them over one second.
+		at, events := d.Source.At.D, float64(d.Source.Events)
+		in.EventRate = func(t time.Duration) float64 {
+			if t >= at && t < at+time.Second {
+				return events
+			}
+			return 0
+		}
+	}
+	if d.BreakerEnabled() {
+		bs, err := d.ModelBreakerSettings()
+		if err != nil {
+			return PlanInput{}, err
+		}
+		bs = model.NewBreaker(bs).Settings() // defaults filled in
+		in.Breaker = &PlanBreaker{
+			Trip: bs.Trip.String(), Threshold: bs.Threshold, Window: bs.Window, Ratio: bs.Ratio,
+			MinCalls: bs.MinCalls, Cooldown: bs.Cooldown, Probes: bs.Probes,
+			OnOpenDeadLetter: d.Policy.Breaker.OnOpen == "dead-letter",
+		}
+	}
 	for i := range specs {
 		sp := &specs[i]
 		if len(targets) > 0 && !targets[sp.Name] {
 			continue
 		}
+		m := sp.Latency.Expected()
+		if timeout > 0 && m > timeout {
+			m = timeout
+		}
+		in.Cohorts = append(in.Cohorts, PlanCohort{Name: sp.Name, Subscribers: sp.Count, MeanService: m,
+			FailureProb: sp.TransientErrors, Concurrency: sp.Concurrency})
 		for _, o := range sp.Outages {
 			hit := sp.Count
 			if o.Members > 0 {
 				hit = min(o.Members, sp.Count)
 			}
 			in.Outages = append(in.Outages, PlanOutage{
-				Partner: sp.Name, Length: o.For,
+				Partner: sp.Name, Length: o.For, Start: o.Start, Kind: o.Kind.String(),
 				ShareOfDeliveries: float64(hit) / float64(max(subs, 1)),
 				Subscribers:       hit,
+				RetryAfter:        retryAfterSeconds(o.RetryAfter),
+				Factor:            o.Factor,
+				Period:            o.Period,
 			})
-			m := sp.Latency.Expected()
-			if timeout > 0 && m > timeout {
-				m = timeout
-			}
-			in.PartnerMeanService = m
 		}
 	}
 	return in, nil
+}
+
+// retryAfterSeconds is the delay a throttle's Retry-After asks for: "N"
+// seconds or "date:D"; 0 for none or garbage.
+func retryAfterSeconds(s string) time.Duration {
+	if d, ok := strings.CutPrefix(s, "date:"); ok {
+		v, err := time.ParseDuration(d)
+		if err != nil {
+			return 0
+		}
+		return v
+	}
+	n, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }

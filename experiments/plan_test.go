@@ -271,80 +271,6 @@ func TestLoadWithRetries(t *testing.T) {
 	}
 }
 
-func TestDrain(t *testing.T) {
-	// 100 deliveries/s, 1% to a partner down for 20 minutes; 20 workers at
-	// 100ms; per-partner concurrency 4 at 200ms: 20 attempts/s for the
-	// partner. Others keep 100 × 0.99 × 0.1 = 9.9 workers busy, so 10.1 are
-	// free and the concurrency limit (4) binds. Spare: 20 − 1 = 19/s.
-	base := scheduleInput("none")
-	base.ArrivalPerS, base.Workers, base.PerPartnerConcurrency = 100, 20, 4
-	base.PartnerMeanService = 200 * time.Millisecond
-	base.Outages = []PlanOutage{{Partner: "acme", Length: 20 * time.Minute, ShareOfDeliveries: 0.01}}
-	mm, _ := SolveMMc(20, 100, 10)
-
-	t.Run("attempts run out inside the outage", func(t *testing.T) {
-		plan, err := MakePlan(base)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := plan.Drains[0]
-		// Six attempts: 6 queue waits, 6 attempts, delays 1+2+4+8+10.
-		exhaust := 6*mm.Wq + 0.6 + 25
-		if !relClose(*d.ExhaustS, exhaust, 1e-9) || !relClose(d.BacklogDeliveries, exhaust, 1e-9) {
-			t.Errorf("exhaust %v backlog %v, want %v each", *d.ExhaustS, d.BacklogDeliveries, exhaust)
-		}
-		if !relClose(d.CapacityPerS, 20, 1e-12) || !relClose(*d.ServiceDrainS, exhaust/19, 1e-9) {
-			t.Errorf("capacity %v service drain %v", d.CapacityPerS, *d.ServiceDrainS)
-		}
-		// The youngest pending deliveries may wait out the last 10s delay,
-		// longer than serving the backlog.
-		if d.BackoffTailS != 10 || *d.DrainS != 10 || !d.Drains {
-			t.Errorf("tail %v drain %v drains %v, want 10, 10, true", d.BackoffTailS, deref(d.DrainS), d.Drains)
-		}
-	})
-	t.Run("unlimited attempts keep the whole outage", func(t *testing.T) {
-		in := base
-		in.MaxAttempts = 0
-		plan, _ := MakePlan(in)
-		d := plan.Drains[0]
-		if d.ExhaustS != nil || d.BacklogDeliveries != 1200 || !relClose(*d.DrainS, 1200.0/19, 1e-12) || d.BackoffTailS != 10 {
-			t.Errorf("%+v (drain %v)", d, deref(d.DrainS))
-		}
-	})
-	t.Run("window cuts the backlog", func(t *testing.T) {
-		in := base
-		in.MaxAttempts, in.DeliveryWindow = 0, 5*time.Minute
-		plan, _ := MakePlan(in)
-		d := plan.Drains[0]
-		if *d.ExhaustS != 300 || d.BacklogDeliveries != 300 || !relClose(*d.DrainS, 300.0/19, 1e-12) {
-			t.Errorf("%+v (drain %v)", d, deref(d.DrainS))
-		}
-	})
-	t.Run("too little capacity does not drain", func(t *testing.T) {
-		in := base
-		// One slot at 2s, capped at the 1s attempt timeout: 1 attempt/s,
-		// exactly what arrives, so no spare capacity.
-		in.PerPartnerConcurrency, in.PartnerMeanService = 1, 2*time.Second
-		plan, _ := MakePlan(in)
-		d := plan.Drains[0]
-		if d.Drains || d.DrainS != nil || d.ServiceDrainS != nil || d.CapacityPerS != 1 {
-			t.Errorf("%+v", d)
-		}
-		var md bytes.Buffer
-		if err := plan.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "**does not drain**") {
-			t.Errorf("markdown does not say it does not drain (err %v)", err)
-		}
-	})
-	t.Run("subscribers multiply the concurrency limit", func(t *testing.T) {
-		in := base
-		in.Outages = []PlanOutage{{Partner: "cohort", Length: time.Minute, ShareOfDeliveries: 0.01, Subscribers: 2}}
-		plan, _ := MakePlan(in)
-		if c := plan.Drains[0].CapacityPerS; c != 40 { // 8 slots at 200ms
-			t.Errorf("capacity %v, want 40", c)
-		}
-	})
-}
-
 func TestMakePlanRefusesBadInput(t *testing.T) {
 	cases := []struct {
 		key    string
@@ -503,7 +429,28 @@ func TestFiguresAndCheck(t *testing.T) {
 			t.Errorf("%s: why %q, want it to mention %q", tc.name, r.Why, tc.why)
 		}
 	}
-	if r := CompareCheck([]Figure{{FigureAmplification, 1, ""}}, map[string]float64{FigureAmplification: math.NaN()})[0]; !r.Missing || r.Simulated != 0 {
+	// Off is judged against the simulated value: 25% of it, and for times
+	// at least a second.
+	for _, tc := range []struct {
+		fig   Figure
+		sim   float64
+		off   bool
+		ratio float64 // 0: null
+	}{
+		{Figure{FigureDrainTime, 75, "s"}, 100, false, 0.75},
+		{Figure{FigureDrainTime, 74, "s"}, 100, true, 0.74},
+		{Figure{FigureDrainTime, 125, "s"}, 100, false, 1.25},
+		{Figure{FigureDrainTime, 126, "s"}, 100, true, 1.26},
+		{Figure{FigureDrainTime, 0.9, "s"}, 0, false, 0},
+		{Figure{FigureDrainTime, 1.5, "s"}, 0, true, 0},
+		{Figure{FigureAmplification, 1.3, ""}, 1, true, 1.3},
+	} {
+		r := CompareCheck([]Figure{tc.fig}, map[string]float64{tc.fig.Name: tc.sim})[0]
+		if r.Off != tc.off || (tc.ratio == 0) != (r.Ratio == nil) || (r.Ratio != nil && !relClose(*r.Ratio, tc.ratio, 1e-12)) {
+			t.Errorf("%v against %v: off %v ratio %v, want %v %v", tc.fig.Value, tc.sim, r.Off, deref(r.Ratio), tc.off, tc.ratio)
+		}
+	}
+	if r := CompareCheck([]Figure{{FigureAmplification, 1, ""}}, map[string]float64{FigureAmplification: math.NaN()})[0]; !r.Missing || !r.Off || r.Simulated != 0 {
 		t.Errorf("NaN simulated value: %+v", r)
 	}
 }

@@ -49,18 +49,23 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 
 const planExamples = `  stormdrill plan drills/fanout-outage.toml
   stormdrill plan drills/fanout-outage.toml --json
-  stormdrill plan drills/fanout-outage.toml --check     # also simulate and compare`
+  stormdrill plan drills/fanout-outage.toml --check     # also simulate and compare
+  stormdrill plan drills/fanout-outage.toml --check --strict   # exit 1 when a figure is off`
 
 func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("plan", "DRILL.toml [flags]", planExamples, stdout)
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	check := fs.Bool("check", false, "run the simulation and put analytic and simulated figures side by side")
+	strict := fs.Bool("strict", false, fmt.Sprintf("with --check: exit 1 when a figure is more than %g%% off the simulation", experiments.CheckTolerancePct))
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usagef("stormdrill plan: want one drill file")
+	}
+	if *strict && !*check {
+		return usagef("stormdrill plan: --strict needs --check")
 	}
 	d, err := drills.Load(pos[0], nil)
 	if err != nil {
@@ -101,10 +106,13 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if *check {
-			return enc.Encode(struct {
+			if err := enc.Encode(struct {
 				*experiments.Plan
 				Check []experiments.CheckRow `json:"check"`
-			}{p, rows})
+			}{p, rows}); err != nil {
+				return runError{err}
+			}
+			return strictVerdict(*strict, rows, stderr)
 		}
 		return enc.Encode(p)
 	}
@@ -113,15 +121,43 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	if *check {
 		fmt.Fprintln(stdout, "\n## Analytic against simulated")
-		fmt.Fprintln(stdout, "\n| figure | analytic | simulated | difference | why |")
-		fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | --- |")
+		fmt.Fprintf(stdout, "\nRatio is analytic ÷ simulated; a figure is off when it is more than %g%% of the simulated value away from it (times: and at least %gs).\n", experiments.CheckTolerancePct, experiments.CheckMinDiffS)
+		fmt.Fprintln(stdout, "\n| figure | analytic | simulated | ratio | verdict | why |")
+		fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | --- | --- |")
 		for _, r := range rows {
 			sim := fmt.Sprintf("%.4g %s", r.Simulated, r.Unit)
 			if r.Missing {
 				sim = "n/a"
 			}
-			fmt.Fprintf(stdout, "| %s | %.4g %s | %s | %+.1f%% | %s |\n", r.Name, r.Analytic, r.Unit, sim, r.DiffPct, r.Why)
+			ratio := "–"
+			if r.Ratio != nil {
+				ratio = fmt.Sprintf("%.2f", *r.Ratio)
+			}
+			verdict := "within"
+			if r.Off {
+				verdict = "**off**"
+			}
+			fmt.Fprintf(stdout, "| %s | %.4g %s | %s | %s | %s | %s |\n", r.Name, r.Analytic, r.Unit, sim, ratio, verdict, r.Why)
 		}
+		return strictVerdict(*strict, rows, stderr)
+	}
+	return nil
+}
+
+// strictVerdict fails plan --check --strict when a figure is off.
+func strictVerdict(strict bool, rows []experiments.CheckRow, stderr io.Writer) error {
+	if !strict {
+		return nil
+	}
+	off := false
+	for _, r := range rows {
+		if r.Off {
+			fmt.Fprintf(stderr, "stormdrill plan: %s is off: analytic %.4g, simulated %.4g (tolerance %g%%)\n", r.Name, r.Analytic, r.Simulated, experiments.CheckTolerancePct)
+			off = true
+		}
+	}
+	if off {
+		return errGateFailed
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/experiments"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -300,6 +301,29 @@ func TestPlanPrintsScheduleVerdictErlangAndDrain(t *testing.T) {
 	code, out, errOut = stormdrill(t, "plan", "drills/fanout-outage.toml", "--json")
 	if code != exitOK || !strings.Contains(out, `"p_wait"`) || strings.Contains(out, "NaN") {
 		t.Fatalf("plan --json: exit %d, output:\n%s%s", code, out, errOut)
+	}
+}
+
+func TestPlanCheckStrict(t *testing.T) {
+	code, out, errOut := stormdrill(t, "plan", "drills/demo-outage-breaker.toml", "--check", "--strict")
+	if code != exitOK {
+		t.Fatalf("plan --check --strict: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"| figure | analytic | simulated | ratio | verdict |", "| drain_time_s |", "within"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --check output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errOut := stormdrill(t, "plan", "drills/demo-outage-breaker.toml", "--strict"); code != exitUsage || !strings.Contains(errOut, "--strict needs --check") {
+		t.Errorf("--strict alone: exit %d, %s", code, errOut)
+	}
+	rows := []experiments.CheckRow{{Name: "drain_time_s", Analytic: 10, Simulated: 20, Off: true}, {Name: "amplification"}}
+	var stderr strings.Builder
+	if err := strictVerdict(true, rows, &stderr); err != errGateFailed || !strings.Contains(stderr.String(), "drain_time_s is off") {
+		t.Errorf("strict verdict on an off figure: %v, %q", err, stderr.String())
+	}
+	if err := strictVerdict(false, rows, &stderr); err != nil {
+		t.Errorf("without --strict: %v", err)
 	}
 }
 
