@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -128,6 +129,13 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 			return nil, fmt.Errorf("external: the system was not ready within %v (system.ready_timeout)", timeout)
 		case <-tick.C:
 			if readyURL != "" && urlReady(client, e.expand(readyURL)) {
+				// Another process may hold the port the system failed to
+				// bind: a system that exits just after "ready" was not.
+				select {
+				case <-p.done:
+					return nil, fmt.Errorf("external: the system exited before it was ready: %v", p.err)
+				case <-time.After(4 * readyPoll):
+				}
 				p.once.Do(func() { close(p.ready) })
 			}
 		}
@@ -170,13 +178,25 @@ func (p *process) kill(graceful bool) error {
 	return nil
 }
 
+// Ingest ports are picked below Linux's ephemeral range (32768 and up), so
+// that no outgoing connection or ":0" listener takes the port between the
+// check here and the system's own listen.
+const (
+	ingestPortLow  = 20000
+	ingestPortHigh = 32000
+	ingestPortTry  = 100
+)
+
 // freeLoopbackAddr picks a free loopback port for the system's ingest.
 func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	for i := 0; i < ingestPortTry; i++ {
+		addr := fmt.Sprintf("127.0.0.1:%d", ingestPortLow+rand.IntN(ingestPortHigh-ingestPortLow))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr, nil
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr, nil
+	return "", fmt.Errorf("external: no free loopback port between %d and %d for the system's ingest", ingestPortLow, ingestPortHigh)
 }

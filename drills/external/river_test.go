@@ -1,6 +1,7 @@
 package external
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -60,3 +61,5 @@ func TestRiverDrill(t *testing.T) {
 		t.Errorf("drain time %v: deliveries that failed twice wait River's 16 s delay", s.DrainTimeS)
 	}
 }
+
+func osMkdirTemp() (string, error) { return os.MkdirTemp("", "river-sender-") }
