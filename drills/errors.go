@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxErrors bounds how many problems one Load reports; past it the list ends
@@ -37,11 +38,30 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 	}
 	if e.Key != "" {
-		b.WriteString(e.Key)
+		b.WriteString(clipText(e.Key, maxEchoKey))
 		b.WriteString(": ")
 	}
-	b.WriteString(e.Msg)
+	b.WriteString(clipText(e.Msg, maxEchoMsg))
 	return b.String()
+}
+
+// A key or a message can echo what the file says: a 500,000-character key
+// must not become a 500 KB error line.
+const (
+	maxEchoKey = 100
+	maxEchoMsg = 400
+)
+
+// clipText shortens s to at most n bytes, on a rune boundary, marking the cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Errors is every problem found, in file and line order.
@@ -273,6 +293,11 @@ func (l *lineLocator) header() {
 	pieces := l.key()
 	if len(pieces) == 0 {
 		return
+	}
+	// Every table a header names gets its line: a typo in [polcy.retry]
+	// is reported at "polcy".
+	for k := 1; k < len(pieces); k++ {
+		l.record(l.resolve("", pieces[:k]))
 	}
 	if !array {
 		l.table = l.resolve("", pieces)

@@ -120,6 +120,13 @@ var Keys = []KeyDoc{
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 
 	{"gates", "array of strings", "", "Pass/fail conditions such as `\"lost == 0\"` or `\"healthy.latency.p99 < 30m\"`; a failed gate makes the run exit with 1."},
+
+	{"limits.deliveries", "integer", "50000000", "Ceiling on events × fan-out (expected deliveries). Every limit is also raised from the command line with `--limit KEY=N`."},
+	{"limits.subscribers", "integer", "100000", "Ceiling on the sum of every cohort's count."},
+	{"limits.cohorts", "integer", "1000", "Ceiling on the number of `[[partners]]`."},
+	{"limits.gates", "integer", "100", "Ceiling on the number of gates."},
+	{"limits.array", "integer", "1000", "Ceiling on the length of any other array (status lists, outages of a cohort, faults, source.to, quantiles)."},
+	{"limits.samples", "integer", "100000", "Ceiling on time-series samples, (duration + drain) / sample_interval."},
 }
 
 // KeysMarkdown renders Keys as a Markdown table.

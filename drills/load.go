@@ -21,7 +21,11 @@ import (
 const (
 	MaxDrillBytes   = 1 << 20 // one drill file
 	MaxIncludeDepth = 8       // include chains
-	maxOverrides    = 1000
+	// MaxIncludes bounds the files one drill includes in all, so that a
+	// few files that each include the next many times (no cycle, but
+	// exponential work) are refused at once.
+	MaxIncludes  = 64
+	maxOverrides = 1000
 
 	// The TOML decoder takes time and memory quadratic in the nesting
 	// depth and in the number of parts of a dotted key: a 1 MB file of
@@ -72,6 +76,7 @@ type loader struct {
 	typeErrs int // errors other than unknown keys
 	origins  map[string]origin
 	present  map[string]bool // every key path decoded
+	includes int             // files included so far, at any depth
 }
 
 func parseDrill(name string, data []byte, overrides map[string]string) (*Drill, error) {
@@ -187,11 +192,27 @@ func decodeTOML(name string, data []byte) (m map[string]any, e *Error) {
 	if _, err := toml.Decode(string(data), &m); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &Error{File: name, Line: max(pe.Position.Line, 0), Msg: pe.Message}
+			line := max(pe.Position.Line, 0)
+			return nil, &Error{File: name, Line: line, Key: keyOnLine(string(data), line), Msg: pe.Message}
 		}
 		return nil, &Error{File: name, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
 	}
 	return m, nil
+}
+
+// keyOnLine names the key written on line (the longest, when a dotted key
+// also names its tables), or "" when the line holds none.
+func keyOnLine(src string, line int) string {
+	if line <= 0 {
+		return ""
+	}
+	best := ""
+	for k, l := range keyLines(src) {
+		if l == line && (len(k) > len(best) || (len(k) == len(best) && k > best)) {
+			best = k
+		}
+	}
+	return best
 }
 
 // loadFile parses one file and the files it includes, and merges them: the
@@ -271,6 +292,12 @@ func (ld *loader) loadFile(name string, data []byte, stack []string) (map[string
 			failed = true
 			continue
 		}
+		if ld.includes++; ld.includes > MaxIncludes {
+			if ld.includes == MaxIncludes+1 { // said once, where it happened
+				local(key, fmt.Sprintf("more than %d included files in all (counting every include of every file, from %s)", MaxIncludes, filepath.Base(ld.top)))
+			}
+			return nil, nil, false
+		}
 		incData, err := readDrillFile(path)
 		if err != nil {
 			local(key, fmt.Sprintf("%q: %v", inc, err))
@@ -279,6 +306,9 @@ func (ld *loader) loadFile(name string, data []byte, stack []string) (map[string
 		}
 		t, o, ok := ld.loadFile(path, incData, append(stack[:len(stack):len(stack)], abs))
 		if !ok {
+			if ld.includes > MaxIncludes {
+				return nil, nil, false
+			}
 			failed = true
 			continue
 		}
@@ -379,13 +409,8 @@ func tomlTypeName(v any) string {
 	return fmt.Sprintf("a %T", v)
 }
 
-// clip shortens a quoted value for a message.
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:37] + "..."
-	}
-	return s
-}
+// clip shortens a value echoed in a message to about 100 characters.
+func clip(s string) string { return clipText(s, 100) }
 
 // schemaPathOf turns a key with indices into its schema form:
 // partners[1].outages[0].for → partners[].outages[].for.

@@ -375,8 +375,15 @@ func arrivalGap(s *Source, endNs, t int64, rng *rand.Rand) int64 {
 	if s.Arrival == "poisson" {
 		gap = rng.ExpFloat64() / rate
 	}
-	return max(1, int64(gap*1e9))
+	// A gap past the drill's end stops the source; clamping it first keeps
+	// the conversion to int64 from wrapping (a rate near 0 at the end of a
+	// ramp, or an exponential draw far in the tail).
+	return max(1, int64(min(gap, maxArrivalGapS)*1e9))
 }
+
+// maxArrivalGapS is longer than any drill (MaxDurationValue) and far from
+// int64 nanoseconds' limit.
+const maxArrivalGapS = 10 * float64(MaxDurationValue/time.Second)
 
 func (r *simRun) arrival(t int64) {
 	s := &r.d.Source

@@ -28,6 +28,7 @@ type Drill struct {
 	System     System     `toml:"system"` // external mode: the system under drill
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
+	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
 }
 
 // Source is the event arrival process. Each event fans out to one delivery

@@ -65,7 +65,9 @@ func choices(kinds ...string) string {
 // validate returns every problem of d. has reports whether a key was in the
 // file; nil means unknown (a drill built in Go).
 func validate(d *Drill, has func(string) bool) []problem {
-	var ps []problem
+	// Ceilings first: a drill above one is refused however else it is
+	// wrong, and the rest of validation is then cheap.
+	ps := validateLimits(d)
 	bad := func(key, format string, args ...any) {
 		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
 	}
@@ -260,6 +262,34 @@ func validate(d *Drill, has func(string) bool) []problem {
 		if _, err := reports.ParseGate(expr); err != nil {
 			bad("gates["+strconv.Itoa(i)+"]", "%v", err)
 		}
+	}
+	ps = append(ps, checkRanges(d)...)
+	if len(ps) == 0 {
+		ps = append(ps, runnerChecks(d)...)
+	}
+	return ps
+}
+
+// runnerChecks builds what the runners build from a valid drill (the
+// partner specs, the policy, the breaker) and reports anything they would
+// refuse, so that a drill that validates also runs: validate, run, plan and
+// partner accept the same drills.
+func runnerChecks(d *Drill) []problem {
+	var ps []problem
+	if _, err := d.PartnerSpecs(); err != nil {
+		if es, ok := AsErrors(err); ok {
+			for _, e := range es {
+				ps = append(ps, problem{e.Key, e.Msg})
+			}
+		} else {
+			ps = append(ps, problem{"partners", err.Error()})
+		}
+	}
+	if _, err := d.ModelPolicy(); err != nil {
+		ps = append(ps, problem{"policy.retry", err.Error()})
+	}
+	if _, err := d.ModelBreakerSettings(); d.BreakerEnabled() && err != nil {
+		ps = append(ps, problem{"policy.breaker", err.Error()})
 	}
 	return ps
 }

@@ -1,28 +1,14 @@
 package reports
 
 import (
-	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/log"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/chromedp"
-)
-
-// Laptop screen the page is looked at on.
-const (
-	browserViewportWidth  = 1366
-	browserViewportHeight = 768
-	browserTimeout        = 60 * time.Second
+	"github.com/stormdrill/stormdrill/reports/browsercheck"
 )
 
 // browserRun is the golden fixture (gates, cohorts, outages, baseline) with
@@ -42,122 +28,20 @@ func browserRun(t *testing.T) *Run {
 	return run
 }
 
-// pageProblems collects what the browser reports while the page loads. The
-// listener runs on chromedp's reader goroutine, so it only appends under
-// the lock; the test reads after the checks.
-type pageProblems struct {
-	mu       sync.Mutex
-	problems []string
-}
-
-func (p *pageProblems) add(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	// Bounded: a broken page could log without end.
-	if len(p.problems) < 100 {
-		p.problems = append(p.problems, fmt.Sprintf(format, args...))
-	}
-}
-
-func (p *pageProblems) list() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.problems...)
-}
-
-// listen records console errors, uncaught exceptions, browser log errors,
-// failed loads and any request that would leave the machine.
-func (p *pageProblems) listen(ev any) {
-	switch ev := ev.(type) {
-	case *runtime.EventConsoleAPICalled:
-		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-			var args []string
-			for _, a := range ev.Args {
-				args = append(args, string(a.Value)+a.Description)
-			}
-			p.add("console.%s: %s", ev.Type, strings.Join(args, " "))
-		}
-	case *runtime.EventExceptionThrown:
-		d := ev.ExceptionDetails
-		text := d.Text
-		if d.Exception != nil {
-			text += " " + d.Exception.Description
-		}
-		p.add("uncaught exception: %s", text)
-	case *log.EventEntryAdded:
-		if ev.Entry.Level == log.EntryLevelError {
-			p.add("browser log error (%s): %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL)
-		}
-	case *network.EventRequestWillBeSent:
-		// The page must be self-contained: it reads only itself and the
-		// data: URIs it carries.
-		if u, err := url.Parse(ev.Request.URL); err != nil || (u.Scheme != "file" && u.Scheme != "data") {
-			p.add("request that is not file: or data: %.120s", ev.Request.URL)
-		}
-	case *network.EventLoadingFailed:
-		p.add("load failed (%s): %s", ev.Type, ev.ErrorText)
-	}
-}
-
-// imageState is what the page says of one <img>.
-type imageState struct {
-	Alt           string  `json:"alt"`
-	Complete      bool    `json:"complete"`
-	Decoded       bool    `json:"decoded"`
-	NaturalWidth  int     `json:"naturalWidth"`
-	NaturalHeight int     `json:"naturalHeight"`
-	Left          float64 `json:"left"`
-	Right         float64 `json:"right"`
-	Width         float64 `json:"width"`
-	Height        float64 `json:"height"`
-}
-
-// gateRowText is one row of the gates table as the page shows it.
-type gateRowText struct {
-	Cells []string `json:"cells"`
-}
-
-// pageLayout is the size of the page against the viewport.
-type pageLayout struct {
-	ReadyState   string `json:"readyState"`
-	ScrollWidth  int    `json:"scrollWidth"`
-	InnerWidth   int    `json:"innerWidth"`
-	ScrollHeight int    `json:"scrollHeight"`
-}
-
-// imagesJS waits for every image to decode (decode() rejects for a broken
-// image) and then reports its state and where it is drawn.
-const imagesJS = `Promise.all(Array.from(document.images).map(img =>
-	img.decode().then(() => true, () => false).then(decoded => {
-		const r = img.getBoundingClientRect();
-		return {alt: img.alt, complete: img.complete, decoded: decoded,
-			naturalWidth: img.naturalWidth, naturalHeight: img.naturalHeight,
-			left: r.left, right: r.right, width: r.width, height: r.height};
-	})))`
-
-const gatesJS = `Array.from(document.querySelectorAll('#gates tbody tr')).map(tr =>
-	({cells: Array.from(tr.cells).map(td => td.innerText.trim())}))`
-
-const layoutJS = `({readyState: document.readyState,
-	scrollWidth: document.documentElement.scrollWidth,
-	innerWidth: window.innerWidth,
-	scrollHeight: document.documentElement.scrollHeight})`
-
 // TestReportHTMLInBrowser opens report.html, as WriteRunFiles writes it, in
 // headless Chromium with the network blocked, and checks what a reader
-// would: no errors, every plot drawn, the gates table complete, the title,
-// nothing wider than a laptop screen. It keeps a full-page screenshot; set
-// STORMDRILL_SCREENSHOT=file.png to get a copy.
+// would: no errors and no request leaving the page, no dead link, every
+// plot drawn (as an image, or as an interactive chart whose legend shows
+// values on hover), the gates table complete, the title, nothing wider than
+// a laptop screen. Set STORMDRILL_SCREENSHOT=file.png for a screenshot.
 func TestReportHTMLInBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
+	chromium, err := browsercheck.Chromium()
 	if err != nil {
-		msg := "chromium is not installed (Debian package chromium), so report.html is not checked in a browser"
 		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; .ci/run should have installed it")
+			t.Fatal(err.Error() + "; .ci/run should have installed it")
 		}
-		t.Skip(msg)
+		t.Skip(err.Error() + ", so report.html is not checked in a browser")
 	}
-
 	run := browserRun(t)
 	dir := t.TempDir()
 	if err := WriteRunFiles(dir, run); err != nil {
@@ -167,100 +51,55 @@ func TestReportHTMLInBrowser(t *testing.T) {
 	if err != nil || len(svgs) == 0 {
 		t.Fatalf("WriteRunFiles wrote no plots (err %v)", err)
 	}
-	pageURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(dir, "report.html"))}).String()
-
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(t.Context(), browserTimeout)
-	defer cancel()
-	allocCtx, allocCancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Headless,
-		chromedp.NoSandbox, // tests run as root, where the sandbox refuses to start
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("disable-extensions", true),
-		// Every host name fails to resolve: a page that reaches out fails
-		// loudly here instead of leaking traffic.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(browserViewportWidth, browserViewportHeight),
-	)
-	// Cancelling the allocator kills the browser and waits for it, before
-	// t.TempDir's cleanup removes the profile.
-	defer allocCancel()
-	tabCtx, tabCancel := chromedp.NewContext(allocCtx)
-	defer tabCancel()
-
-	var problems pageProblems
-	if err := chromedp.Listen(tabCtx, problems.listen); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	if err := chromedp.Do(tabCtx,
-		chromedp.EmulateViewport(browserViewportWidth, browserViewportHeight),
-		chromedp.Navigate(pageURL),
-	); err != nil {
-		t.Fatalf("open report.html: %v", err)
-	}
-	title, err := chromedp.Run(tabCtx, chromedp.Title())
+	page, err := browsercheck.Visit(t.Context(), chromium, filepath.Join(dir, "report.html"), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	images, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]imageState](imagesJS, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gateRows, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]gateRowText](gatesJS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	layout, err := chromedp.Run(tabCtx, chromedp.Evaluate[pageLayout](layoutJS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shot, err := chromedp.Run(tabCtx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Stop the browser now, so that the events it sent are all in.
-	tabCancel()
-	allocCancel()
 	t.Logf("browser checks took %v", time.Since(start).Round(time.Millisecond))
-
-	shotPath := filepath.Join(t.TempDir(), "report.png")
-	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
-		t.Fatal(err)
+	if p, err := page.SaveScreenshot("STORMDRILL_SCREENSHOT"); err != nil {
+		t.Errorf("STORMDRILL_SCREENSHOT: %v", err)
+	} else if p != "" {
+		t.Logf("screenshot of report.html in %s", p)
 	}
-	if p := os.Getenv("STORMDRILL_SCREENSHOT"); p != "" {
-		if err := os.WriteFile(p, shot, 0o644); err != nil {
-			t.Errorf("STORMDRILL_SCREENSHOT: %v", err)
-		} else {
-			t.Logf("screenshot of report.html (%dx%d viewport) in %s", browserViewportWidth, browserViewportHeight, p)
-		}
-	}
-
-	for _, p := range problems.list() {
+	for _, p := range page.Problems {
 		t.Errorf("page: %s", p)
 	}
-
-	if !strings.Contains(title, run.Summary.Drill) {
-		t.Errorf("title %q does not name the drill %q", title, run.Summary.Drill)
+	for _, d := range page.DeadLinks {
+		t.Errorf("dead link: %s", d)
 	}
+	if !strings.Contains(page.Title, run.Summary.Drill) {
+		t.Errorf("title %q does not name the drill %q", page.Title, run.Summary.Drill)
+	}
+	layout := page.Layout
 	if layout.ReadyState != "complete" {
 		t.Errorf("document.readyState %q after load, want complete", layout.ReadyState)
 	}
 
-	// One image per plot written, each loaded, decoded and drawn inside
-	// the viewport's width.
-	if len(images) != len(svgs) {
-		t.Errorf("%d images on the page, want one per plot (%d)", len(images), len(svgs))
+	// Every plot shows: the time series as interactive charts (their
+	// images only in <noscript>), the others as images.
+	charts := interactiveCharts(run)
+	if len(charts) < 6 {
+		t.Fatalf("%d interactive charts; the fixture should give at least 6", len(charts))
 	}
-	for i, img := range images {
+	if layout.ChartsDrawn != fmt.Sprint(len(charts)) || len(page.Charts) != len(charts) {
+		t.Errorf("charts: script drew %q, page has %d, want %d", layout.ChartsDrawn, len(page.Charts), len(charts))
+	}
+	for i, c := range page.Charts {
+		if c.Width <= 0 || c.Height <= 0 || c.Painted < 1000 {
+			t.Errorf("chart %s is not drawn: canvas %vx%v, %d pixels painted", c.ID, c.Width, c.Height, c.Painted)
+		}
+		if i < len(charts) && c.Series != len(charts[i].Series) {
+			t.Errorf("chart %s: legend has %d series, want %d", c.ID, c.Series, len(charts[i].Series))
+		}
+	}
+	for _, p := range page.HoverProblems() {
+		t.Error(p)
+	}
+	if len(page.Images)+layout.Noscript != len(svgs) {
+		t.Errorf("%d images and %d <noscript> fallbacks, want one per plot (%d)", len(page.Images), layout.Noscript, len(svgs))
+	}
+	for i, img := range page.Images {
 		name := fmt.Sprintf("image %d (%q)", i, img.Alt)
 		if !img.Complete || !img.Decoded || img.NaturalWidth <= 0 || img.NaturalHeight <= 0 {
 			t.Errorf("%s did not load: complete %v, decoded %v, natural size %dx%d",
@@ -279,11 +118,11 @@ func TestReportHTMLInBrowser(t *testing.T) {
 
 	// One row per gate, in order, with the gate's own verdict.
 	gates := run.Summary.Gates
-	if len(gateRows) != len(gates) {
-		t.Fatalf("#gates has %d rows, want one per gate (%d)", len(gateRows), len(gates))
+	if len(page.GateRows) != len(gates) {
+		t.Fatalf("#gates has %d rows, want one per gate (%d)", len(page.GateRows), len(gates))
 	}
 	for i, g := range gates {
-		cells := gateRows[i].Cells
+		cells := page.GateRows[i].Cells
 		if len(cells) != 3 {
 			t.Errorf("gate row %d has %d cells, want 3: %q", i, len(cells), cells)
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 // maxInlinePlotBytes bounds one plot file embedded in report.html.
@@ -20,6 +21,21 @@ type htmlPlot struct {
 	// as a plain URL html/template would write every "+" as "&#43;".
 	Src  template.HTMLAttr // empty when the plot could not be read
 	Note string
+	// ChartID names the interactive uPlot chart that shows the same data;
+	// the image is then the <noscript> fallback.
+	ChartID string
+}
+
+// plotCharts maps a plot's file name to the interactive chart of the same
+// series.
+var plotCharts = map[string]string{
+	"attempts":            "chart-attempts",
+	"amplification":       "chart-amplification",
+	"pending":             "chart-pending",
+	"oldest_age":          "chart-oldest-age",
+	"healthy_percentiles": "chart-healthy-latency",
+	"dead_letters":        "chart-dead-letters",
+	"breaker":             "chart-breaker",
 }
 
 type htmlData struct {
@@ -29,6 +45,14 @@ type htmlData struct {
 	HasSummary  bool
 	Definitions []htmlDefinition
 	CohortCodes []KV
+
+	// The interactive charts: their data, the vendored uPlot and the
+	// script that draws them, all inlined.
+	ChartData    template.JS
+	UPlotJS      template.JS
+	UPlotCSS     template.CSS
+	ChartScript  template.JS
+	UPlotVersion string
 }
 
 // WriteHTML writes report.html: the content of report.md as one
@@ -45,8 +69,34 @@ func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) 
 		d.CohortCodes = cohortCodeRows(r.Summary)
 		d.External = ExternalRows(r.Summary.External)
 	}
+	charts := interactiveCharts(r)
+	hasChart := map[string]bool{}
+	for _, c := range charts {
+		hasChart[c.ID] = true
+	}
+	shown := map[string]bool{}
 	for _, p := range v.Plots {
-		d.HTMLPlots = append(d.HTMLPlots, embedPlot(p, readFile))
+		hp := embedPlot(p, readFile)
+		name := strings.TrimSuffix(p.PNG, ".png")
+		if id := plotCharts[name]; hasChart[id] {
+			hp.ChartID = id
+			shown[id] = true
+		}
+		d.HTMLPlots = append(d.HTMLPlots, hp)
+	}
+	// A chart without a plot file of its own still shows.
+	for _, c := range charts {
+		if !shown[c.ID] {
+			d.HTMLPlots = append(d.HTMLPlots, htmlPlot{Title: c.Title, ChartID: c.ID})
+		}
+	}
+	if len(charts) > 0 {
+		data, err := chartsJSON(charts)
+		if err != nil {
+			return fmt.Errorf("report.html: charts: %w", err)
+		}
+		d.ChartData, d.UPlotJS, d.UPlotCSS, d.ChartScript = data, template.JS(uPlotJS), template.CSS(uPlotCSS), template.JS(chartScript)
+		d.UPlotVersion = uPlotVersion
 	}
 	var buf bytes.Buffer
 	if err := reportTemplate.Execute(&buf, d); err != nil {
@@ -142,9 +192,13 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 .tall { max-height: 24rem; overflow-y: auto; }
 .tall thead th { position: sticky; top: 0; background: #fff; }
 .note, .omitted { color: var(--muted); font-style: italic; }
+.chart { width: 100%; min-height: 300px; border: 1px solid var(--line); background: #fff; }
+.chart .u-title { font-size: 15px; }
+.chart .u-legend { font-size: 13px; text-align: left; }
 #failures { margin: .5rem 0 0; padding-left: 1.25rem; }
 li.bad { color: var(--fail); font-weight: 600; }
 </style>
+{{if .UPlotCSS}}<style>{{.UPlotCSS}}</style>{{end}}
 </head>
 <body>
 <main>
@@ -267,9 +321,12 @@ li.bad { color: var(--fail); font-weight: 600; }
 
 {{if .HTMLPlots}}<section id="plots">
 <h2>Plots</h2>
+{{if .ChartData}}<p class="note">Interactive charts: hover for values, drag to zoom (double-click resets), click a legend entry to hide or show its series. Grey bands: scripted outages; orange bands: manual outages; purple dashed lines: dispatcher restarts; red dashed line: the SLO.</p>{{end}}
 {{range .HTMLPlots}}<figure>
 <figcaption>{{.Title}}</figcaption>
-{{if .Src}}<img {{.Src}} alt="{{.Title}}">{{else}}<p class="note">{{.Note}}</p>{{end}}
+{{if .ChartID}}<div class="chart" id="{{.ChartID}}" role="img" aria-label="{{.Title}}"></div>
+{{if .Src}}<noscript><img {{.Src}} alt="{{.Title}}"></noscript>{{end}}
+{{else if .Src}}<img {{.Src}} alt="{{.Title}}">{{else}}<p class="note">{{.Note}}</p>{{end}}
 </figure>
 {{end}}{{if .PlotsOmitted}}<p class="omitted">… and {{.PlotsOmitted}} more plots not shown.</p>{{end}}
 </section>{{end}}
@@ -344,6 +401,10 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{end}}{{end}}</section>
 {{end}}
 </main>
+{{if .ChartData}}<script type="application/json" id="chart-data">{{.ChartData}}</script>
+<script>/* uPlot {{.UPlotVersion}}, MIT licence, Leon Sorokin; vendored */
+{{.UPlotJS}}</script>
+<script>{{.ChartScript}}</script>{{end}}
 </body>
 </html>
 `))

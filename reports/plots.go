@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -42,8 +43,9 @@ var plotPalette = []color.NRGBA{
 }
 
 var (
-	outageColor = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x40} // translucent grey
-	sloColor    = color.NRGBA{R: 0xC0, G: 0x00, B: 0x00, A: 0xFF}
+	outageColor       = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x40} // translucent grey
+	manualOutageColor = color.NRGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0x30} // translucent vermillion
+	sloColor          = color.NRGBA{R: 0xC0, G: 0x00, B: 0x00, A: 0xFF}
 )
 
 func paletteColor(i int) color.Color { return plotPalette[i%len(plotPalette)] }
@@ -141,6 +143,7 @@ func buildPlots(run *Run) ([]namedPlot, error) {
 		{"pending", "Pending deliveries", pendingPlot},
 		{"oldest_age", "Oldest message age", oldestAgePlot},
 		{"healthy_latency", "Healthy-subscriber latency", healthyLatencyPlot},
+		{"healthy_percentiles", "Healthy-subscriber latency per interval", healthyPercentilesPlot},
 		{"ordinals", "Attempts by ordinal", ordinalsPlot},
 		{"dead_letters", "Dead letters by reason", deadLettersPlot},
 		{"breaker", "Circuit breaker state", breakerPlot},
@@ -328,11 +331,61 @@ func tickLabel(v float64, decimals int) string {
 }
 
 // newTimePlot is a plot whose x axis is drill time in in.time's unit, with
-// the scripted outage windows shaded behind the data.
+// the scripted outage windows shaded behind the data, manual outages shaded
+// in another colour and dispatcher restarts marked.
 func newTimePlot(in plotInput, title, yLabel string) *plot.Plot {
 	p := newPlot(title, in.time.label, yLabel)
-	addOutageShading(p, in.summary.Outages, in.time.divS)
+	var scripted, manual []Outage
+	for _, o := range in.summary.Outages {
+		if o.Manual {
+			manual = append(manual, o)
+		} else {
+			scripted = append(scripted, o)
+		}
+	}
+	addOutageShading(p, scripted, in.time.divS)
+	if s := newOutageShading(manual, in.time.divS); s != nil {
+		s.color = manualOutageColor
+		p.Add(s)
+		p.Legend.Add("manual outage", s)
+	}
+	if len(in.summary.Restarts) > 0 {
+		var first *restartMarks
+		for _, r := range in.summary.Restarts {
+			m := &restartMarks{x: plotFinite(r.AtS) / in.time.divS}
+			p.Add(m)
+			if first == nil {
+				first = m
+			}
+		}
+		p.Legend.Add("dispatcher restart", first)
+	}
 	return p
+}
+
+// restartMarks is a vertical dashed line at a dispatcher restart. Like the
+// outage shading it has no data range: it never stretches the axes.
+type restartMarks struct{ x float64 }
+
+var restartStyle = draw.LineStyle{
+	Color: color.NRGBA{R: 0x7B, G: 0x32, B: 0x94, A: 0xFF}, Width: vg.Points(1.5),
+	Dashes: []vg.Length{vg.Points(4), vg.Points(3)},
+}
+
+// Plot implements plot.Plotter.
+func (m *restartMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(m.x)
+	if x < c.Min.X || x > c.Max.X {
+		return
+	}
+	c.StrokeLine2(restartStyle, x, c.Min.Y, x, c.Max.Y)
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (m *restartMarks) Thumbnail(c *draw.Canvas) {
+	x := (c.Min.X + c.Max.X) / 2
+	c.StrokeLine2(restartStyle, x, c.Min.Y, x, c.Max.Y)
 }
 
 // finishTimeAxes starts both axes at 0 (times, rates, depths and ages are
@@ -505,6 +558,34 @@ func attemptsPlot(in plotInput, title string) (*plot.Plot, error) {
 }
 
 func amplificationPlot(in plotInput, title string) (*plot.Plot, error) {
+	labels, colors, cols := cohortColumns(in.summary, in.ts, func(sm *Sample) []float64 { return sm.CohortAmplification })
+	if len(cols) > 0 {
+		// Faulty against healthy: the pipeline figure is dominated by the
+		// healthy cohorts and hides the outage.
+		labels = append(labels, "pipeline, per interval")
+		colors = append(colors, color.Gray{Y: 0x80})
+		pipe := make([]float64, len(in.ts.Samples))
+		for i := range in.ts.Samples {
+			pipe[i] = in.ts.Samples[i].Amplification
+		}
+		cols = append(cols, pipe)
+		if !anyNonZeroCols(cols) {
+			return nil, nil
+		}
+		series := columnSeries(in.ts.Samples, in.time.divS, MaxPlotPoints, cols)
+		p := newTimePlot(in, title+" by cohort", "amplification (attempts ÷ first attempts)")
+		for i, xys := range series {
+			l, err := addLine(p, labels[i], xys, colors[i])
+			if err != nil {
+				return nil, err
+			}
+			if i < len(series)-1 && strings.HasSuffix(labels[i], "(faulty)") {
+				l.LineStyle.Width = vg.Points(2)
+			}
+		}
+		finishTimeAxes(p, in)
+		return p, nil
+	}
 	s := sampleSeries(in.ts.Samples, in.time.divS, MaxPlotPoints,
 		func(s *Sample) float64 { return s.Amplification },
 		func(s *Sample) float64 { return s.RunningAmplification },
@@ -547,24 +628,79 @@ func oldestAgePlot(in plotInput, title string) (*plot.Plot, error) {
 	if len(in.ts.Samples) == 0 {
 		return nil, nil
 	}
+	labels, colors, cols := cohortColumns(in.summary, in.ts, func(sm *Sample) []float64 { return sm.CohortOldestAgeS })
+	if len(cols) > 0 {
+		title += " by cohort"
+	} else {
+		labels = []string{"oldest ready", "oldest delayed"}
+		colors = []color.Color{plotPalette[0], plotPalette[1]}
+		ready := make([]float64, len(in.ts.Samples))
+		delayed := make([]float64, len(in.ts.Samples))
+		for i := range in.ts.Samples {
+			ready[i] = in.ts.Samples[i].OldestReadyAgeS
+			delayed[i] = in.ts.Samples[i].OldestDelayedAgeS
+		}
+		cols = [][]float64{ready, delayed}
+	}
 	maxAge := math.Max(plotFinite(in.summary.SLOS), 0)
-	for i := range in.ts.Samples {
-		s := &in.ts.Samples[i]
-		maxAge = math.Max(maxAge, math.Max(plotFinite(s.OldestReadyAgeS), plotFinite(s.OldestDelayedAgeS)))
+	for _, c := range cols {
+		for _, v := range c {
+			maxAge = math.Max(maxAge, plotFinite(v))
+		}
 	}
 	unit := chooseDurationAxis(maxAge)
-	s := sampleSeries(in.ts.Samples, in.time.divS, MaxPlotPoints,
-		func(s *Sample) float64 { return plotFinite(s.OldestReadyAgeS) / unit.divS },
-		func(s *Sample) float64 { return plotFinite(s.OldestDelayedAgeS) / unit.divS },
-	)
-	p := newTimePlot(in, title, "age ("+unit.unit+")")
-	if _, err := addLine(p, "oldest ready", s[0], plotPalette[0]); err != nil {
-		return nil, err
+	scaled := make([][]float64, len(cols))
+	for k, c := range cols {
+		scaled[k] = make([]float64, len(c))
+		for i, v := range c {
+			scaled[k][i] = plotFinite(v) / unit.divS
+		}
 	}
-	if _, err := addLine(p, "oldest delayed", s[1], plotPalette[1]); err != nil {
-		return nil, err
+	series := columnSeries(in.ts.Samples, in.time.divS, MaxPlotPoints, scaled)
+	p := newTimePlot(in, title, "age ("+unit.unit+")")
+	for i, xys := range series {
+		if _, err := addLine(p, labels[i], xys, colors[i]); err != nil {
+			return nil, err
+		}
 	}
 	if slo := plotFinite(in.summary.SLOS); slo > 0 {
+		l := newSLOLine(false, slo/unit.divS)
+		p.Add(l)
+		p.Legend.Add("SLO "+legendSeconds(slo), l)
+	}
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
+// healthyPercentilesPlot is the healthy-subscriber latency p50 and p99 of
+// each interval, with the SLO; nil when the series carry no percentiles.
+func healthyPercentilesPlot(in plotInput, title string) (*plot.Plot, error) {
+	p50 := make([]float64, len(in.ts.Samples))
+	p99 := make([]float64, len(in.ts.Samples))
+	maxS := 0.0
+	for i := range in.ts.Samples {
+		p50[i], p99[i] = plotFinite(in.ts.Samples[i].HealthyLatencyP50S), plotFinite(in.ts.Samples[i].HealthyLatencyP99S)
+		maxS = math.Max(maxS, p99[i])
+	}
+	if !anyNonZeroCols([][]float64{p50, p99}) {
+		return nil, nil
+	}
+	unit := chooseDurationAxis(maxS)
+	for i := range p50 {
+		p50[i] /= unit.divS
+		p99[i] /= unit.divS
+	}
+	series := columnSeries(in.ts.Samples, in.time.divS, MaxPlotPoints, [][]float64{p50, p99})
+	p := newTimePlot(in, title, "latency ("+unit.unit+")")
+	if _, err := addLine(p, "p50", series[0], plotPalette[0]); err != nil {
+		return nil, err
+	}
+	if _, err := addLine(p, "p99", series[1], plotPalette[3]); err != nil {
+		return nil, err
+	}
+	// The SLO is drawn only when it is within sight of the data: a 30m
+	// line over second-scale latencies would flatten them to nothing.
+	if slo := plotFinite(in.summary.SLOS); slo > 0 && slo <= 3*maxS {
 		l := newSLOLine(false, slo/unit.divS)
 		p.Add(l)
 		p.Legend.Add("SLO "+legendSeconds(slo), l)

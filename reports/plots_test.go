@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"html"
 	"image/png"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/plot"
@@ -28,6 +31,7 @@ func syntheticRun(n int, breakers []string) *Run {
 		IntervalS:       1,
 		Reasons:         []string{"permanent", "window-expired", "max-attempts"},
 		BreakerPartners: breakers,
+		Cohorts:         []string{"healthy", "acme"},
 	}
 	var attempts, first float64
 	var ready, delayed float64
@@ -53,6 +57,19 @@ func syntheticRun(n int, breakers []string) *Run {
 		first += s.FirstAttemptsPerS
 		attempts += s.FirstAttemptsPerS + s.RetriesPerS
 		s.RunningAmplification = attempts / first
+		// Faulty against healthy: acme retries hard during its outage and
+		// its oldest delivery ages; the healthy cohort stays near 1.
+		acmeAmp, acmeAge := 1.0, rng.Float64()
+		if inOutage {
+			acmeAmp, acmeAge = 3+rng.Float64(), t-outStart
+		}
+		s.CohortAmplification = []float64{1 + 0.02*rng.Float64(), acmeAmp}
+		s.CohortOldestAgeS = []float64{rng.Float64() * 2, acmeAge}
+		s.HealthyLatencyP50S = 0.08 + 0.01*rng.Float64()
+		s.HealthyLatencyP99S = 0.6 + 0.2*rng.Float64()
+		if inOutage {
+			s.HealthyLatencyP99S += 0.5
+		}
 		s.DLQByReason = make([]float64, len(ts.Reasons))
 		if rng.Float64() < 0.01 {
 			s.DLQByReason[0] = 1 // permanent, now and then
@@ -86,8 +103,17 @@ func syntheticRun(n int, breakers []string) *Run {
 			DurationS:  float64(n),
 			DrillTimeS: float64(n),
 			SLOS:       1800,
-			Outages:    []Outage{{Partner: "acme-0", Kind: "unavailable", StartS: outStart, EndS: outEnd}},
-			Attempts:   Attempts{ByOrdinal: []int64{int64(first), 5000, 3000, 1000, 200, 50, 0}},
+			Outages: []Outage{
+				{Partner: "acme", Kind: "unavailable", StartS: outStart, EndS: outEnd},
+				{Partner: "acme", Kind: "unavailable", StartS: outEnd + float64(n)/10, EndS: outEnd + float64(n)/6, Manual: true},
+			},
+			Restarts: []Restart{{AtS: float64(n) / 3, DownS: 5, InFlight: 3}},
+			Cohorts: []Cohort{
+				{Name: "healthy", Subscribers: 199, Attempts: 100000, Amplification: 1.01},
+				{Name: "acme", Subscribers: 1, Faulty: true, Attempts: 3000, Amplification: 2.5,
+					StatusCodes: map[string]int64{"200": 1200, "503": 1800, "timeout": 3}},
+			},
+			Attempts: Attempts{ByOrdinal: []int64{int64(first), 5000, 3000, 1000, 200, 50, 0}},
 		},
 		Timeseries:       ts,
 		HealthyCDF:       cdf(1),
@@ -97,7 +123,7 @@ func syntheticRun(n int, breakers []string) *Run {
 
 var allPlotNames = []string{
 	"attempts", "amplification", "pending", "oldest_age",
-	"healthy_latency", "ordinals", "dead_letters", "breaker",
+	"healthy_latency", "healthy_percentiles", "ordinals", "dead_letters", "breaker",
 }
 
 func TestWritePlots(t *testing.T) {
@@ -195,6 +221,18 @@ func TestWritePlotsSkipsPlotsWithoutData(t *testing.T) {
 			// No breaker partner: no breaker plot.
 			"no breaker partners",
 			func() *Run { return syntheticRun(200, nil) },
+			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "healthy_percentiles", "ordinals", "dead_letters"},
+		},
+		{
+			// Series without per-interval healthy percentiles: no plot of them.
+			"no healthy percentiles",
+			func() *Run {
+				r := syntheticRun(200, nil)
+				for i := range r.Timeseries.Samples {
+					r.Timeseries.Samples[i].HealthyLatencyP50S, r.Timeseries.Samples[i].HealthyLatencyP99S = 0, 0
+				}
+				return r
+			},
 			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "ordinals", "dead_letters"},
 		},
 		{
@@ -220,7 +258,7 @@ func TestWritePlotsSkipsPlotsWithoutData(t *testing.T) {
 				}
 				return r
 			},
-			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "ordinals", "breaker"},
+			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "healthy_percentiles", "ordinals", "breaker"},
 		},
 		{
 			// Zero latencies only and no SLO: the log axis still has a range.
@@ -251,6 +289,53 @@ func TestWritePlotsSkipsPlotsWithoutData(t *testing.T) {
 				t.Errorf("plots %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestPlotsShowFaultyAgainstHealthy: with per-cohort series, the
+// amplification and oldest-age plots draw one line per cohort, faulty
+// first, the oldest-age plot carries the SLO line, and every time plot
+// marks the restart and the manual outage in its legend.
+func TestPlotsShowFaultyAgainstHealthy(t *testing.T) {
+	plots, err := buildPlots(syntheticRun(600, []string{"acme"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The legend as drawn: the SVG's text elements.
+	textRe := regexp.MustCompile(`<text[^>]*>([^<]*)</text>`)
+	byName := map[string][]string{}
+	for _, np := range plots {
+		svg, err := renderPlot(np.plot, "svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range textRe.FindAllSubmatch(svg, -1) {
+			byName[np.name] = append(byName[np.name], html.UnescapeString(string(m[1])))
+		}
+	}
+	wantPrefix := map[string][]string{
+		"amplification":       {"acme (faulty)", "healthy", "pipeline, per interval"},
+		"oldest_age":          {"acme (faulty)", "healthy"},
+		"healthy_percentiles": {"p50", "p99"},
+	}
+	for name, want := range wantPrefix {
+		got := byName[name]
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s legend %q lacks %q", name, got, w)
+			}
+		}
+	}
+	if !slices.ContainsFunc(byName["oldest_age"], func(s string) bool { return strings.HasPrefix(s, "SLO ") }) {
+		t.Errorf("oldest_age legend %q has no SLO line", byName["oldest_age"])
+	}
+	for _, name := range []string{"attempts", "amplification", "pending", "oldest_age", "healthy_percentiles", "dead_letters", "breaker"} {
+		got := byName[name]
+		for _, w := range []string{"scripted outage", "manual outage", "dispatcher restart"} {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s legend %q does not mark the %s", name, got, w)
+			}
+		}
 	}
 }
 

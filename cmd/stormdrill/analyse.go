@@ -57,6 +57,8 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	check := fs.Bool("check", false, "run the simulation and put analytic and simulated figures side by side")
 	strict := fs.Bool("strict", false, fmt.Sprintf("with --check: exit 1 when a figure is more than %g%% off the simulation", experiments.CheckTolerancePct))
+	var limits multiFlag
+	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -67,7 +69,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if *strict && !*check {
 		return usagef("stormdrill plan: --strict needs --check")
 	}
-	d, err := drills.Load(pos[0], nil)
+	ov, err := limitOverrides("plan", limits, nil)
+	if err != nil {
+		return err
+	}
+	d, err := drills.Load(pos[0], ov)
 	if err != nil {
 		return usageError{err}
 	}

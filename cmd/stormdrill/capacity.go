@@ -32,8 +32,9 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	precision := fs.Float64("precision", experiments.DefaultRatePrecision, "rates: stop when the bracket is within this fraction")
 	outDir := fs.String("out", "", "output directory (default out/<drill name>-capacity)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
-	var sets multiFlag
+	var sets, limits multiFlag
 	fs.Var(&sets, "set", "override a drill key for every probe, KEY=VALUE as TOML (repeatable)")
+	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -58,10 +59,13 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 		}
 		opt.Overrides[k] = v
 	}
-	if opt.Min, err = boundValue("--min", *minV); err != nil {
+	if _, err := limitOverrides("capacity", limits, opt.Overrides); err != nil {
 		return err
 	}
-	if opt.Max, err = boundValue("--max", *maxV); err != nil {
+	if opt.Min, err = boundValue("--min", *minV, *vary); err != nil {
+		return err
+	}
+	if opt.Max, err = boundValue("--max", *maxV, *vary); err != nil {
 		return err
 	}
 	d, err := drills.Load(pos[0], opt.Overrides)
@@ -71,6 +75,9 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	dir := *outDir
 	if dir == "" {
 		dir = filepath.Join("out", d.Name+"-capacity")
+	}
+	if err := checkOutDir("capacity", dir); err != nil {
+		return err
 	}
 	bar := newCountBar(stderr, !*quiet && term.IsTerminal(int(os.Stderr.Fd())), d.Name+" capacity", "probes")
 	opt.Progress = bar.update
@@ -95,18 +102,26 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// boundValue reads --min or --max: a rate ("2/s") or a plain number.
-func boundValue(flagName, s string) (float64, error) {
+// boundValue reads --min or --max: a rate ("2/s") or a plain number. A
+// rate is held to the drill's range of rates, so that no probe asks for an
+// arrival gap that overflows.
+func boundValue(flagName, s, key string) (float64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if v, err := strconv.ParseFloat(s, 64); err == nil && v > 0 {
-		return v, nil
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0) {
+		if v, err = drills.ParseRate(s); err != nil || !(v > 0) {
+			return 0, usagef("stormdrill capacity: %s %q: want a positive number or a rate like 2/s", flagName, clipArg(s))
+		}
 	}
-	if v, err := drills.ParseRate(s); err == nil && v > 0 {
-		return v, nil
+	if key == "source.rate" && (v < drills.MinRatePerSecond || v > drills.MaxRatePerSecond) {
+		return 0, usagef("stormdrill capacity: %s %s: a rate must be between %g/s and %g/s", flagName, clipArg(s), drills.MinRatePerSecond, float64(drills.MaxRatePerSecond))
 	}
-	return 0, usagef("stormdrill capacity: %s %q: want a positive number or a rate like 2/s", flagName, s)
+	if v > 1e12 {
+		return 0, usagef("stormdrill capacity: %s %s: at most 1e12", flagName, clipArg(s))
+	}
+	return v, nil
 }
 
 // countBar is a progress bar over a count of things (probes, runs), drawn

@@ -43,10 +43,11 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "JSON output for scripts")
 	var batch *int
 	var rate *float64
-	var dryRun *bool
+	var dryRun, all *bool
 	switch sub {
 	case "list", "show":
 	case "replay":
+		all = fs.Bool("all", false, "replay every dead letter, whatever its reason (permanent ones included); without it, --reason is required")
 		batch = fs.Int("batch", queue.DefaultReplayBatch, "dead letters moved per transaction")
 		rate = fs.Float64("rate", 0, "batches per second (0: no pause between batches)")
 		dryRun = fs.Bool("dry-run", false, "count what would move, move nothing")
@@ -65,6 +66,11 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	}
 	if sub != "show" && len(pos) > 0 {
 		return usagef("stormdrill dlq %s: unexpected argument %q", sub, pos[0])
+	}
+	if sub == "replay" {
+		if err := checkReplayScope(*reason, *all); err != nil {
+			return err
+		}
 	}
 	if *reason != "" && !knownReason(*reason) {
 		return usagef("stormdrill dlq: --reason %q: want one of %s", *reason, strings.Join(reasonNames(), ", "))
@@ -128,21 +134,21 @@ func openStore(cmd, dsn string) (queue.Store, error) {
 	scheme, path, ok := strings.Cut(dsn, ":")
 	switch {
 	case !ok:
-		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, dsn)
+		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "memory"):
-		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, dsn)
+		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "sqlite") && path != "":
 		fi, err := os.Stat(path)
 		if err != nil {
-			return nil, usagef("stormdrill %s: --store %q: no queue there (%v); a live run writes one as DIR/queue.db", cmd, dsn, errors.Unwrap(err))
+			return nil, usagef("stormdrill %s: --store %q: no queue there (%v); a live run writes one as DIR/queue.db", cmd, queue.RedactDSN(dsn), errors.Unwrap(err))
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, usagef("stormdrill %s: --store %q: not a file", cmd, dsn)
+			return nil, usagef("stormdrill %s: --store %q: not a file", cmd, queue.RedactDSN(dsn))
 		}
 	}
 	st, err := queue.Open(dsn)
 	if err != nil {
-		return nil, usagef("stormdrill %s: --store: %v", cmd, err)
+		return nil, usagef("stormdrill %s: --store: %s", cmd, queue.RedactMessage(err.Error(), dsn))
 	}
 	return st, nil
 }

@@ -510,7 +510,10 @@ func TestLiveCommandsRefuseBadStoresAndNonLoopbackURLs(t *testing.T) {
 		// dlq on an in-memory store sees nothing
 		{[]string{"dlq", "list", "--store", "memory:"}, "starts empty"},
 		{[]string{"dlq", "list", "--store", "sqlite:" + filepath.Join(dir, "missing.db")}, "no queue there"},
-		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--batch", "0"}, "--batch"},
+		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--reason", "max-attempts", "--batch", "0"}, "--batch"},
+		// a replay of everything, permanent failures included, must say so
+		{[]string{"dlq", "replay", "--store", "sqlite:" + db}, "--all"},
+		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--all", "--reason", "permanent"}, "exclude each other"},
 		{[]string{"dlq", "list", "--store", "sqlite:" + db, "--reason", "bogus"}, "--reason"},
 		{[]string{"dlq", "frob"}, "unknown subcommand"},
 		// the partner server listens on loopback only

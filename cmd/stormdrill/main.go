@@ -148,9 +148,15 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
+			if err := checkNoEmptyFlags(fs); err != nil {
+				return nil, err
+			}
 			return pos, nil
 		}
 		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			if err := checkNoEmptyFlags(fs); err != nil {
+				return nil, err
+			}
 			return append(pos, rest...), nil
 		}
 		pos = append(pos, rest[0])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"html"
 	"os"
 	"path/filepath"
@@ -458,5 +459,121 @@ func TestRunWithBaselinePutsComparisonInReport(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "baseline") || !strings.Contains(string(md), "amplification=+1%") {
 		t.Errorf("report.md lacks the baseline comparison:\n%s", md)
+	}
+}
+
+// readmeCITolerances are the --fail-on tolerances of the README's CI
+// example, so that the test below checks what the README tells users.
+func readmeCITolerances(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	i := strings.Index(text, "A CI gate against a stored baseline")
+	if i < 0 {
+		t.Fatal("README.md has no CI example")
+	}
+	block := text[i:]
+	if j := strings.Index(block, "```sh"); j >= 0 {
+		block = block[j:]
+	}
+	if j := strings.Index(block[5:], "```"); j >= 0 {
+		block = block[:j+5]
+	}
+	var tols []string
+	for _, m := range regexp.MustCompile(`--fail-on (\S+)`).FindAllStringSubmatch(block, -1) {
+		tols = append(tols, m[1])
+	}
+	if len(tols) < 2 || !strings.Contains(block, "--seeds 10") {
+		t.Fatalf("README's CI example has tolerances %q and no --seeds 10:\n%s", tols, block)
+	}
+	return tols
+}
+
+// flagshipVariant writes the flagship drill with each old → new replacement
+// made (each must match once) and returns its path.
+func flagshipVariant(t *testing.T, replace ...string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../drills/fanout-outage.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if strings.Count(text, replace[i]) != 1 {
+			t.Fatalf("flagship drill: %q does not occur exactly once", replace[i])
+		}
+		text = strings.Replace(text, replace[i], replace[i+1], 1)
+	}
+	path := filepath.Join(t.TempDir(), "fanout-outage.toml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSeedNoiseIsNotAFailure: the flagship with base seeds 42 and 7, ten
+// seeds each, compares as not different under the README's example
+// tolerances; the same drill with jitter = "none" is caught. max_attempts
+// doubled changes nothing in the flagship itself (its breaker holds
+// deliveries, so none reaches 8 attempts: the runs are identical), so it is
+// checked on the flagship without its breaker, where the retry budget is
+// what bounds the faulty subscriber's attempts.
+func TestSeedNoiseIsNotAFailure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the flagship 60 times")
+	}
+	tols := readmeCITolerances(t)
+	runSeeds := func(drill, seed string) string {
+		dir := t.TempDir()
+		path, _ := filepath.Abs(drill)
+		code, out, errOut := stormdrill(t, "run", path, "--seeds", "10", "--seed", seed, "--out", dir, "--quiet")
+		if code != exitOK {
+			t.Fatalf("run %s --seed %s --seeds 10: exit %d\n%s%s", drill, seed, code, out, errOut)
+		}
+		return dir
+	}
+	compare := func(base, cand string) (int, string) {
+		args := []string{"compare", base, cand}
+		for _, tol := range tols {
+			args = append(args, "--fail-on", tol)
+		}
+		code, out, errOut := stormdrill(t, args...)
+		return code, out + errOut
+	}
+	flagship := "../../drills/fanout-outage.toml"
+	base := runSeeds(flagship, "42")
+
+	s, err := reports.ReadSummary(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Seeds == nil || len(s.Seeds.Runs) != 10 {
+		t.Fatalf("summary.json of a --seeds 10 run has no statistics over 10 seeds: %+v", s.Seeds)
+	}
+	for _, r := range s.Seeds.Runs {
+		if _, err := os.Stat(filepath.Join(base, "seeds", fmt.Sprint(r.Seed), "summary.json")); err != nil {
+			t.Errorf("no per-seed summary for seed %d: %v", r.Seed, err)
+		}
+	}
+	if f, ok := s.Seeds.Figure("healthy.latency.p99"); !ok || !(f.CILow < f.Mean && f.Mean < f.CIHigh) {
+		t.Errorf("healthy.latency.p99 across seeds has no confidence interval: %+v", f)
+	}
+
+	if code, out := compare(base, runSeeds(flagship, "7")); code != exitOK {
+		t.Errorf("seeds 42 and 7 compare as different (exit %d):\n%s", code, out)
+	}
+	noJitter := flagshipVariant(t, `jitter          = "full"`, `jitter          = "none"`)
+	if code, out := compare(base, runSeeds(noJitter, "7")); code != exitGateFail || !strings.Contains(out, "Welch") {
+		t.Errorf("jitter = \"none\" is not caught (exit %d):\n%s", code, out)
+	}
+
+	noBreaker := flagshipVariant(t, `trip      = "consecutive"`, `trip      = "none"`)
+	doubled := flagshipVariant(t, `trip      = "consecutive"`, `trip      = "none"`, `max_attempts    = 8`, `max_attempts    = 16`)
+	baseNB := runSeeds(noBreaker, "42")
+	if code, out := compare(baseNB, runSeeds(doubled, "7")); code != exitGateFail {
+		t.Errorf("max_attempts doubled is not caught (exit %d):\n%s", code, out)
 	}
 }

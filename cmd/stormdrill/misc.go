@@ -9,7 +9,9 @@ import (
 )
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("validate", "DRILL.toml...", "  stormdrill validate drills/*.toml", stdout)
+	fs := newFlags("validate", "DRILL.toml... [--limit KEY=N]", "  stormdrill validate drills/*.toml\n  stormdrill validate big.toml --limit deliveries=200000000", stdout)
+	var limits multiFlag
+	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -18,7 +20,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	loaded, err := loadDrills(files)
+	ov, err := limitOverrides("validate", limits, nil)
+	if err != nil {
+		return err
+	}
+	loaded, err := loadDrills(files, ov)
 	for i, d := range loaded {
 		if d != nil {
 			fmt.Fprintf(stdout, "%s: ok\n", files[i])
@@ -32,11 +38,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 // the first; a file that cannot be loaded for another reason stops it at
 // once. loaded[i] is files[i]'s drill, nil where that drill was refused.
 // Every error is a usage error (exit status 2).
-func loadDrills(files []string) (loaded []*drills.Drill, err error) {
+func loadDrills(files []string, overrides map[string]string) (loaded []*drills.Drill, err error) {
 	loaded = make([]*drills.Drill, len(files))
 	var bad drills.Errors
 	for i, f := range files {
-		d, err := drills.Load(f, nil)
+		d, err := drills.Load(f, overrides)
 		if err != nil {
 			if es, ok := drills.AsErrors(err); ok {
 				bad = append(bad, es...)
@@ -51,6 +57,9 @@ func loadDrills(files []string) (loaded []*drills.Drill, err error) {
 	}
 	return loaded, nil
 }
+
+// limitUsage is the help of every --limit flag.
+const limitUsage = "raise a ceiling on total work for this run, KEY=N (repeatable): deliveries, subscribers, cohorts, gates, array or samples (the drill's limits.KEY)"
 
 const keysExamples = `  stormdrill keys > keys.md
   stormdrill keys retry            # only the keys whose name contains "retry"

@@ -23,6 +23,8 @@ func cmdPartner(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("partner", "DRILL.toml [--listen 127.0.0.1:0] [--speed F]", partnerExamples, stdout)
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve on")
 	speed := fs.Float64("speed", 0, "divide every scripted time by this factor (default: the drill's speed)")
+	var limits multiFlag
+	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -30,7 +32,11 @@ func cmdPartner(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("stormdrill partner: name exactly one drill file (see --help)")
 	}
-	d, err := drills.Load(pos[0], nil)
+	ov, err := limitOverrides("partner", limits, nil)
+	if err != nil {
+		return err
+	}
+	d, err := drills.Load(pos[0], ov)
 	if err != nil {
 		return usageError{err}
 	}

@@ -30,13 +30,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
 	seeds := fs.Int("seeds", 1, "run each drill with this many seeds (seed, seed+1, …) in parallel and report the mean and 95% CI of every figure (simulation only)")
 	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
-	var failOn multiFlag
+	var failOn, limits multiFlag
 	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
+	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	files, err := drillFiles("run", pos)
+	if err != nil {
+		return err
+	}
+	if err := checkFailOn("run", failOn, *baseline); err != nil {
+		return err
+	}
+	ov, err := limitOverrides("run", limits, nil)
 	if err != nil {
 		return err
 	}
@@ -67,8 +75,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	// Load every drill first: a typo in the third drill should not cost the
 	// time of running the first two.
-	loaded, err := loadDrills(files)
+	loaded, err := loadDrills(files, ov)
 	if err != nil {
+		return err
+	}
+	if err := checkDistinctNames(files, loaded); err != nil {
 		return err
 	}
 	if seedOverride != nil {
@@ -85,18 +96,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	multi := len(loaded) > 1
+	dirs := make([]string, len(loaded))
+	for i, d := range loaded {
+		if multi {
+			dirs[i] = filepath.Join(outDirFor(*outDir, ""), d.Name)
+		} else {
+			dirs[i] = outDirFor(*outDir, d.Name)
+		}
+		// A report that cannot be written is known before the run.
+		if err := checkOutDir("run", dirs[i]); err != nil {
+			return err
+		}
+	}
 	var index []reports.IndexEntry
 	worst := exitOK
 	for i, d := range loaded {
-		dir := *outDir
-		switch {
-		case multi && dir == "":
-			dir = filepath.Join("out", d.Name)
-		case multi:
-			dir = filepath.Join(dir, d.Name)
-		case dir == "":
-			dir = filepath.Join("out", d.Name)
-		}
+		dir := dirs[i]
 		code, run, err := runOne(d, files[i], dir, *seeds, *baseline, base, tols, interactive, stdout, stderr, !multi && !*quiet)
 		if err != nil {
 			return err

@@ -206,6 +206,10 @@ func runMulti(t *testing.T, src string, retries bool) {
 	for _, o := range owners {
 		children = append(children, spawnOn(t, r, dsn, o))
 	}
+	// The partners' timeline starts once both dispatchers are ready: on a
+	// busy machine starting them can take longer than the outage lasts, and
+	// then the outage would be over before the first delivery.
+	r.srv.SetStart(time.Now())
 
 	// 40 events in waves of 4, 30ms apart, fanned out to 5 subscribers.
 	const events, wave = 40, 4

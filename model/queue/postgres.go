@@ -94,7 +94,7 @@ func checkPostgresDSN(dsn string) (string, error) {
 	if u.Opaque != "" {
 		return "", errors.New("queue: postgres dsn: want postgres://user:pass@127.0.0.1:5432/db, with //")
 	}
-	return u.Redacted(), nil
+	return RedactDSN(dsn), nil
 }
 
 // checkPostgresHosts refuses every host, including fallbacks, that is not a
@@ -125,16 +125,8 @@ func loopbackHost(h string) error {
 	return fmt.Errorf("host %q is not a loopback address; only 127.0.0.0/8, ::1 and localhost are allowed", h)
 }
 
-// redactErr hides the DSN's password should a driver message quote it.
-func redactErr(err error, dsn string) string {
-	msg := err.Error()
-	if u, perr := url.Parse(dsn); perr == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return msg
-}
+// redactErr hides the DSN's secrets should a driver message quote them.
+func redactErr(err error, dsn string) string { return RedactMessage(err.Error(), dsn) }
 
 func loadPGMigrations() ([]migration, error) { return readMigrations(pgMigrationFS, "migrations_pg") }
 

@@ -216,23 +216,23 @@ type Store interface {
 func Open(dsn string) (Store, error) {
 	scheme, rest, ok := strings.Cut(dsn, ":")
 	if !ok {
-		return nil, fmt.Errorf("queue: dsn %q: want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", dsn)
+		return nil, fmt.Errorf("queue: dsn %q: want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", RedactDSN(dsn))
 	}
 	switch strings.ToLower(scheme) {
 	case "sqlite":
 		if rest == "" {
-			return nil, fmt.Errorf("queue: dsn %q: sqlite needs a file path", dsn)
+			return nil, fmt.Errorf("queue: dsn %q: sqlite needs a file path", RedactDSN(dsn))
 		}
 		return OpenSQLite(rest)
 	case "memory":
 		if rest != "" {
-			return nil, fmt.Errorf("queue: dsn %q: memory takes no argument", dsn)
+			return nil, fmt.Errorf("queue: dsn %q: memory takes no argument", RedactDSN(dsn))
 		}
 		return NewMemory(), nil
 	case "postgres", "postgresql":
 		return OpenPostgres(dsn)
 	}
-	return nil, fmt.Errorf("queue: dsn %q: unknown store %q; want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", dsn, scheme)
+	return nil, fmt.Errorf("queue: dsn %q: unknown store %q; want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", RedactDSN(dsn), scheme)
 }
 
 // toNS stores a time as unix nanoseconds; the zero time is 0.

@@ -1,0 +1,392 @@
+package reports
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"image/color"
+	"math"
+)
+
+// The vendored uPlot (see assets/uplot/README.md): report.html inlines it,
+// so the page draws its charts without the network.
+const uPlotVersion = "1.6.32"
+
+var (
+	//go:embed assets/uplot/uPlot.iife.min.js
+	uPlotJS string
+	//go:embed assets/uplot/uPlot.min.css
+	uPlotCSS string
+)
+
+// chartSpec is one interactive time-series chart of report.html, as the
+// page's script reads it.
+type chartSpec struct {
+	ID     string        `json:"id"`
+	Title  string        `json:"title"`
+	XLabel string        `json:"xLabel"`
+	YLabel string        `json:"yLabel"`
+	X      []float64     `json:"x"`
+	Series []chartSeries `json:"series"`
+	// Step draws the lines as steps (breaker state).
+	Step bool `json:"step,omitempty"`
+	// Outages and Manual are shaded windows, Restarts vertical marks, all
+	// in x units.
+	Outages  [][2]float64 `json:"outages"`
+	Manual   [][2]float64 `json:"manual"`
+	Restarts []float64    `json:"restarts"`
+	// YRef is a horizontal reference line (the SLO), in y units.
+	YRef      *float64 `json:"yRef,omitempty"`
+	YRefLabel string   `json:"yRefLabel,omitempty"`
+	// YNames labels integer y values (breaker: closed, half-open, open).
+	YNames []string `json:"yNames,omitempty"`
+}
+
+type chartSeries struct {
+	Label  string    `json:"label"`
+	Color  string    `json:"color"`
+	Values []float64 `json:"values"`
+	Width  float64   `json:"width,omitempty"`
+}
+
+// interactiveCharts builds the time-series charts of report.html from the
+// same series as the PNG/SVG plots. Each chart's series share one x array,
+// downsampled to at most MaxPlotPoints points keeping every series' peaks.
+func interactiveCharts(run *Run) []chartSpec {
+	if run == nil || run.Timeseries == nil || len(run.Timeseries.Samples) == 0 {
+		return nil
+	}
+	s := run.Summary
+	if s == nil {
+		s = &Summary{}
+	}
+	ts := run.Timeseries
+	span := math.Max(s.DrillTimeS, ts.Samples[len(ts.Samples)-1].T)
+	axis := chooseTimeAxis(span)
+	marks := timeMarks(s, axis.divS)
+	var charts []chartSpec
+	add := func(id, title, yLabel string, labels []string, colors []color.Color, cols [][]float64) *chartSpec {
+		if len(cols) == 0 {
+			return nil
+		}
+		xys := columnSeries(ts.Samples, axis.divS, MaxPlotPoints, cols)
+		c := chartSpec{ID: id, Title: title, XLabel: axis.label, YLabel: yLabel,
+			Outages: marks.outages, Manual: marks.manual, Restarts: marks.restarts}
+		c.X = make([]float64, len(xys[0]))
+		for i, p := range xys[0] {
+			c.X[i] = roundFloat(p.X)
+		}
+		for k, pts := range xys {
+			vs := make([]float64, len(pts))
+			for i, p := range pts {
+				vs[i] = roundFloat(p.Y)
+			}
+			c.Series = append(c.Series, chartSeries{Label: labels[k], Color: cssColor(colors[k]), Values: vs})
+		}
+		charts = append(charts, c)
+		return &charts[len(charts)-1]
+	}
+	col := func(f func(*Sample) float64) []float64 {
+		vs := make([]float64, len(ts.Samples))
+		for i := range ts.Samples {
+			vs[i] = plotFinite(f(&ts.Samples[i]))
+		}
+		return vs
+	}
+
+	add("chart-attempts", "Attempts per second", "attempts/s",
+		[]string{"first attempts/s", "retries/s", "successes/s"},
+		[]color.Color{plotPalette[0], plotPalette[1], plotPalette[2]},
+		[][]float64{
+			col(func(s *Sample) float64 { return s.FirstAttemptsPerS }),
+			col(func(s *Sample) float64 { return s.RetriesPerS }),
+			col(func(s *Sample) float64 { return s.SuccessesPerS }),
+		})
+
+	labels, colors, cols := cohortColumns(s, ts, func(sm *Sample) []float64 { return sm.CohortAmplification })
+	ampTitle := "Retry amplification"
+	if len(cols) > 0 {
+		ampTitle += " by cohort"
+	}
+	labels = append(labels, "pipeline, per interval")
+	colors = append(colors, color.Gray{Y: 0x80})
+	cols = append(cols, col(func(s *Sample) float64 { return s.Amplification }))
+	if anyNonZeroCols(cols) {
+		add("chart-amplification", ampTitle, "attempts ÷ first attempts", labels, colors, cols)
+	}
+
+	add("chart-pending", "Pending deliveries", "deliveries",
+		[]string{"ready", "delayed", "in flight"},
+		[]color.Color{plotPalette[0], plotPalette[1], plotPalette[2]},
+		[][]float64{
+			col(func(s *Sample) float64 { return s.Ready }),
+			col(func(s *Sample) float64 { return s.Delayed }),
+			col(func(s *Sample) float64 { return s.InFlight }),
+		})
+
+	labels, colors, cols = cohortColumns(s, ts, func(sm *Sample) []float64 { return sm.CohortOldestAgeS })
+	if len(cols) == 0 {
+		labels = []string{"oldest ready", "oldest delayed"}
+		colors = []color.Color{plotPalette[0], plotPalette[1]}
+		cols = [][]float64{
+			col(func(s *Sample) float64 { return s.OldestReadyAgeS }),
+			col(func(s *Sample) float64 { return s.OldestDelayedAgeS }),
+		}
+	}
+	maxAge := math.Max(0, plotFinite(s.SLOS))
+	for _, c := range cols {
+		for _, v := range c {
+			maxAge = math.Max(maxAge, v)
+		}
+	}
+	unit := chooseDurationAxis(maxAge)
+	for _, c := range cols {
+		for i := range c {
+			c[i] /= unit.divS
+		}
+	}
+	ageTitle := "Oldest message age"
+	if labels[0] != "oldest ready" {
+		ageTitle += " by cohort"
+	}
+	if c := add("chart-oldest-age", ageTitle, "age ("+unit.unit+")", labels, colors, cols); c != nil && s.SLOS > 0 {
+		ref := roundFloat(s.SLOS / unit.divS)
+		c.YRef, c.YRefLabel = &ref, "SLO "+legendSeconds(s.SLOS)
+	}
+
+	p50 := col(func(s *Sample) float64 { return s.HealthyLatencyP50S })
+	p99 := col(func(s *Sample) float64 { return s.HealthyLatencyP99S })
+	if anyNonZeroCols([][]float64{p50, p99}) {
+		add("chart-healthy-latency", "Healthy-subscriber latency per interval", "latency (s)",
+			[]string{"p50", "p99"}, []color.Color{plotPalette[0], plotPalette[3]}, [][]float64{p50, p99})
+	}
+
+	var dlqLabels []string
+	var dlqCols [][]float64
+	for r, reason := range ts.Reasons {
+		running := make([]float64, len(ts.Samples))
+		var sum float64
+		for i := range ts.Samples {
+			sum += math.Max(0, sampleColumn(ts.Samples[i].DLQByReason, r))
+			running[i] = sum
+		}
+		if sum > 0 {
+			dlqLabels = append(dlqLabels, reason)
+			dlqCols = append(dlqCols, running)
+		}
+	}
+	add("chart-dead-letters", "Dead letters by reason (cumulative)", "dead letters", dlqLabels, paletteN(len(dlqCols)), dlqCols)
+
+	var brLabels []string
+	var brCols [][]float64
+	for p, partner := range ts.BreakerPartners {
+		if p >= maxBreakerLines {
+			break
+		}
+		states := make([]float64, len(ts.Samples))
+		for i := range ts.Samples {
+			states[i] = sampleColumn(ts.Samples[i].Breaker, p)
+		}
+		brLabels = append(brLabels, partner)
+		brCols = append(brCols, states)
+	}
+	if c := add("chart-breaker", "Circuit breaker state", "state", brLabels, paletteN(len(brCols)), brCols); c != nil {
+		c.Step = true
+		c.YNames = []string{"closed", "half-open", "open"}
+	}
+	return charts
+}
+
+// cohortColumns is one column per Timeseries.Cohorts entry, faulty cohorts
+// first and labelled so; nil when the series carry no cohort columns.
+func cohortColumns(s *Summary, ts *Timeseries, get func(*Sample) []float64) (labels []string, colors []color.Color, cols [][]float64) {
+	faulty := map[string]bool{}
+	for _, c := range s.Cohorts {
+		faulty[c.Name] = c.Faulty
+	}
+	have := false
+	for i := range ts.Samples {
+		if len(get(&ts.Samples[i])) > 0 {
+			have = true
+			break
+		}
+	}
+	if !have {
+		return nil, nil, nil
+	}
+	order := make([]int, 0, len(ts.Cohorts))
+	for pass := range 2 {
+		for k, name := range ts.Cohorts {
+			if faulty[name] == (pass == 0) {
+				order = append(order, k)
+			}
+		}
+	}
+	for n, k := range order {
+		vs := make([]float64, len(ts.Samples))
+		for i := range ts.Samples {
+			vs[i] = sampleColumn(get(&ts.Samples[i]), k)
+		}
+		label := ts.Cohorts[k]
+		if faulty[label] {
+			label += " (faulty)"
+		}
+		labels = append(labels, label)
+		colors = append(colors, paletteColor(n))
+		cols = append(cols, vs)
+	}
+	return labels, colors, cols
+}
+
+// timeMarks are the windows and instants marked on every time axis.
+type timeMarkSet struct {
+	outages, manual [][2]float64
+	restarts        []float64
+}
+
+func timeMarks(s *Summary, divS float64) timeMarkSet {
+	m := timeMarkSet{outages: [][2]float64{}, manual: [][2]float64{}, restarts: []float64{}}
+	for _, o := range s.Outages {
+		start, end := plotFinite(o.StartS), plotFinite(o.EndS)
+		if end <= start {
+			continue
+		}
+		w := [2]float64{roundFloat(start / divS), roundFloat(end / divS)}
+		if o.Manual {
+			m.manual = append(m.manual, w)
+		} else {
+			m.outages = append(m.outages, w)
+		}
+	}
+	for _, r := range s.Restarts {
+		m.restarts = append(m.restarts, roundFloat(plotFinite(r.AtS)/divS))
+	}
+	return m
+}
+
+func anyNonZeroCols(cols [][]float64) bool {
+	for _, c := range cols {
+		for _, v := range c {
+			if v != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func paletteN(n int) []color.Color {
+	out := make([]color.Color, n)
+	for i := range out {
+		out[i] = paletteColor(i)
+	}
+	return out
+}
+
+func cssColor(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, b>>8)
+}
+
+// chartsJSON is the charts as JSON for a <script type="application/json">
+// element. encoding/json escapes <, > and &, so the text cannot close the
+// element.
+func chartsJSON(charts []chartSpec) (template.JS, error) {
+	if charts == nil {
+		charts = []chartSpec{}
+	}
+	b, err := json.Marshal(charts)
+	if err != nil {
+		return "", err
+	}
+	return template.JS(b), nil
+}
+
+// chartScript draws every chart of #chart-data with uPlot: hover values in
+// the legend, drag to zoom (double-click to reset), click a legend entry to
+// hide or show its series; outages shaded, restarts marked, the SLO drawn.
+const chartScript = `(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("chart-data").textContent);
+  function fmt(v) {
+    if (v == null || isNaN(v)) return "–";
+    var a = Math.abs(v);
+    if (a !== 0 && a < 0.001) return v.toExponential(2);
+    if (a >= 1000) return Math.round(v).toLocaleString("en-US");
+    return String(+v.toPrecision(4));
+  }
+  function marks(spec) {
+    return {hooks: {drawClear: [function (u) {
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      ctx.save();
+      function shade(ws, fill) {
+        ctx.fillStyle = fill;
+        ws.forEach(function (w) {
+          var x0 = u.valToPos(w[0], "x", true), x1 = u.valToPos(w[1], "x", true);
+          ctx.fillRect(x0, top, Math.max(1, x1 - x0), h);
+        });
+      }
+      shade(spec.outages, "rgba(128,128,128,0.22)");
+      shade(spec.manual, "rgba(213,94,0,0.18)");
+      ctx.restore();
+    }], draw: [function (u) {
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+      ctx.save();
+      ctx.lineWidth = 2 * devicePixelRatio;
+      ctx.strokeStyle = "#7b3294";
+      ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      spec.restarts.forEach(function (t) {
+        var x = u.valToPos(t, "x", true);
+        ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+      });
+      if (spec.yRef != null) {
+        var y = u.valToPos(spec.yRef, "y", true);
+        ctx.strokeStyle = "#c00000";
+        ctx.setLineDash([6 * devicePixelRatio, 3 * devicePixelRatio]);
+        ctx.beginPath(); ctx.moveTo(u.bbox.left, y); ctx.lineTo(u.bbox.left + u.bbox.width, y); ctx.stroke();
+      }
+      ctx.restore();
+    }]}};
+  }
+  data.forEach(function (spec) {
+    var el = document.getElementById(spec.id);
+    if (!el) return;
+    var series = [{label: spec.xLabel, value: function (u, v) { return fmt(v); }}];
+    spec.series.forEach(function (s) {
+      var opt = {label: s.label, stroke: s.color, width: s.width || 1.5,
+        value: function (u, v) { return spec.yNames && v != null ? (spec.yNames[Math.round(v)] || fmt(v)) : fmt(v); }};
+      if (spec.step) opt.paths = uPlot.paths.stepped({align: 1});
+      series.push(opt);
+    });
+    var yAxis = {label: spec.yLabel};
+    if (spec.yNames) {
+      yAxis.splits = function () { return spec.yNames.map(function (_, i) { return i; }); };
+      yAxis.values = function (u, vals) { return vals.map(function (v) { return spec.yNames[v] || ""; }); };
+      yAxis.size = 80;
+    }
+    var yMax = spec.yRef != null ? spec.yRef : null;
+    var opts = {
+      title: spec.title,
+      width: Math.max(320, el.clientWidth || 800), height: 300,
+      series: series,
+      axes: [{label: spec.xLabel}, yAxis],
+      scales: {x: {time: false}, y: {range: function (u, lo, hi) {
+        if (spec.yNames) return [-0.2, spec.yNames.length - 0.8];
+        var top = Math.max(hi, yMax == null ? hi : yMax);
+        if (!(top > 0)) top = 1;
+        return [Math.min(0, lo), top * 1.05];
+      }}},
+      cursor: {drag: {x: true, y: false}},
+      legend: {live: true},
+      plugins: [marks(spec)]
+    };
+    var cols = [spec.x].concat(spec.series.map(function (s) { return s.values; }));
+    var chart = new uPlot(opts, cols, el);
+    el.uplot = chart;
+    window.addEventListener("resize", function () {
+      chart.setSize({width: Math.max(320, el.clientWidth || 800), height: 300});
+    });
+  });
+  document.documentElement.setAttribute("data-charts", String(data.length));
+})();`
