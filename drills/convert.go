@@ -79,12 +79,34 @@ func (l *Latency) dist() (fakepartner.Dist, error) {
 func (p *Partner) fakeOutage(o *Outage) fakepartner.Outage {
 	kind, _ := fakepartner.ParseOutageKind(o.Kind)
 	return fakepartner.Outage{
-		Start:      o.Start.D,
-		For:        o.For.D,
-		Kind:       kind,
-		RetryAfter: o.RetryAfter,
-		Factor:     o.Factor,
-		Period:     o.Period.D,
-		Members:    o.Members,
+		Start:       o.Start.D,
+		For:         o.For.D,
+		Kind:        kind,
+		RetryAfter:  o.RetryAfter,
+		Factor:      o.Factor,
+		Period:      o.Period.D,
+		Members:     o.Members,
+		AnswerAfter: p.answerAfter(o),
 	}
+}
+
+// AnswerAfterPartner is the answer_after dist that stands for the
+// partner's own latency.
+const AnswerAfterPartner = "partner"
+
+// answerAfter is the outage's answer_after as a distribution: nil when
+// it is not given or does not convert (validation reports it).
+func (p *Partner) answerAfter(o *Outage) *fakepartner.Dist {
+	l := &o.AnswerAfter
+	if l.isZero() {
+		return nil
+	}
+	if l.Dist == AnswerAfterPartner {
+		l = &p.Latency
+	}
+	d, err := l.dist()
+	if err != nil {
+		return nil
+	}
+	return &d
 }

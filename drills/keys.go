@@ -32,6 +32,11 @@ var Keys = []KeyDoc{
 	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
 	{"source.at", "duration", `"0s"`, "When a burst is released."},
 	{"source.to", "array of strings", "all cohorts", "Cohorts (partner names) each event fans out to."},
+	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). Simulation only for now."},
+	{"source.k", "integer", "—", "k: how many distinct subscribers each event goes to."},
+	{"source.degree[].n", "integer", "—", "degree: rows `{ n = 3, p = 0.2 }`: an event goes to n distinct subscribers with probability p."},
+	{"source.degree[].p", "number", "—", "degree: the probability of the row's n; the rows' p add up to 1."},
+	{"source.weights", "table of numbers", "every subscriber 1", "one, k, degree: cohort name → the relative weight of one of its subscribers, e.g. `{ big = 10 }`."},
 	{"source.payload_bytes", "integer", "0", "Size of each delivery's payload."},
 
 	{"partners[].name", "string", "required", "Cohort name; unique within the drill."},
@@ -59,6 +64,7 @@ var Keys = []KeyDoc{
 	{"partners[].outages[].retry_after", "string", `""`, "throttle: the Retry-After sent: `\"N\"` seconds, `\"date:DUR\"` (an HTTP-date DUR ahead) or `\"garbage\"`; empty sends none."},
 	{"partners[].outages[].factor", "number", "", "slow: latency multiplier, at least 1."},
 	{"partners[].outages[].period", "duration", "", "flap: one down+up cycle; above 0."},
+	{"partners[].outages[].answer_after", "latency table", "", "unavailable, reset, throttle, flap: how long a failing call takes to be answered, with the same keys as latency, or `{ dist = \"partner\" }` for the partner's own latency; not given, it fails at once."},
 	{"partners[].outages[].members", "integer", "0", "How many subscribers of the cohort it hits, at most count; 0 = all."},
 
 	{"policy.retry.max_attempts", "integer", "5", "Attempts per delivery, the first included; 0 = no limit."},
@@ -227,6 +233,8 @@ func typeName(t reflect.Type) string {
 		return "integer"
 	case reflect.Float64, reflect.Float32:
 		return "number"
+	case reflect.Map:
+		return "table of " + typeName(t.Elem()) + "s"
 	case reflect.Slice:
 		if isTableType(t.Elem()) {
 			return "array of tables"

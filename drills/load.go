@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -548,6 +549,24 @@ func (ld *loader) decodeValue(v any, f reflect.Value, path, spath string) {
 		f.Set(reflect.MakeSlice(t, len(a), len(a)))
 		for i, e := range a {
 			ld.decodeValue(e, f.Index(i), path+"["+strconv.Itoa(i)+"]", spath)
+		}
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		// A table of NAME = value (source.weights), keys in sorted order.
+		m, ok := v.(map[string]any)
+		if !ok {
+			want("a table")
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		f.Set(reflect.MakeMapWithSize(t, len(m)))
+		for _, k := range keys {
+			ev := reflect.New(t.Elem()).Elem()
+			ld.decodeValue(m[k], ev, path+"."+k, spath)
+			f.SetMapIndex(reflect.ValueOf(k), ev)
 		}
 	case t.Kind() == reflect.String:
 		s, ok := v.(string)

@@ -214,10 +214,7 @@ func (rec *recorder) sample(r *simRun, t int64) {
 	rec.iv = intervalRec{}
 	sec := float64(rec.intervalNs) / 1e9
 	st := r.core.Snapshot(r.wall(t))
-	heldDeliveries := float64(0)
-	if held := len(r.held) - r.heldHead; held > 0 {
-		heldDeliveries = float64(held*len(r.fanout) - r.heldSub)
-	}
+	heldDeliveries := r.heldDeliveries()
 	s := reports.Sample{
 		T:                 float64(t) / 1e9,
 		FirstAttemptsPerS: float64(iv.first) / sec,
@@ -310,19 +307,11 @@ func (rec *recorder) finish(r *simRun) (*reports.Run, error) {
 	pending := int64(r.core.Queued() + r.core.InFlight())
 	// Deliveries the source created but still holds back (on_full = block)
 	// are created and pending, though no queue has seen them yet.
-	if held := len(r.held) - r.heldHead; held > 0 {
-		for k, si := range r.fanout {
-			n := int64(held)
-			if k < r.heldSub {
-				n-- // the head event already enqueued this one
-			}
-			if n > 0 {
-				rec.created += n
-				rec.cohorts[r.subs[si].cohort].deliveries += n
-				pending += n
-			}
-		}
-	}
+	r.eachHeld(func(si int32, n int64) {
+		rec.created += n
+		rec.cohorts[r.subs[si].cohort].deliveries += n
+		pending += n
+	})
 	endWall := r.wall(rec.endNs)
 	// The within-SLO fraction is over healthy deliveries whose latency is a
 	// question: bad data (permanent dead letters) is left out, and so are

@@ -113,17 +113,20 @@ type outageTrack struct {
 }
 
 type simRun struct {
-	d      *Drill
-	pol    *model.Policy
-	specs  []fakepartner.Spec
-	subs   []subscriber
-	fanout []int32 // subscriber indexes each event fans out to
-	core   *dispatch.Core
-	q      sim.Queue[simEvent]
-	rng    *rand.Rand // dispatcher's jitter stream
-	src    *rand.Rand // source's arrival stream
-	epoch0 int64      // unix ns of drill time 0
-	needID bool
+	d       *Drill
+	pol     *model.Policy
+	specs   []fakepartner.Spec
+	subs    []subscriber
+	fan     *Fanout
+	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
+	fanBuf  []int32 // backing of fanout when the shape picks per event
+	heldBuf []int32 // scratch for the picks of other held events
+	core    *dispatch.Core
+	q       sim.Queue[simEvent]
+	rng     *rand.Rand // dispatcher's jitter stream
+	src     *rand.Rand // source's arrival stream
+	epoch0  int64      // unix ns of drill time 0
+	needID  bool
 
 	slots     []inflight
 	freeSlots []int32
@@ -162,7 +165,11 @@ func RunSim(d *Drill, opt SimOptions) (*reports.Run, error) {
 	if err := r.run(opt); err != nil {
 		return nil, err
 	}
-	return r.rec.finish(r)
+	run, err := r.rec.finish(r)
+	if run != nil {
+		run.Summary.Offered = d.Offered(r.specs)
+	}
+	return run, err
 }
 
 func newSimRun(d *Drill) (*simRun, error) {
@@ -178,10 +185,6 @@ func newSimRun(d *Drill) (*simRun, error) {
 	r.needID = pol.Backoff.Jitter == model.JitterHash
 	r.rng = sim.NewRand(d.Seed, "dispatcher")
 	r.src = sim.NewRand(d.Seed, "source")
-	targets := map[string]bool{}
-	for _, n := range d.Source.To {
-		targets[n] = true
-	}
 	var pcs []dispatch.PartnerConfig
 	var global *model.Budget
 	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
@@ -197,20 +200,18 @@ func newSimRun(d *Drill) (*simRun, error) {
 					healthy = false
 				}
 			}
-			idx := int32(len(r.subs))
 			partner := fakepartner.NewSim(sp, m, sim.NewRand(d.Seed, "partner/"+name))
 			partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
 			r.subs = append(r.subs, subscriber{
 				cohort: int32(ci), member: int32(m), name: name, healthy: healthy, partner: partner,
 				badData: sp.PermanentErrors > 0,
 			})
-			if len(targets) == 0 || targets[sp.Name] {
-				r.fanout = append(r.fanout, idx)
-			}
 			pc := dispatch.PartnerConfig{Name: name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency}
 			pcs = append(pcs, pc)
 		}
 	}
+	r.fan = d.NewFanout(specs)
+	r.fanout = r.fan.Pick(0, nil)
 	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
 	if err != nil {
 		return nil, err
@@ -414,6 +415,10 @@ func (r *simRun) feedSource(t int64) {
 	for r.heldHead < len(r.held) {
 		created := r.held[r.heldHead]
 		eventNo := r.rec.events
+		if r.heldSub == 0 && !r.fan.All() {
+			r.fanout = r.fan.Pick(eventNo, r.fanBuf)
+			r.fanBuf = r.fanout
+		}
 		for r.heldSub < len(r.fanout) {
 			if block && r.core.Full() {
 				return
@@ -698,19 +703,11 @@ func (r *simRun) outageEnd(t int64, i int) {
 		n += r.subs[s].pending
 	}
 	// Deliveries to these subscribers still held back by the source.
-	if held := len(r.held) - r.heldHead; held > 0 {
-		per := int64(0)
-		headLeft := int64(0)
-		for k, si := range r.fanout {
-			if int(si) >= o.lo && int(si) < o.hi {
-				per++
-				if k >= r.heldSub {
-					headLeft++
-				}
-			}
+	r.eachHeld(func(si int32, k int64) {
+		if int(si) >= o.lo && int(si) < o.hi {
+			n += k
 		}
-		n += headLeft + int64(held-1)*per
-	}
+	})
 	if n == 0 {
 		o.drained, o.drainTimeNs = true, 0
 		return
@@ -754,4 +751,52 @@ func (r *simRun) goDown(t int64, i int) {
 	r.rec.restarts = append(r.rec.restarts, reports.Restart{AtS: float64(t) / 1e9, DownS: f.Down.D.Seconds(), Graceful: graceful, InFlight: inFlight})
 	r.down = true
 	r.q.Push(t+int64(f.Down.D), simEvent{kind: evUp, slot: int32(i)})
+}
+
+// eachHeld calls fn(subscriber, deliveries) for the deliveries the source
+// still holds back (on_full = "block"): the rest of the head event's, and
+// every later held event's.
+func (r *simRun) eachHeld(fn func(si int32, n int64)) {
+	held := len(r.held) - r.heldHead
+	if held <= 0 {
+		return
+	}
+	if r.fan.All() {
+		for k, si := range r.fanout {
+			n := int64(held)
+			if k < r.heldSub {
+				n-- // the head event already enqueued this one
+			}
+			if n > 0 {
+				fn(si, n)
+			}
+		}
+		return
+	}
+	first := r.rec.events // the head event's number
+	for j := 0; j < held; j++ {
+		picks := r.fan.Pick(first+int64(j), r.heldBuf)
+		r.heldBuf = picks
+		if j == 0 {
+			picks = picks[min(r.heldSub, len(picks)):]
+		}
+		for _, si := range picks {
+			fn(si, 1)
+		}
+	}
+}
+
+// heldDeliveries is how many deliveries the source holds back; past the
+// head event it takes the mean fan-out for shapes that vary per event,
+// since it is sampled often and the exact count costs a pick per event.
+func (r *simRun) heldDeliveries() float64 {
+	held := len(r.held) - r.heldHead
+	if held <= 0 {
+		return 0
+	}
+	if r.fan.All() {
+		return float64(held*len(r.fanout) - r.heldSub)
+	}
+	head := r.fan.Degree(r.rec.events) - r.heldSub
+	return float64(max(head, 0)) + float64(held-1)*r.d.FanoutMean()
 }

@@ -41,6 +41,11 @@ type Source struct {
 	At      Duration `toml:"at"`      // burst: when
 	To      []string `toml:"to"`      // cohort names; empty = all
 	Payload int      `toml:"payload_bytes"`
+	// Fan-out shape: all | one | k | degree (see fanout.go).
+	Fanout  string             `toml:"fanout"`
+	K       int                `toml:"k"`       // fanout = "k"
+	Degree  []Degree           `toml:"degree"`  // fanout = "degree"
+	Weights map[string]float64 `toml:"weights"` // cohort → one subscriber's weight
 }
 
 // Partner is a cohort of identical fake subscribers.
@@ -86,6 +91,10 @@ type Outage struct {
 	Factor     float64  `toml:"factor"`      // slow: latency multiplier
 	Period     Duration `toml:"period"`      // flap: one up+down cycle
 	Members    int      `toml:"members"`     // how many subscribers of the cohort it hits; 0 = all
+	// AnswerAfter is how long a failing call takes to be answered: a
+	// latency table, or dist = "partner" for the partner's own latency;
+	// empty answers at once.
+	AnswerAfter Latency `toml:"answer_after"`
 }
 
 // Policy is the retry policy with its breaker and budget.

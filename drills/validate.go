@@ -161,6 +161,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 		}
 		seenTo[to] = true
 	}
+	validateFanout(d, names, bad)
 
 	// Retry policy.
 	r := &d.Policy.Retry
@@ -365,6 +366,12 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 		}
 		if !o.For.Set {
 			bad(okey+"for", "required: how long the outage lasts")
+		}
+		if a := &o.AnswerAfter; !a.isZero() && a.Dist != AnswerAfterPartner {
+			if ps1 := validateLatency(pre+okey+"answer_after", a); len(ps1) > 0 {
+				ps = append(ps, ps1...)
+				continue
+			}
 		}
 		fo := p.fakeOutage(o)
 		for _, pr := range fo.Problems(p.Count) {

@@ -20,6 +20,9 @@ const (
 	// maxBracketFactor: bracketing gives up 2^10 times away from the start.
 	maxBracketSteps = 10
 	maxIntegerValue = 1_000_000
+	// DefaultCapacitySeeds is how many seeds `capacity` runs unless told:
+	// enough for the answer to carry a 95% confidence interval.
+	DefaultCapacitySeeds = 5
 )
 
 // CapacityOptions tune Capacity.
@@ -31,8 +34,10 @@ type CapacityOptions struct {
 	// Min and Max bound the search; 0 means unbounded on that side (the
 	// search brackets from the drill's own value).
 	Min, Max float64
-	// Seeds per probe (default 1): seed, seed+1, …; a probe passes only when
-	// every seed passes.
+	// Seeds (default 1): seed, seed+1, …. With several, the search runs
+	// once per seed; the answer is the most conservative per-seed boundary,
+	// stated with the mean and 95% confidence interval of the per-seed
+	// boundaries.
 	Seeds int
 	// Precision is the relative width at which a rate search stops
 	// (default DefaultRatePrecision); integer keys stop at a step of 1.
@@ -77,6 +82,12 @@ type CapacityResult struct {
 	Note     string  // why the search stopped, in words
 	Gates    []string
 	Baseline float64 // the drill's own value of the key
+	// SeedAnswers are the per-seed boundaries of a multi-seed search, in
+	// seed order; AnswerMean and AnswerCILow/High their mean and 95%
+	// confidence interval (Student's t). Empty with one seed.
+	SeedAnswers               []float64
+	AnswerMean                float64
+	AnswerCILow, AnswerCIHigh float64
 }
 
 // rateKeys are the keys whose values are rates; everything else is searched
@@ -123,9 +134,49 @@ func Capacity(path string, opt CapacityOptions) (*CapacityResult, error) {
 	if _, err := drills.Load(path, withOverride(opt.Overrides, opt.Key, literalFor(res, start))); err != nil {
 		return nil, err
 	}
-	s := &search{res: res, opt: opt, path: path, seed: base.Seed, tried: map[float64]*Probe{}}
-	s.run(start)
-	sort.Slice(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
+	if opt.Seeds == 1 {
+		s := &search{res: res, opt: opt, path: path, seed: base.Seed, tried: map[float64]*Probe{}}
+		s.run(start)
+		sort.Slice(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
+		return res, nil
+	}
+	// One search per seed: the spread of the per-seed boundaries is the
+	// noise of the answer, and it is stated with it.
+	one := opt
+	one.Seeds = 1
+	progress := opt.Progress
+	res.Found, res.Bracket = true, true
+	var worst *CapacityResult
+	for k := range opt.Seeds {
+		sub := *res
+		sub.Probes, sub.Found, sub.Bracket, sub.Seeds = nil, false, false, 1
+		if progress != nil {
+			one.Progress = func(done, bound int) { progress(k*bound+done, opt.Seeds*bound) }
+		}
+		s := &search{res: &sub, opt: one, path: path, seed: base.Seed + uint64(k), tried: map[float64]*Probe{}}
+		s.run(start)
+		res.Probes = append(res.Probes, sub.Probes...)
+		res.Found = res.Found && sub.Found
+		res.Bracket = res.Bracket && sub.Bracket
+		if !sub.Found {
+			res.Note = fmt.Sprintf("seed %d: %s", base.Seed+uint64(k), sub.Note)
+			continue
+		}
+		res.SeedAnswers = append(res.SeedAnswers, sub.Answer)
+		if worst == nil || s.better(worst.Answer, sub.Answer) {
+			w := sub
+			worst = &w
+		}
+	}
+	if worst != nil && res.Found {
+		res.Answer, res.Failing = worst.Answer, worst.Failing
+		res.Note = worst.Note + fmt.Sprintf("; the least of %d per-seed boundaries", opt.Seeds)
+	}
+	if len(res.SeedAnswers) > 0 {
+		st := describe(res.SeedAnswers)
+		res.AnswerMean, res.AnswerCILow, res.AnswerCIHigh = st.Mean, st.Mean-st.CIHalf, st.Mean+st.CIHalf
+	}
+	sort.SliceStable(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
 	return res, nil
 }
 

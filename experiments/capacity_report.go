@@ -35,6 +35,11 @@ func (r *CapacityResult) AnswerText() string {
 		}
 		return fmt.Sprintf("The %s passing %s is %s %s (%s).", what, r.Key, bound, v, r.Note)
 	}
+	if len(r.SeedAnswers) > 1 {
+		return fmt.Sprintf("The %s %s at which every gate holds is %s on every one of %d seeds (%s fails on one); per seed: mean %s, 95%% CI [%s, %s] (%s).",
+			what, r.Key, v, r.Seeds, r.formatValue(r.Failing), r.formatValue(r.AnswerMean),
+			r.formatValue(r.AnswerCILow), r.formatValue(r.AnswerCIHigh), r.Note)
+	}
 	return fmt.Sprintf("The %s %s at which every gate holds on all %d seeds is %s; %s fails (%s).",
 		what, r.Key, r.Seeds, v, r.formatValue(r.Failing), r.Note)
 }
@@ -54,8 +59,13 @@ func WriteCapacityMarkdown(w io.Writer, r *CapacityResult) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Capacity: %s, varying %s\n\n", r.Drill, r.Key)
 	fmt.Fprintf(&b, "**%s**\n\n", r.AnswerText())
-	fmt.Fprintf(&b, "The drill's own value: %s. Gates: %s. Each probe runs %d seed(s) and passes only when every seed passes.\n\n",
-		r.formatValue(r.Baseline), "`"+strings.Join(r.Gates, "`, `")+"`", r.Seeds)
+	how := "Each probe runs one seed."
+	if r.Seeds > 1 {
+		how = fmt.Sprintf("The search ran once for each of %d seeds; each probe below is one seed's. "+
+			"95%% CI: confidence interval of the mean per-seed boundary, Student's t with n−1 degrees of freedom.", r.Seeds)
+	}
+	fmt.Fprintf(&b, "The drill's own value: %s. Gates: %s. %s\n\n",
+		r.formatValue(r.Baseline), "`"+strings.Join(r.Gates, "`, `")+"`", how)
 	b.WriteString("| " + r.Key + " | seeds passed | amplification | healthy p99 | drain time | dead-lettered | failed gates |\n")
 	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, p := range r.Probes {
@@ -109,19 +119,28 @@ func WriteCapacity(dir string, r *CapacityResult) error {
 		Err           string   `json:"error,omitempty"`
 	}
 	out := struct {
-		Drill   string      `json:"drill"`
-		Key     string      `json:"key"`
-		Search  string      `json:"search"`
-		Found   bool        `json:"found"`
-		Answer  *float64    `json:"answer"`
-		Failing *float64    `json:"failing"`
-		Note    string      `json:"note"`
-		Seeds   int         `json:"seeds"`
-		Probes  []jsonProbe `json:"probes"`
+		Drill   string   `json:"drill"`
+		Key     string   `json:"key"`
+		Search  string   `json:"search"`
+		Found   bool     `json:"found"`
+		Answer  *float64 `json:"answer"`
+		Failing *float64 `json:"failing"`
+		Note    string   `json:"note"`
+		Seeds   int      `json:"seeds"`
+		// Per-seed boundaries and their mean and 95% CI (several seeds).
+		SeedAnswers []float64   `json:"seed_answers,omitempty"`
+		Mean        *float64    `json:"answer_mean,omitempty"`
+		CILow       *float64    `json:"answer_ci95_low,omitempty"`
+		CIHigh      *float64    `json:"answer_ci95_high,omitempty"`
+		Probes      []jsonProbe `json:"probes"`
 	}{Drill: r.Drill, Key: r.Key, Search: map[bool]string{true: "largest", false: "smallest"}[r.Largest], Found: r.Found,
 		Failing: nullable(r.Failing), Note: r.Note, Seeds: r.Seeds}
 	if r.Found {
 		out.Answer = nullable(r.Answer)
+	}
+	if len(r.SeedAnswers) > 1 {
+		out.SeedAnswers = r.SeedAnswers
+		out.Mean, out.CILow, out.CIHigh = nullable(r.AnswerMean), nullable(r.AnswerCILow), nullable(r.AnswerCIHigh)
 	}
 	for _, p := range r.Probes {
 		out.Probes = append(out.Probes, jsonProbe{Value: p.Value, Seeds: p.Seeds, Passed: p.Passed, Pass: p.Pass,

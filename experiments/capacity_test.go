@@ -3,6 +3,7 @@ package experiments
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -69,4 +70,38 @@ func TestCapacityWorkersSmallest(t *testing.T) {
 		t.Fatalf("want a boundary to a step of one: %s", r.AnswerText())
 	}
 	t.Log(r.AnswerText())
+}
+
+// With several seeds the search runs once per seed: the answer is the
+// least per-seed boundary (it passed on its seed, and every other seed's
+// boundary is at or above it), stated with the 95% CI of the per-seed
+// boundaries, which the report and summary.json carry.
+func TestCapacitySeedsStateACI(t *testing.T) {
+	ov := withOverride(shortFlagship, "dispatcher.workers", "16")
+	r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Overrides: ov, Seeds: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Found || len(r.SeedAnswers) != 3 {
+		t.Fatalf("want three per-seed boundaries: %s (%v)", r.AnswerText(), r.SeedAnswers)
+	}
+	for _, a := range r.SeedAnswers {
+		if a < r.Answer {
+			t.Errorf("a seed's boundary %g is below the answer %g", a, r.Answer)
+		}
+	}
+	if !(r.AnswerCILow <= r.AnswerMean && r.AnswerMean <= r.AnswerCIHigh) || r.AnswerCIHigh == r.AnswerCILow && r.SeedAnswers[0] != r.SeedAnswers[1] {
+		t.Errorf("CI [%g, %g] around the mean %g", r.AnswerCILow, r.AnswerCIHigh, r.AnswerMean)
+	}
+	if !strings.Contains(r.AnswerText(), "95% CI") {
+		t.Errorf("the answer states no CI: %s", r.AnswerText())
+	}
+	dir := t.TempDir()
+	if err := WriteCapacity(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if !strings.Contains(string(js), `"answer_ci95_low"`) {
+		t.Errorf("summary.json has no CI:\n%s", js)
+	}
 }

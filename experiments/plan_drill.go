@@ -1,16 +1,18 @@
 package experiments
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 )
 
 // PlanInputFor reads what the analytic plan needs off a loaded drill:
-// deliveries per second after fan-out, mean service time, the steady-state
+// deliveries per second after fan-out (source.fanout), mean service time, the steady-state
 // failure probability and the outages with their share of deliveries.
 func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 	specs, err := d.PartnerSpecs()
@@ -22,7 +24,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		targets[n] = true
 	}
 	var subs int
-	var meanSvc, fail float64 // weighted by subscribers
+	var meanSvc, fail float64 // weighted by each cohort's share of deliveries
 	timeout := d.Dispatcher.AttemptTimeout.D
 	for i := range specs {
 		sp := &specs[i]
@@ -34,12 +36,9 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		if timeout > 0 && m > timeout {
 			m = timeout
 		}
-		meanSvc += float64(sp.Count) * float64(m)
-		fail += float64(sp.Count) * (sp.TransientErrors)
-	}
-	if subs > 0 {
-		meanSvc /= float64(subs)
-		fail /= float64(subs)
+		share := float64(sp.Count) * d.SubscriberShare(sp.Name)
+		meanSvc += share * float64(m)
+		fail += share * sp.TransientErrors
 	}
 	rate := d.Source.Rate.PerSecond
 	if d.Source.Arrival == "ramp" {
@@ -51,7 +50,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 	r := &d.Policy.Retry
 	in := PlanInput{
 		Drill:                 d.Name,
-		ArrivalPerS:           rate * float64(subs),
+		ArrivalPerS:           rate * d.FanoutMean(),
 		Workers:               d.Dispatcher.Workers,
 		MeanService:           time.Duration(meanSvc),
 		AttemptTimeout:        timeout,
@@ -120,9 +119,10 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 			}
 			in.Outages = append(in.Outages, PlanOutage{
 				Partner: sp.Name, Length: o.For, Start: o.Start, Kind: o.Kind.String(),
-				ShareOfDeliveries: float64(hit) / float64(max(subs, 1)),
+				ShareOfDeliveries: float64(hit) * d.SubscriberShare(sp.Name),
 				Subscribers:       hit,
 				RetryAfter:        retryAfterSeconds(o.RetryAfter),
+				FailLatency:       answerAfter(o.AnswerAfter, timeout),
 				Factor:            o.Factor,
 				Period:            o.Period,
 			})
@@ -146,4 +146,48 @@ func retryAfterSeconds(s string) time.Duration {
 		return 0
 	}
 	return time.Duration(n) * time.Second
+}
+
+// answerAfter is the mean time a failing call takes to be answered,
+// capped at the attempt timeout; 0 for a fast answer.
+func answerAfter(d *fakepartner.Dist, timeout time.Duration) time.Duration {
+	if d == nil {
+		return 0
+	}
+	m := d.Expected()
+	if timeout > 0 && m > timeout {
+		m = timeout
+	}
+	return m
+}
+
+// WarnUtilisation is the utilisation above which PlanWarning speaks up.
+const WarnUtilisation = 0.9
+
+// PlanWarning returns a one-line warning when the analytic plan finds the
+// drill's pool unstable (the attempts offered reach its capacity) or above
+// WarnUtilisation busy, and "" otherwise. A drill the plan cannot read
+// gets no warning: validation reports what is wrong with it.
+func PlanWarning(d *drills.Drill) string {
+	in, err := PlanInputFor(d)
+	if err != nil {
+		return ""
+	}
+	p, err := MakePlan(in)
+	if err != nil {
+		return ""
+	}
+	l := p.Load
+	offered := fmt.Sprintf("%.4g deliveries/s (%.4g events/s × %.4g subscribers each)", in.ArrivalPerS, d.MeanEventRate(), d.FanoutMean())
+	switch {
+	case l.Utilisation == nil:
+		return fmt.Sprintf("the plan finds this drill unstable: with no attempt limit and failures, attempts are unbounded; offered %s", offered)
+	case !l.Stable:
+		return fmt.Sprintf("the plan finds this drill unstable: %.1f× overloaded; offered %s need %.4g attempts/s, the %d workers serve %.4g/s",
+			*l.Utilisation, offered, *l.EffectiveArrivalPerS, in.Workers, l.CapacityPerS)
+	case *l.Utilisation > WarnUtilisation:
+		return fmt.Sprintf("the plan finds the workers %.0f%% busy (above %.0f%%): offered %s need %.4g attempts/s, the %d workers serve %.4g/s",
+			100**l.Utilisation, 100*WarnUtilisation, offered, *l.EffectiveArrivalPerS, in.Workers, l.CapacityPerS)
+	}
+	return ""
 }

@@ -21,6 +21,9 @@ type SweepOptions struct {
 	// Progress, if set, is called after each finished run with the number
 	// done and the total, from any goroutine but never concurrently.
 	Progress func(done, total int)
+	// Shard, when Count > 1, runs only this shard's share of the runs;
+	// MergeShards puts the shards back together.
+	Shard Shard
 }
 
 // SweepRun is one run of one cell with one seed.
@@ -58,6 +61,9 @@ type SweepResult struct {
 	MetricNames []string // the columns of SweepRun.Values
 	Cells       []CellResult
 	Runs        []SweepRun // cell-major, then seed
+	// Shard is set on the result of one shard: only its runs are filled
+	// in, and Cells is empty.
+	Shard Shard
 }
 
 // RunSweep runs every cell with every seed on a bounded pool of workers and
@@ -76,12 +82,33 @@ func RunSweep(e *Experiment, opt SweepOptions) (*SweepResult, error) {
 		}
 		return c.seed + uint64(k)
 	}
-	runPool(len(res.Runs), opt.Workers, opt.Progress, func(i int) {
+	var todo []int // run indexes this process runs
+	for i := range res.Runs {
+		if opt.Shard.owns(i) {
+			todo = append(todo, i)
+		}
+	}
+	runPool(len(todo), opt.Workers, opt.Progress, func(k int) {
+		i := todo[k]
 		c := &cells[i/e.Seeds]
 		seed := seedOf(c, i%e.Seeds)
 		res.Runs[i] = runOneSeed(c.Drill, c.Overrides, seed, names)
 		res.Runs[i].Cell = c.Index
 	})
+	if opt.Shard.Count > 1 {
+		// A shard's statistics would be of its share only; merge computes
+		// them once every shard is in.
+		res.Shard = opt.Shard
+		return res, nil
+	}
+	res.gather(cells)
+	return res, nil
+}
+
+// gather computes every cell's statistics from the runs.
+func (res *SweepResult) gather(cells []Cell) {
+	e := res.Experiment
+	res.Cells = nil
 	for ci := range cells {
 		cr := CellResult{Cell: cells[ci]}
 		runs := res.Runs[ci*e.Seeds : (ci+1)*e.Seeds]
@@ -94,7 +121,7 @@ func RunSweep(e *Experiment, opt SweepOptions) (*SweepResult, error) {
 			}
 		}
 		for _, m := range e.Metrics {
-			col := indexOf(names, m)
+			col := indexOf(res.MetricNames, m)
 			var xs []float64
 			for _, r := range runs {
 				if v := r.Values[col]; !math.IsNaN(v) {
@@ -105,7 +132,6 @@ func RunSweep(e *Experiment, opt SweepOptions) (*SweepResult, error) {
 		}
 		res.Cells = append(res.Cells, cr)
 	}
-	return res, nil
 }
 
 func indexOf(names []string, name string) int {

@@ -96,6 +96,11 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 		c, f, served := fault.Kind.Info().Answer(fault, b, now, clock)
 		if !served {
 			b.stats.Faulted++
+			if fault.AnswerAfter != nil && !c.NoAnswer {
+				// A draw only for outages that answer slowly, so other
+				// drills keep their streams.
+				c.Latency = max(fault.AnswerAfter.Sample(b.rng), FastAnswerLatency)
+			}
 			return c
 		}
 		factor = f

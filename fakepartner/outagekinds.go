@@ -78,7 +78,9 @@ func fastAnswer(r Result) Call { return Call{Latency: FastAnswerLatency, Result:
 var OutageKinds = [...]OutageKindInfo{
 	OutageUnavailable: {
 		Kind: OutageUnavailable, Name: "unavailable",
-		Doc: "every call is answered 503 at once",
+		Doc:   "every call is answered 503 (at once, or after answer_after)",
+		Uses:  []string{"answer_after"},
+		Check: checkAnswerAfter,
 		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
 			return fastAnswer(Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}), 0, false
 		},
@@ -94,7 +96,9 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageReset: {
 		Kind: OutageReset, Name: "reset",
-		Doc: "every connection is reset",
+		Doc:   "every connection is reset (at once, or after answer_after)",
+		Uses:  []string{"answer_after"},
+		Check: checkAnswerAfter,
 		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
 			return fastAnswer(Result{Kind: ResultReset}), 0, false
 		},
@@ -102,13 +106,13 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageThrottle: {
 		Kind: OutageThrottle, Name: "throttle",
-		Doc:  "every call is answered 429, with the Retry-After of retry_after",
-		Uses: []string{"retry_after"},
+		Doc:  "every call is answered 429, with the Retry-After of retry_after (at once, or after answer_after)",
+		Uses: []string{"retry_after", "answer_after"},
 		Check: func(o *Outage) []Problem {
 			if _, _, err := parseRetryAfter(o.RetryAfter); err != nil {
-				return []Problem{{"retry_after", err.Error()}}
+				return append(checkAnswerAfter(o), Problem{"retry_after", err.Error()})
 			}
-			return nil
+			return checkAnswerAfter(o)
 		},
 		Answer: func(o *Outage, b *Behaviour, now time.Duration, clock WallClock) (Call, float64, bool) {
 			return fastAnswer(Result{Status: http.StatusTooManyRequests, Kind: ResultHTTP,
@@ -133,13 +137,13 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageFlap: {
 		Kind: OutageFlap, Name: "flap",
-		Doc:  "503 at once in the first half of each period, served as usual in the second",
-		Uses: []string{"period"},
+		Doc:  "503 in the first half of each period (at once, or after answer_after), served as usual in the second",
+		Uses: []string{"period", "answer_after"},
 		Check: func(o *Outage) []Problem {
 			if o.Period < 2 {
-				return []Problem{{"period", "flap outages need a period of at least 2ns (one down+up cycle, e.g. \"10s\")"}}
+				return append(checkAnswerAfter(o), Problem{"period", "flap outages need a period of at least 2ns (one down+up cycle, e.g. \"10s\")"})
 			}
-			return nil
+			return checkAnswerAfter(o)
 		},
 		EffectiveAt: func(o *Outage, since time.Duration) bool {
 			return o.Period <= 0 || since%o.Period < o.Period/2
@@ -149,6 +153,18 @@ var OutageKinds = [...]OutageKindInfo{
 		},
 		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 0.5, LatencyFactor: 1} },
 	},
+}
+
+// checkAnswerAfter checks the answer_after distribution of a kind that
+// answers its failures.
+func checkAnswerAfter(o *Outage) []Problem {
+	if o.AnswerAfter == nil {
+		return nil
+	}
+	if err := o.AnswerAfter.Validate(); err != nil {
+		return []Problem{{"answer_after", err.Error()}}
+	}
+	return nil
 }
 
 // MaxSlowFactor is the largest latency multiplier of a slow outage.
@@ -195,12 +211,12 @@ func ParseOutageKind(s string) (OutageKind, error) {
 
 // outageKeys are the outage keys that only some kinds use, with whether
 // the outage gives them.
-func outageKeys(o *Outage) [3]struct {
+func outageKeys(o *Outage) [4]struct {
 	key   string
 	given bool
 } {
-	return [3]struct {
+	return [4]struct {
 		key   string
 		given bool
-	}{{"retry_after", o.RetryAfter != ""}, {"factor", o.Factor != 0}, {"period", o.Period != 0}}
+	}{{"retry_after", o.RetryAfter != ""}, {"factor", o.Factor != 0}, {"period", o.Period != 0}, {"answer_after", o.AnswerAfter != nil}}
 }

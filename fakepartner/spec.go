@@ -40,6 +40,10 @@ type Outage struct {
 	Factor     float64       // slow: latency multiplier
 	Period     time.Duration // flap: one down+up cycle
 	Members    int           // subscribers hit, members 0..Members-1; 0 = all
+	// AnswerAfter, if set, is how long a failing call takes to be answered
+	// (a partner that fails slowly holds the caller's worker); nil answers
+	// at once (FastAnswerLatency).
+	AnswerAfter *Dist
 }
 
 // GarbageRetryAfter is the Retry-After value sent for RetryAfter "garbage":
@@ -95,6 +99,7 @@ func (o *Outage) Problems(count int) []Problem {
 	if info.Check != nil {
 		ps = append(ps, info.Check(o)...)
 	}
+
 	for _, k := range outageKeys(o) {
 		if !k.given {
 			continue

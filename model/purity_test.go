@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,7 +110,7 @@ func TestImpureUsesDetector(t *testing.T) {
 }
 
 // TestNoClockNoGlobalRand enforces the purity rule on every non-test .go
-// file under model/, subpackages included.
+// file under model/, subpackages included, except the dispatcher runtime.
 func TestNoClockNoGlobalRand(t *testing.T) {
 	fset := token.NewFileSet()
 	files := 0
@@ -120,6 +121,12 @@ func TestNoClockNoGlobalRand(t *testing.T) {
 		if d.IsDir() {
 			// The go tool ignores these directories too.
 			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+				return filepath.SkipDir
+			}
+			// The dispatcher runtime is the real system under drill: it
+			// reads the wall clock by design (its Clock maps it to drill
+			// time). Everything else under model/ takes time as given.
+			if path == "dispatcher" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -143,5 +150,78 @@ func TestNoClockNoGlobalRand(t *testing.T) {
 	}
 	if files < 8 {
 		t.Fatalf("checked only %d files: the walk is not seeing model/", files)
+	}
+}
+
+// forbiddenImport says why the pure core may not import path, or "".
+func forbiddenImport(path string) string {
+	const mod = "github.com/stormdrill/stormdrill/"
+	switch {
+	case path == "net" || strings.HasPrefix(path, "net/"):
+		return "network I/O"
+	case path == "database" || strings.HasPrefix(path, "database/"):
+		return "database I/O"
+	case path == "os" || strings.HasPrefix(path, "os/"):
+		return "the operating system"
+	case path == mod+"model/queue" || strings.HasPrefix(path, mod+"model/queue/"):
+		return "the store (an adapter)"
+	case path == mod+"model/dispatcher" || strings.HasPrefix(path, mod+"model/dispatcher/"):
+		return "the dispatcher runtime (an adapter)"
+	case strings.HasPrefix(path, mod) && !strings.HasPrefix(path, mod+"model"):
+		return "a package above model/"
+	}
+	return ""
+}
+
+// pureDirs are the pure core's packages, relative to model/.
+var pureDirs = []string{".", "dispatch", "sim"}
+
+// TestPureCoreImports: model/, model/dispatch and model/sim import no net,
+// database or os package, and neither the store nor the dispatcher
+// runtime (which depend on the core, not the other way round).
+func TestPureCoreImports(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	for _, dir := range pureDirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			path := filepath.Join(dir, name)
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files++
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if why := forbiddenImport(p); why != "" {
+					t.Errorf("%s: imports %s (%s); the pure core does no I/O", fset.Position(imp.Pos()), p, why)
+				}
+			}
+		}
+	}
+	if files < 10 {
+		t.Fatalf("checked only %d files: the pure core's directories moved?", files)
+	}
+}
+
+func TestForbiddenImport(t *testing.T) {
+	for path, bad := range map[string]bool{
+		"net": true, "net/http": true, "net/url": true, "database/sql": true, "os": true, "os/exec": true,
+		"github.com/stormdrill/stormdrill/model/queue": true, "github.com/stormdrill/stormdrill/model/dispatcher": true,
+		"github.com/stormdrill/stormdrill/drills": true, "github.com/stormdrill/stormdrill/fakepartner": true,
+		"time": false, "math/rand/v2": false, "errors": false, "network": false, "osx": false,
+		"github.com/stormdrill/stormdrill/model": false, "github.com/stormdrill/stormdrill/model/sim": false,
+		"github.com/stormdrill/stormdrill/model/dispatch": false,
+	} {
+		if got := forbiddenImport(path) != ""; got != bad {
+			t.Errorf("%s: forbidden %v, want %v", path, got, bad)
+		}
 	}
 }

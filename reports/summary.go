@@ -15,6 +15,7 @@ type Summary struct {
 	DrillTimeS  float64 `json:"drill_time_s"`    // virtual (or wall) time at the end, drain included
 	Speed       float64 `json:"speed,omitempty"` // live only: time compression factor
 
+	Offered    Offered    `json:"offered"`
 	Deliveries Deliveries `json:"deliveries"`
 	Attempts   Attempts   `json:"attempts"`
 
@@ -84,6 +85,16 @@ type Deliveries struct {
 	DeadLettered int64 `json:"dead_lettered"`
 	Pending      int64 `json:"pending"`
 	Lost         int64 `json:"lost"`
+}
+
+// Offered is the load the drill's source offers, read off the drill: its
+// mean event rate, the mean number of subscribers an event goes to
+// (source.fanout) and their product, the deliveries per second.
+type Offered struct {
+	EventsPerS     float64 `json:"events_per_s"`
+	FanoutMean     float64 `json:"fanout_mean"`
+	DeliveriesPerS float64 `json:"deliveries_per_s"`
+	Fanout         string  `json:"fanout"` // e.g. "one of 500 subscribers"
 }
 
 // Attempts counts calls to partners.

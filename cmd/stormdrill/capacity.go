@@ -18,7 +18,7 @@ import (
 )
 
 const capacityExamples = `  stormdrill capacity drills/fanout-outage.toml                      # largest source.rate that passes
-  stormdrill capacity drills/fanout-outage.toml --seeds 3 --min 1 --max 8
+  stormdrill capacity drills/fanout-outage.toml --seeds 10 --min 1 --max 8     # a tighter CI
   stormdrill capacity drills/fanout-outage.toml --vary dispatcher.workers   # smallest pool that passes
   stormdrill capacity drills/fanout-outage.toml --set dispatcher.workers=32 --out out/cap-32`
 
@@ -27,7 +27,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	vary := fs.String("vary", "source.rate", "the drill key to search: source.rate (largest passing) or an integer key such as dispatcher.workers (smallest passing)")
 	minV := fs.String("min", "", "lower bound of the search (a rate like 2/s, or an integer)")
 	maxV := fs.String("max", "", "upper bound of the search")
-	seeds := fs.Int("seeds", 1, "seeds per probe: the drill's seed, seed+1, …; a probe passes only when every seed passes")
+	seeds := fs.Int("seeds", experiments.DefaultCapacitySeeds, "seeds: the drill's seed, seed+1, …; the search runs once per seed and the answer, the least per-seed boundary, comes with the 95% CI of the per-seed boundaries")
 	maxProbes := fs.Int("max-probes", experiments.DefaultMaxProbes, "bound on the number of probes")
 	precision := fs.Float64("precision", experiments.DefaultRatePrecision, "rates: stop when the bracket is within this fraction")
 	outDir := fs.String("out", "", "output directory (default out/<drill name>-capacity)")

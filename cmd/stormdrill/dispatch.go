@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,7 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 )
 
 const dispatchExamples = `  # deliver what a replay put back into the queue a live run left behind
@@ -18,19 +21,25 @@ const dispatchExamples = `  # deliver what a replay put back into the queue a li
   stormdrill partner drills/live-restart.toml --listen 127.0.0.1:8080 &
   stormdrill dispatch --store sqlite:out/live-restart/queue.db --drill drills/live-restart.toml \
       --partners http://127.0.0.1:8080 --alert-url http://127.0.0.1:8080/alerts
+  # the same from a configuration file: write it once, edit, run
+  stormdrill dispatch --drill drills/live-restart.toml --partners http://127.0.0.1:8080 \
+      --print-config > out/dispatcher.json
+  stormdrill dispatch --store sqlite:out/live-restart/queue.db --config out/dispatcher.json
   # SIGTERM (or Ctrl-C) stops claiming, finishes the attempts in flight,
   # gives the leases back and exits 0`
 
 func cmdDispatch(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dispatch", "--store sqlite:PATH --drill DRILL.toml --partners URL [flags]", dispatchExamples, stdout)
+	fs := newFlags("dispatch", "--store DSN (--config FILE | --drill DRILL.toml) [--partners URL] [flags]", dispatchExamples, stdout)
 	store := fs.String("store", "", "the durable queue: sqlite:PATH, or postgres://USER:PASS@127.0.0.1:PORT/DB for several dispatchers on one queue")
-	drillPath := fs.String("drill", "", "the drill whose policy, breaker, budget and dispatcher settings to run")
-	partners := fs.String("partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080")
+	configPath := fs.String("config", "", "the dispatcher's configuration file (JSON): workers, leases, partners and their policies")
+	drillPath := fs.String("drill", "", "instead of --config: run this drill's policy, breaker, budget and dispatcher settings")
+	partners := fs.String("partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080; overrides the file's partners_url")
 	host, _ := os.Hostname()
 	owner := fs.String("owner", fmt.Sprintf("%s-%d", host, os.Getpid()), "lease owner name; unique per running dispatcher")
-	alertURL := fs.String("alert-url", "", "POST dead-letter alerts here (loopback); empty: no alerts")
-	speed := fs.Float64("speed", 0, "drill time runs this much faster than the wall clock (default: the drill's speed)")
+	alertURL := fs.String("alert-url", "", "POST dead-letter alerts here (loopback); overrides the file's alert_url; empty: no alerts")
+	speed := fs.Float64("speed", 0, "drill time runs this much faster than the wall clock (default: the file's or the drill's speed)")
 	start := fs.Int64("start", 0, "wall time of drill time 0 in unix nanoseconds (default: now); needed with --speed other than 1")
+	printConfig := fs.Bool("print-config", false, "print the configuration file the dispatcher would run, and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -38,42 +47,79 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usagef("stormdrill dispatch: unexpected argument %q (see --help)", pos[0])
 	}
-	if *store == "" || *drillPath == "" || *partners == "" {
-		return usagef("stormdrill dispatch: --store, --drill and --partners are required (see --help)")
+	if (*configPath == "") == (*drillPath == "") {
+		return usagef("stormdrill dispatch: one of --config and --drill is required (see --help)")
 	}
-	if err := loopbackURL(*partners); err != nil {
-		return usagef("stormdrill dispatch: --partners: %v", err)
+	if (*store == "" && !*printConfig) || (*drillPath != "" && *partners == "") {
+		return usagef("stormdrill dispatch: --store, and with --drill --partners, are required (see --help)")
+	}
+	if *partners != "" {
+		if err := loopbackURL(*partners); err != nil {
+			return usagef("stormdrill dispatch: --partners: %v", err)
+		}
 	}
 	if *alertURL != "" {
 		if err := loopbackURL(*alertURL); err != nil {
 			return usagef("stormdrill dispatch: --alert-url: %v", err)
 		}
 	}
-	d, err := live.LoadDrill(*drillPath)
-	if err != nil {
-		return usageError{err}
+	if !(*speed >= 0) || *speed > dispatcher.MaxSpeed {
+		return usagef("stormdrill dispatch: --speed %v: must be greater than 0 and at most %g", *speed, float64(dispatcher.MaxSpeed))
 	}
-	if *speed < 0 {
-		return usagef("stormdrill dispatch: --speed %v: must be greater than 0", *speed)
+	var cfg dispatcher.Config
+	if *configPath != "" {
+		if cfg, err = dispatcher.ReadFile(*configPath); err != nil {
+			return usageError{err}
+		}
+	} else {
+		d, err := drills.Load(*drillPath, nil)
+		if err != nil {
+			return usageError{err}
+		}
+		if cfg, err = live.DispatcherConfig(d, *partners); err != nil {
+			return usageError{fmt.Errorf("%s: %w", *drillPath, err)}
+		}
+		cfg.AlertURL = "" // a drill names no alert sink; --alert-url does
 	}
-	if *speed == 0 {
-		*speed = d.Speed
+	if *partners != "" {
+		cfg.PartnersURL = *partners
 	}
-	clock := live.Clock{Start: time.Now(), Speed: *speed}
+	if *alertURL != "" {
+		cfg.AlertURL = *alertURL
+	}
+	if *speed > 0 {
+		cfg.Clock.Speed = *speed
+	}
+	cfg.Owner = *owner
 	if *start != 0 {
-		clock.Start = time.Unix(0, *start)
+		cfg.Clock.Start = time.Unix(0, *start)
+	}
+	// Every problem is reported here, before the store is opened and
+	// anything claimed.
+	if err := cfg.Validate(); err != nil {
+		src := *configPath
+		if src == "" {
+			src = *drillPath
+		}
+		return usageError{eachPrefixed(src, err)}
+	}
+	if *printConfig {
+		b, err := dispatcher.Marshal(cfg)
+		if err != nil {
+			return runError{err}
+		}
+		_, err = stdout.Write(b)
+		return err
 	}
 	st, err := openStore("dispatch", *store)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	cfg.Store, cfg.Events, cfg.Log = st, stdout, stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stats, err := live.RunDispatcher(ctx, live.DispatcherConfig{
-		Drill: d, Store: st, PartnersURL: *partners, Owner: *owner, AlertURL: *alertURL,
-		Clock: clock, Events: stdout, Log: stderr,
-	})
+	stats, err := dispatcher.Run(ctx, cfg)
 	fmt.Fprintf(stderr, "dispatch %s: claimed %d, attempts %d, acked %d, rescheduled %d, dead-lettered %d, stale %d, released %d leases, %d alerts\n",
 		*owner, stats.Claimed, stats.Attempts, stats.Acked, stats.Rescheduled, stats.DeadLettered, stats.Stale, stats.Released, stats.AlertsSent)
 	if err != nil {
@@ -85,6 +131,20 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 // loopbackURL accepts only http URLs on a literal loopback address: live
 // drills never leave the machine.
 func loopbackURL(s string) error {
-	_, err := live.LoopbackURL(s)
+	_, err := dispatcher.LoopbackURL(s)
 	return err
+}
+
+// eachPrefixed puts "prefix: " before each of a joined error's errors, so
+// that every line of the message names the file.
+func eachPrefixed(prefix string, err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return fmt.Errorf("%s: %w", prefix, err)
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, fmt.Errorf("%s: %w", prefix, e))
+	}
+	return errors.Join(out...)
 }

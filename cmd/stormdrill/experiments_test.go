@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,7 +53,8 @@ func readCapacitySummary(t *testing.T, dir string) capacitySummary {
 func capacityOnShortFlagship(t *testing.T, workers string, extra ...string) capacitySummary {
 	t.Helper()
 	dir := t.TempDir()
-	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--out", dir, "--set", "dispatcher.workers=" + workers}, shortFlagshipSets...)
+	// One seed: these tests check the search itself.
+	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--seeds", "1", "--out", dir, "--set", "dispatcher.workers=" + workers}, shortFlagshipSets...)
 	code, out, errOut := stormdrill(t, append(args, extra...)...)
 	if code != exitOK {
 		t.Fatalf("capacity (workers %s): exit %d\n%s%s", workers, code, out, errOut)
@@ -337,5 +340,61 @@ func TestPlanJSONErlangMatchesTextbook(t *testing.T) {
 			}
 		}
 		t.Logf("%s: c %d λ %.6g μ %.6g: P(wait) %.6g", drill, m.C, lambda, mu, pw)
+	}
+}
+
+// TestSweepShardsMergeToTheWholeSweep: a sweep run as 3 shards and merged
+// writes byte for byte the files of the same sweep run whole.
+func TestSweepShardsMergeToTheWholeSweep(t *testing.T) {
+	const exp = "cmd/stormdrill/testdata/tiny-experiment.toml"
+	whole := t.TempDir()
+	if code, out, errOut := stormdrill(t, "sweep", exp, "--out", whole, "--quiet"); code != exitOK {
+		t.Fatalf("sweep: exit %d\n%s%s", code, out, errOut)
+	}
+	root := t.TempDir()
+	var shards []string
+	for i := range 3 {
+		dir := filepath.Join(root, strconv.Itoa(i))
+		code, out, errOut := stormdrill(t, "sweep", exp, "--shard", fmt.Sprintf("%d/3", i), "--out", dir, "--quiet")
+		if code != exitOK {
+			t.Fatalf("shard %d: exit %d\n%s%s", i, code, out, errOut)
+		}
+		shards = append(shards, dir)
+	}
+	// Merging needs every shard, once.
+	if code, _, errOut := stormdrill(t, "merge", exp, shards[0], shards[2], "--out", t.TempDir()); code != exitUsage || !strings.Contains(errOut, "shards missing: 1 of 3") {
+		t.Errorf("merge without shard 1: exit %d, stderr %q; want 2 naming the missing shard", code, errOut)
+	}
+	if code, _, errOut := stormdrill(t, "merge", exp, shards[0], shards[1], shards[1], shards[2], "--out", t.TempDir()); code != exitUsage || !strings.Contains(errOut, "also in") {
+		t.Errorf("merge with shard 1 twice: exit %d, stderr %q; want 2", code, errOut)
+	}
+	merged := t.TempDir()
+	// Shards in any order.
+	if code, out, errOut := stormdrill(t, "merge", exp, shards[2], shards[0], shards[1], "--out", merged); code != exitOK {
+		t.Fatalf("merge: exit %d\n%s%s", code, out, errOut)
+	}
+	entries, err := os.ReadDir(whole)
+	if err != nil || len(entries) < 4 {
+		t.Fatalf("the whole sweep wrote %d files: %v", len(entries), err)
+	}
+	for _, e := range entries {
+		a, _ := os.ReadFile(filepath.Join(whole, e.Name()))
+		b, err := os.ReadFile(filepath.Join(merged, e.Name()))
+		if err != nil {
+			t.Errorf("merge did not write %s", e.Name())
+			continue
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs between the whole sweep and the merged shards", e.Name())
+		}
+	}
+}
+
+func TestSweepShardFlagRefusesBadShares(t *testing.T) {
+	for _, v := range []string{"3/3", "-1/3", "1/0", "a/b", "1"} {
+		code, _, errOut := stormdrill(t, "sweep", "cmd/stormdrill/testdata/tiny-experiment.toml", "--shard", v, "--out", t.TempDir())
+		if code != exitUsage || !strings.Contains(errOut, "--shard") {
+			t.Errorf("--shard %s: exit %d, stderr %q; want 2", v, code, errOut)
+		}
 	}
 }

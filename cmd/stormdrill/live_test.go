@@ -506,7 +506,7 @@ func TestLiveCommandsRefuseBadStoresAndNonLoopbackURLs(t *testing.T) {
 		// the alert sink must be local too
 		{[]string{"dispatch", "--store", "sqlite:" + db, "--drill", drill, "--partners", ok, "--alert-url", "http://192.168.1.1/alerts"}, "--alert-url"},
 		// required flags
-		{[]string{"dispatch", "--store", "sqlite:" + db}, "are required"},
+		{[]string{"dispatch", "--store", "sqlite:" + db}, "one of --config and --drill is required"},
 		// dlq on an in-memory store sees nothing
 		{[]string{"dlq", "list", "--store", "memory:"}, "starts empty"},
 		{[]string{"dlq", "list", "--store", "sqlite:" + filepath.Join(dir, "missing.db")}, "no queue there"},

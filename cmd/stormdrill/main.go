@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // Exit statuses, as DESIGN.md fixes them.
@@ -48,6 +49,7 @@ func commands() []command {
 		{"plan", "analytic capacity plan for a drill", cmdPlan},
 		{"capacity", "search the largest load (or smallest pool) that passes every gate", cmdCapacity},
 		{"sweep", "run an experiment: every cell × seed, side by side", cmdSweep},
+		{"merge", "merge the shards of a sweep (sweep --shard I/N) into its report", cmdMerge},
 		{"partner", "serve a drill's fake partners over HTTP on loopback", cmdPartner},
 		{"dispatch", "run the dispatcher on a durable queue (live mode)", cmdDispatch},
 		{"dlq", "list, show and replay dead letters", cmdDLQ},
@@ -59,7 +61,11 @@ func commands() []command {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	// Exit 3 with a message rather than the runtime's out-of-memory death.
+	g := startMemGuard(memoryCeiling(), 100*time.Millisecond, os.Stderr, os.Exit)
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	g.Stop()
+	os.Exit(code)
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -17,6 +17,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/experiments"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/browsercheck"
 )
 
 // stormdrill runs the CLI in-process from the repository root (where the
@@ -176,11 +177,12 @@ func TestFailingGateExits1WithOneJUnitFailurePerGate(t *testing.T) {
 // junit.xml all say FAIL and name the tolerance.
 func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code != exitOK {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	const tol = "amplification=+1%"
-	// The impatient policy passes its own gates but makes more attempts.
+	// The impatient policy (no breaker, no backoff) passes its own gates
+	// but makes more attempts.
 	code, out, errOut := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--baseline", base, "--fail-on", tol)
 	if code != exitGateFail {
 		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
@@ -247,9 +249,9 @@ func TestBaselineToleranceFailsEveryOutput(t *testing.T) {
 
 func TestCompareFailsOnTightTolerance(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	// The same drill with a patient and an impatient policy: the candidate
-	// makes more attempts per delivery.
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code > exitGateFail {
+	// The same outage with a breaker and with immediate retries: the
+	// candidate makes more attempts per delivery.
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code > exitGateFail {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	if code, out, e := stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet"); code > exitGateFail {
@@ -438,17 +440,18 @@ func (s *syncBuffer) String() string {
 
 func TestRunWithBaselinePutsComparisonInReport(t *testing.T) {
 	base, cand := t.TempDir(), t.TempDir()
-	if code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", base, "--quiet"); code != exitOK {
+	if code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", base, "--quiet"); code != exitOK {
 		t.Fatalf("base run: exit %d\n%s%s", code, out, e)
 	}
 	// The same drill as its own baseline: nothing regresses.
 	same := t.TempDir()
-	code, out, e := stormdrill(t, "run", "drills/demo-outage-backoff.toml", "--out", same, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
+	code, out, e := stormdrill(t, "run", "drills/demo-outage-breaker.toml", "--out", same, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
 	if code != exitOK {
 		t.Fatalf("run against an identical baseline: exit %d\n%s%s", code, out, e)
 	}
-	// A worse policy against it: the tolerance fails the run and the report
-	// carries the comparison.
+	// A worse policy against it (no breaker, no backoff: failing calls
+	// retried at once): the tolerance fails the run and the report carries
+	// the comparison.
 	code, out, e = stormdrill(t, "run", "drills/demo-outage-no-backoff.toml", "--out", cand, "--quiet", "--baseline", base, "--fail-on", "amplification=+1%")
 	if code != exitGateFail {
 		t.Fatalf("run against the baseline with a tight tolerance: exit %d, want 1\n%s%s", code, out, e)
@@ -575,5 +578,51 @@ func TestSeedNoiseIsNotAFailure(t *testing.T) {
 	baseNB := runSeeds(noBreaker, "42")
 	if code, out := compare(baseNB, runSeeds(doubled, "7")); code != exitGateFail {
 		t.Errorf("max_attempts doubled is not caught (exit %d):\n%s", code, out)
+	}
+}
+
+// TestFlagshipReportInBrowser runs the flagship drill through the CLI and
+// opens its report.html in headless Chromium with the network blocked: no
+// dead link, no request leaving the page, no console error, every chart
+// drawn, and hovering a uPlot chart shows a value. The terminal headline
+// leads with the faulty cohort's amplification and drain time.
+func TestFlagshipReportInBrowser(t *testing.T) {
+	chromium, err := browsercheck.Chromium()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err.Error() + "; .ci/run should have installed it")
+		}
+		t.Skip(err.Error())
+	}
+	dir := t.TempDir()
+	code, out, errOut := stormdrill(t, "run", "drills/fanout-outage.toml", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 2 || !strings.HasPrefix(strings.TrimSpace(lines[1]), "acme (faulty): amplification ") ||
+		!strings.Contains(lines[1], "· drain time ") {
+		t.Errorf("the headline does not lead with the faulty cohort's amplification and drain time:\n%s", out)
+	}
+	page, err := browsercheck.Visit(t.Context(), chromium, filepath.Join(dir, "report.html"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range page.Problems {
+		t.Errorf("page: %s", p)
+	}
+	for _, d := range page.DeadLinks {
+		t.Errorf("dead link: %s", d)
+	}
+	if len(page.Charts) < 5 {
+		t.Errorf("%d interactive charts, want at least 5", len(page.Charts))
+	}
+	for _, c := range page.Charts {
+		if c.Painted < 1000 {
+			t.Errorf("chart %s is not drawn (%d pixels painted)", c.ID, c.Painted)
+		}
+	}
+	for _, p := range page.HoverProblems() {
+		t.Error(p)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/experiments"
 )
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
@@ -28,6 +29,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	for i, d := range loaded {
 		if d != nil {
 			fmt.Fprintf(stdout, "%s: ok\n", files[i])
+			warnPlan(stderr, files[i], d)
 		}
 	}
 	return err
@@ -108,4 +110,12 @@ func keyOfRow(line string) (string, bool) {
 	}
 	key, _, ok := strings.Cut(rest, "`")
 	return key, ok
+}
+
+// warnPlan prints the plan's warning for an overloaded drill on stderr;
+// it is advice, so the exit status does not change.
+func warnPlan(stderr io.Writer, file string, d *drills.Drill) {
+	if w := experiments.PlanWarning(d); w != "" {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
+	}
 }

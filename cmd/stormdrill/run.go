@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
 	seeds := fs.Int("seeds", 1, "run each drill with this many seeds (seed, seed+1, …) in parallel and report the mean and 95% CI of every figure (simulation only)")
 	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
+	summaryMD := fs.String("summary-md", os.Getenv("GITHUB_STEP_SUMMARY"), "append each run's terminal summary as Markdown to this file (default $GITHUB_STEP_SUMMARY when set, so a GitHub Actions job shows it)")
 	var failOn, limits multiFlag
 	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
 	fs.Var(&limits, "limit", limitUsage)
@@ -94,6 +96,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	for i, d := range loaded {
+		warnPlan(stderr, files[i], d)
+	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	multi := len(loaded) > 1
 	dirs := make([]string, len(loaded))
@@ -117,6 +122,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		worst = max(worst, code)
+		if run != nil && *summaryMD != "" {
+			if err := appendSummaryMD(*summaryMD, run); err != nil {
+				return runError{fmt.Errorf("--summary-md: %w", err)}
+			}
+		}
 		if run != nil {
 			index = append(index, reports.IndexEntry{Name: d.Name, Dir: dir, Pass: run.Summary.Pass && code == exitOK, Verdict: verdictLine(run.Summary)})
 		}
@@ -298,4 +308,24 @@ func expandGlobs(args []string) ([]string, error) {
 		out = append(out, matches...)
 	}
 	return out, nil
+}
+
+// appendSummaryMD appends the run's terminal summary to a Markdown file,
+// as GitHub Actions' job summary ($GITHUB_STEP_SUMMARY) expects: appended,
+// one block per run.
+func appendSummaryMD(path string, run *reports.Run) error {
+	var b strings.Builder
+	if err := reports.WriteTerminalSummary(&b, run); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fence := "```"
+	_, werr := fmt.Fprintf(f, "### stormdrill %s\n\n%s\n%s%s\n\n", run.Summary.Drill, fence, strings.ReplaceAll(b.String(), fence, ""), fence)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
 }

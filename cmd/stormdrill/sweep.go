@@ -13,12 +13,16 @@ import (
 )
 
 const sweepExamples = `  stormdrill sweep experiments/jitter.toml
-  stormdrill sweep experiments/breaker.toml --out out/breaker-seed-sweep --quiet`
+  stormdrill sweep experiments/breaker.toml --out out/breaker-seed-sweep --quiet
+  # one sweep on three machines, then one report:
+  stormdrill sweep experiments/jitter.toml --shard 0/3 --out shards/0   # on machine 0, 1, 2
+  stormdrill merge experiments/jitter.toml shards/0 shards/1 shards/2 --out out/jitter`
 
 func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sweep", "EXPERIMENT.toml [flags]", sweepExamples, stdout)
 	outDir := fs.String("out", "", "output directory (default out/<experiment name>)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	shardFlag := fs.String("shard", "", "run only share I of N of the cells × seeds (I counts from 0) and write DIR/shard.json for merge")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -33,12 +37,21 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		return usagef("stormdrill sweep: %v", err)
 	}
+	var shard experiments.Shard
+	if *shardFlag != "" {
+		if shard, err = experiments.ParseShard(*shardFlag); err != nil {
+			return usagef("stormdrill sweep: --shard %v", err)
+		}
+	}
 	dir := *outDir
 	if dir == "" {
 		dir = filepath.Join("out", e.Name)
+		if shard.Count > 1 {
+			dir = filepath.Join("out", fmt.Sprintf("%s-shard-%d-of-%d", e.Name, shard.Index, shard.Count))
+		}
 	}
 	bar := newCountBar(stderr, !*quiet && term.IsTerminal(int(os.Stderr.Fd())), e.Name, "runs")
-	res, err := experiments.RunSweep(e, experiments.SweepOptions{Progress: bar.update})
+	res, err := experiments.RunSweep(e, experiments.SweepOptions{Progress: bar.update, Shard: shard})
 	bar.finish()
 	if err != nil {
 		if _, ok := drills.AsErrors(err); ok {
@@ -46,6 +59,18 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		return runError{err}
 	}
+	if shard.Count > 1 {
+		if err := experiments.WriteShard(dir, res); err != nil {
+			return runError{fmt.Errorf("writing the shard: %w", err)}
+		}
+		fmt.Fprintf(stdout, "%s: shard %s; runs: %s\n", e.Name, shard, filepath.Join(dir, experiments.ShardFile))
+		return nil
+	}
+	return writeSweepReport(e, res, dir, stdout)
+}
+
+// writeSweepReport writes a whole sweep's report and says where it is.
+func writeSweepReport(e *experiments.Experiment, res *experiments.SweepResult, dir string, stdout io.Writer) error {
 	if err := experiments.WriteSweep(dir, res); err != nil {
 		return runError{fmt.Errorf("writing the report: %w", err)}
 	}
@@ -58,4 +83,41 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		return runError{fmt.Errorf("%d runs did not complete (see %s)", failed, filepath.Join(dir, "report.md"))}
 	}
 	return nil
+}
+
+const mergeExamples = `  stormdrill merge experiments/jitter.toml shards/0 shards/1 shards/2 --out out/jitter
+  stormdrill merge experiments/jitter.toml shards/* --out out/jitter`
+
+// cmdMerge puts the shards of one sweep together: the files it writes are
+// byte for byte those of the sweep run whole.
+func cmdMerge(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("merge", "EXPERIMENT.toml SHARD_DIR... [--out DIR]", mergeExamples, stdout)
+	outDir := fs.String("out", "", "output directory (default out/<experiment name>)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 {
+		return usagef("stormdrill merge: want the experiment file and at least one shard directory (see --help)")
+	}
+	e, err := experiments.LoadExperiment(pos[0])
+	if err != nil {
+		if _, ok := drills.AsErrors(err); ok {
+			return usageError{err}
+		}
+		return usagef("stormdrill merge: %v", err)
+	}
+	dirs, err := expandGlobs(pos[1:])
+	if err != nil {
+		return err
+	}
+	res, err := experiments.MergeShards(e, dirs)
+	if err != nil {
+		return usagef("stormdrill merge: %v", err)
+	}
+	dir := *outDir
+	if dir == "" {
+		dir = filepath.Join("out", e.Name)
+	}
+	return writeSweepReport(e, res, dir, stdout)
 }

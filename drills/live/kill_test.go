@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 	"github.com/stormdrill/stormdrill/model/queue"
 )
 
@@ -72,7 +73,7 @@ func startEnv(t *testing.T, src string) (*runner, *queue.SQLite) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.close)
-	r.clock = Clock{Start: time.Now(), Speed: d.Speed}
+	r.clock = dispatcher.Clock{Start: time.Now(), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
 	if r.reader, err = queue.OpenSQLite(r.dbPath); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 	"github.com/stormdrill/stormdrill/model/queue"
 )
 
@@ -80,7 +81,7 @@ on_open = "hold"`, "", 10},
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var wg sync.WaitGroup
-			stats := make([]DispatchStats, 2)
+			stats := make([]dispatcher.Stats, 2)
 			errs := make([]error, 2)
 			for i, owner := range []string{"owner-a", "owner-b"} {
 				ost, err := queue.OpenSQLite(r.dbPath)
@@ -91,8 +92,13 @@ on_open = "hold"`, "", 10},
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					stats[i], errs[i] = RunDispatcher(ctx, DispatcherConfig{Drill: r.d, Store: ost, PartnersURL: r.baseURL,
-						Owner: owner, Clock: r.clock, Log: logWriter{t}})
+					cfg, err := DispatcherConfig(r.d, r.baseURL)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					cfg.Store, cfg.Owner, cfg.Clock, cfg.Log = ost, owner, r.clock, logWriter{t}
+					stats[i], errs[i] = dispatcher.Run(ctx, cfg)
 				}()
 				if i == 0 {
 					// The first claims everything; the second comes up

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 	"github.com/stormdrill/stormdrill/model/queue"
 )
 
@@ -30,17 +31,31 @@ func TestMain(m *testing.M) {
 func childDispatch(args []string) int {
 	fs := flag.NewFlagSet("dispatch", flag.ContinueOnError)
 	store := fs.String("store", "", "")
-	drillPath := fs.String("drill", "", "")
+	configPath := fs.String("config", "", "")
 	partners := fs.String("partners", "", "")
 	owner := fs.String("owner", "", "")
 	alertURL := fs.String("alert-url", "", "")
-	speed := fs.Float64("speed", 1, "")
+	speed := fs.Float64("speed", 0, "")
 	start := fs.Int64("start", 0, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	d, err := LoadDrill(*drillPath)
+	cfg, err := dispatcher.ReadFile(*configPath)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if *partners != "" {
+		cfg.PartnersURL = *partners
+	}
+	if *alertURL != "" {
+		cfg.AlertURL = *alertURL
+	}
+	if *speed > 0 {
+		cfg.Clock.Speed = *speed
+	}
+	cfg.Owner, cfg.Clock.Start = *owner, time.Unix(0, *start)
+	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -50,11 +65,10 @@ func childDispatch(args []string) int {
 		return 2
 	}
 	defer st.Close()
+	cfg.Store, cfg.Events, cfg.Log = st, os.Stdout, os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err = RunDispatcher(ctx, DispatcherConfig{Drill: d, Store: st, PartnersURL: *partners, Owner: *owner, AlertURL: *alertURL,
-		Clock: Clock{Start: time.Unix(0, *start), Speed: *speed}, Events: os.Stdout, Log: os.Stderr})
-	if err != nil {
+	if _, err = dispatcher.Run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}

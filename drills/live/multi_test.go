@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 	"github.com/stormdrill/stormdrill/model/queue"
 	"github.com/stormdrill/stormdrill/model/queue/queuetest"
 )
@@ -70,9 +71,9 @@ func spawnOn(t *testing.T, r *runner, dsn, owner string) *pgChild {
 	t.Helper()
 	c := &pgChild{owner: owner, ready: make(chan struct{}), exitLine: make(chan string, 1), done: make(chan error, 1)}
 	c.cmd = exec.Command(r.exe, "dispatch",
-		"--store", dsn, "--drill", r.drillJS, "--partners", r.baseURL, "--owner", owner,
+		"--store", dsn, "--config", r.dispatchConfig, "--owner", owner,
 		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10),
-		"--speed", strconv.FormatFloat(r.clock.speed(), 'g', -1, 64))
+		"--speed", strconv.FormatFloat(r.clock.Speed, 'g', -1, 64))
 	c.cmd.Stderr = r.logw
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -95,12 +96,12 @@ func spawnOn(t *testing.T, r *runner, dsn, owner string) *pgChild {
 		for sc.Scan() {
 			line := sc.Text()
 			switch strings.SplitN(line, "\t", 2)[0] {
-			case EventReady:
+			case dispatcher.EventReady:
 				if !readyOnce {
 					readyOnce = true
 					close(c.ready)
 				}
-			case EventExit:
+			case dispatcher.EventExit:
 				select {
 				case c.exitLine <- line:
 				default:
@@ -194,7 +195,7 @@ func runMulti(t *testing.T, src string, retries bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.close)
-	r.clock = Clock{Start: time.Now(), Speed: d.Speed}
+	r.clock = dispatcher.Clock{Start: time.Now(), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
 	st, err := queue.OpenPostgres(dsn) // applies the migrations before the children start
 	if err != nil {

@@ -430,9 +430,10 @@ func (r *runner) finish() (*reports.Run, error) {
 	r.inj.mu.Unlock()
 
 	s := &reports.Summary{
-		Drill: d.Name, Description: d.Description, Seed: d.Seed, Mode: "live", Speed: r.clock.speed(),
+		Drill: d.Name, Description: d.Description, Seed: d.Seed, Mode: "live", Speed: r.clock.Speed,
 		DurationS:  d.Duration.D.Seconds(),
 		DrillTimeS: rec.endDT.Seconds(),
+		Offered:    d.Offered(r.specs),
 		Deliveries: reports.Deliveries{Created: created, Delivered: delivered, DeadLettered: dead, Pending: pending},
 		// Attempts are what the partners received: an attempt lost in a
 		// kill still reached (or may have reached) its partner.
@@ -510,7 +511,7 @@ func (r *runner) finish() (*reports.Run, error) {
 		run.Policy = append(run.Policy, reports.KV{Key: kv[0], Value: kv[1]})
 	}
 	run.Policy = append(run.Policy, reports.KV{Key: "live", Value: fmt.Sprintf("speed ×%g (drill times in the report are drill time; lateness is wall time), lease %s, claim batch %d",
-		r.clock.speed(), d.Dispatcher.LeaseTimeout.D, d.Dispatcher.ClaimBatch)})
+		r.clock.Speed, d.Dispatcher.LeaseTimeout.D, d.Dispatcher.ClaimBatch)})
 	if math.IsNaN(s.Amplification) {
 		s.Amplification = 0
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 	"github.com/stormdrill/stormdrill/model/queue"
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -67,20 +68,21 @@ type child struct {
 }
 
 type runner struct {
-	d       *drills.Drill
-	opt     Options
-	dir     string
-	dbPath  string
-	drillJS string
-	specs   []fakepartner.Spec
-	subs    []drills.LiveSubscriber
-	fanout  []int
-	byName  map[string]int
-	srv     *fakepartner.Server
-	baseURL string
-	clock   Clock
-	exe     string
-	logw    io.Writer
+	d      *drills.Drill
+	opt    Options
+	dir    string
+	dbPath string
+	// dispatchConfig is the dispatcher configuration file the children read.
+	dispatchConfig string
+	specs          []fakepartner.Spec
+	subs           []drills.LiveSubscriber
+	fanout         []int
+	byName         map[string]int
+	srv            *fakepartner.Server
+	baseURL        string
+	clock          dispatcher.Clock
+	exe            string
+	logw           io.Writer
 
 	mu          sync.Mutex // guards what child readers write
 	transitions []reports.BreakerTransition
@@ -150,10 +152,6 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 			return nil, err
 		}
 	}
-	r.drillJS = filepath.Join(dir, "drill.json")
-	if err := WriteDrillJSON(d, r.drillJS); err != nil {
-		return nil, err
-	}
 	r.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: d.Speed, Seed: d.Seed})
 	if err != nil {
 		return nil, fmt.Errorf("live: partner server: %w", err)
@@ -164,6 +162,15 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	}
 	go func() { _ = r.srv.Serve(l) }()
 	r.baseURL = "http://" + l.Addr().String()
+	cfg, err := DispatcherConfig(d, r.baseURL)
+	if err == nil {
+		r.dispatchConfig = filepath.Join(dir, "dispatcher.json")
+		err = dispatcher.WriteFile(r.dispatchConfig, cfg)
+	}
+	if err != nil {
+		r.srv.Close()
+		return nil, fmt.Errorf("live: dispatcher configuration: %w", err)
+	}
 	return r, nil
 }
 
@@ -195,10 +202,8 @@ func (r *runner) spawn() (*child, error) {
 	r.children++
 	c := &child{n: r.children, owner: "dispatch-" + strconv.Itoa(r.children), ready: make(chan struct{}), done: make(chan error, 1)}
 	c.cmd = exec.Command(r.exe, "dispatch",
-		"--store", "sqlite:"+r.dbPath, "--drill", r.drillJS, "--partners", r.baseURL,
-		"--owner", c.owner, "--alert-url", r.baseURL+"/alerts",
-		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10),
-		"--speed", strconv.FormatFloat(r.clock.speed(), 'g', -1, 64))
+		"--store", "sqlite:"+r.dbPath, "--config", r.dispatchConfig, "--owner", c.owner,
+		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10))
 	c.cmd.Stderr = r.logw
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -213,12 +218,12 @@ func (r *runner) spawn() (*child, error) {
 		for sc.Scan() {
 			f := strings.Split(sc.Text(), "\t")
 			switch f[0] {
-			case EventReady:
+			case dispatcher.EventReady:
 				if !readyOnce {
 					readyOnce = true
 					close(c.ready)
 				}
-			case EventTransition:
+			case dispatcher.EventTransition:
 				if len(f) == 5 {
 					r.transition(f[1], f[2], f[3], f[4])
 				}
@@ -339,7 +344,7 @@ type faultStep struct {
 
 func (r *runner) run() error {
 	d := r.d
-	r.clock = Clock{Start: time.Now().Add(BootMargin), Speed: d.Speed}
+	r.clock = dispatcher.Clock{Start: time.Now().Add(BootMargin), Speed: d.Speed}
 	r.srv.SetStart(r.clock.Start)
 	var err error
 	if r.reader, err = queue.OpenSQLite(r.dbPath); err != nil {

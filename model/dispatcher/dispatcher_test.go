@@ -1,4 +1,4 @@
-package live
+package dispatcher
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func TestClassifyError(t *testing.T) {
 
 func TestRetryAfterInDrillTime(t *testing.T) {
 	wall := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
-	ds := &dispatcher{speed: 20, cfg: DispatcherConfig{Clock: Clock{Start: wall, Speed: 20}}}
+	ds := &dispatcher{speed: 20, cfg: Config{Clock: Clock{Start: wall, Speed: 20}}}
 	tests := []struct {
 		name, in, want string
 	}{

@@ -1,12 +1,13 @@
-package live
+package dispatcher
 
 import "time"
 
 // Clock maps the wall clock to drill time: drill time runs Speed times
-// faster than the wall clock, and both agree at Start.
+// faster than the wall clock, and both agree at Start. A dispatcher that
+// serves a real system runs at Speed 1.
 type Clock struct {
 	Start time.Time
-	Speed float64 // > 0; 0 means 1
+	Speed float64 // > 0; 0 reads as 1
 }
 
 func (c Clock) speed() float64 {

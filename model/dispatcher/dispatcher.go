@@ -1,4 +1,4 @@
-package live
+package dispatcher
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -19,85 +18,67 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/dispatch"
 	"github.com/stormdrill/stormdrill/model/queue"
 	"github.com/stormdrill/stormdrill/model/sim"
 )
 
-// Dispatcher limits and defaults.
+// Runtime limits.
 const (
 	// MaxResponseBytes is the most of a partner's response body read.
 	MaxResponseBytes = 64 << 10
-	// MaxHeld bounds the deliveries one dispatcher keeps in memory (due,
-	// delayed or in flight), whatever queue_capacity says.
-	MaxHeld = 200_000
 	// MaxPendingCompletions bounds completions waiting for the store; past
 	// it the dispatcher gives up (the store is the truth: leases expire).
 	MaxPendingCompletions = 100_000
-	// DefaultClaimPoll is how often (wall) an idle dispatcher asks the store
-	// for newly due deliveries.
-	DefaultClaimPoll = 2 * time.Millisecond
+	// MaxRenewBatch bounds the lease renewals one store batch carries; a
+	// dispatcher holding more renews the rest in the next batches.
+	MaxRenewBatch = 10_000
 	// alertTimeout bounds one alert POST.
 	alertTimeout = 2 * time.Second
 	// storeTimeout bounds one store call.
 	storeTimeout = 30 * time.Second
 	// maxErrorText bounds the last_error text kept per delivery.
 	maxErrorText = 200
-	// maxAlertKeys bounds the (partner cohort, reason) pairs aggregated
-	// between two alert batches; cohorts × reasons is far below it.
+	// maxAlertKeys bounds the (partner, reason) pairs aggregated between
+	// two alert batches; partners × reasons is far below it.
 	maxAlertKeys = 1024
 	// dialTimeout bounds connecting to a partner or the alert sink.
 	dialTimeout = 5 * time.Second
 	// clientSlack is added to the longest per-request timeout to form the
 	// HTTP client's overall timeout, a backstop behind the contexts.
 	clientSlack = time.Second
-	// MaxRenewBatch bounds the lease renewals one store batch carries; a
-	// dispatcher holding more renews the rest in the next batches.
-	MaxRenewBatch = 10_000
 )
 
-// Event line kinds the dispatcher writes to DispatcherConfig.Events, one per
-// line, tab-separated; the live runner reads them.
+// Headers every attempt carries.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key" // the delivery id
+	HeaderAttempt        = "X-Attempt"       // the attempt's ordinal, 1, 2, …
+)
+
+// Event line kinds the dispatcher writes to Config.Events, one per line,
+// tab-separated.
 const (
 	EventReady      = "ready"      // ready <owner>
-	EventTransition = "transition" // transition <partner> <drill unix ns> <from> <to>
+	EventTransition = "transition" // transition <endpoint> <drill unix ns> <from> <to>
 	EventExit       = "exit"       // exit <attempts> <retry_after_ignored> <stale>
 )
 
-// DispatcherConfig configures RunDispatcher.
-type DispatcherConfig struct {
-	Drill       *drills.Drill
-	Store       queue.Store
-	PartnersURL string // base URL of the partner server, "http://127.0.0.1:PORT"; loopback only
-	Owner       string // lease owner; must be unique among live dispatchers
-	// AlertURL receives DLQ alerts (loopback only; "" sends none): one
-	// JSON Alert per (partner cohort, reason) with dead letters since the
-	// last batch, one batch at most every dispatcher.alert_interval of
-	// drill time. The only exception is the batch sent when the
-	// dispatcher stops, which carries what is left rather than drop it.
-	AlertURL string
-	Clock    Clock // drill time; every time in the store is on it
-	// ClaimPoll is how often an idle loop claims (wall); default
-	// DefaultClaimPoll.
-	ClaimPoll time.Duration
-	// Events receives event lines (ready, breaker transitions, exit); nil
-	// discards them.
-	Events io.Writer
-	// Log receives diagnostics; nil discards them.
-	Log io.Writer
-}
-
-// DispatchStats is what one dispatcher run did.
-type DispatchStats struct {
+// Stats is what one dispatcher run did.
+type Stats struct {
 	Claimed, Attempts, Acked, Rescheduled, DeadLettered int64
 	Stale                                               int64 // completions the store refused (lease taken over)
 	RetryAfterIgnored                                   int64
 	Released                                            int   // leases given back at the end
 	Renewed                                             int64 // lease renewals sent for deliveries held in memory
 	AlertsSent                                          int64
+}
+
+// endpoint is one partner endpoint: a member of a Config.Partners entry.
+type endpoint struct {
+	name  string
+	url   string
+	group int // index into Config.Partners
 }
 
 type job struct {
@@ -136,103 +117,101 @@ type alertAgg struct {
 	oldestC int64 // created (drill ns) of the oldest delivery
 }
 
-// Alert is the JSON body of one DLQ alert, as the fake partner's sink reads it.
+// Alert is the JSON body of one DLQ alert.
 type Alert struct {
 	Count   int     `json:"count"`
 	Reason  string  `json:"reason"`
-	Partner string  `json:"partner"`
+	Partner string  `json:"partner"` // the Config.Partners entry's name
 	OldestS float64 `json:"oldest_s"`
 }
 
 type dispatcher struct {
-	cfg      DispatcherConfig
-	d        *drills.Drill
-	subs     []drills.LiveSubscriber
-	cohorts  []string
+	cfg      Config
+	eps      []endpoint
 	byName   map[string]int32
 	core     *dispatch.Core
 	rng      *rand.Rand
 	held     map[string]*heldRow
-	holdCap  int
-	lease    time.Duration
 	wallTO   time.Duration
 	pending  []queue.Completion
 	client   *http.Client
 	events   io.Writer
 	eventsMu sync.Mutex
 	logw     io.Writer
-	stats    DispatchStats
+	stats    Stats
 	alerts   map[alertKey]*alertAgg
 	alertCh  chan []Alert
 	// alertBusy is set while a batch waits in alertCh or is being posted;
 	// alertReadyNS (wall unix ns) is when the poster finished the last
-	// batch plus alert_interval. No new batch is handed over before both
+	// batch plus AlertInterval. No new batch is handed over before both
 	// allow it, so however slow a post is, two batches arrive at least
-	// alert_interval apart.
+	// AlertInterval apart.
 	alertBusy    atomic.Bool
 	alertReadyNS atomic.Int64
-	alertEvery   time.Duration // alert_interval in wall time
+	alertEvery   time.Duration // AlertInterval in wall time
 	speed        float64
 }
 
-// RunDispatcher runs the dispatcher until ctx is cancelled, then stops
-// claiming, lets the attempts in flight finish, persists every transition,
-// gives its leases back and returns. A process killed instead loses
-// nothing: what it did not persist is redone once its leases expire.
+// Run validates cfg and runs the dispatcher until ctx is cancelled, then
+// stops claiming, lets the attempts in flight finish, persists every
+// transition, gives its leases back and returns. A process killed instead
+// loses nothing: what it did not persist is redone once its leases expire.
+// An invalid cfg is refused before anything is claimed, with the errors
+// of Validate.
 //
 // Attempt ordinals: the store counts attempts whose outcome was recorded.
 // An attempt lost in a kill is not counted, so the next claimant sends the
 // same ordinal again (the partner sees X-Attempt repeat); the attempt
 // history never holds two rows with one ordinal, and a kill does not eat
 // into a delivery's max_attempts.
-func RunDispatcher(ctx context.Context, cfg DispatcherConfig) (DispatchStats, error) {
+func Run(ctx context.Context, cfg Config) (Stats, error) {
 	ds, err := newDispatcher(cfg)
 	if err != nil {
-		return DispatchStats{}, err
+		return Stats{}, err
 	}
 	return ds.run(ctx)
 }
 
-func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
-	d := cfg.Drill
-	if d == nil || cfg.Store == nil {
-		return nil, errors.New("dispatch: a drill and a store are required")
-	}
-	if cfg.Owner == "" {
-		return nil, errors.New("dispatch: an owner name is required")
-	}
-	var err error
-	if cfg.PartnersURL, err = LoopbackURL(cfg.PartnersURL); err != nil {
-		return nil, fmt.Errorf("dispatch: partners URL: %w", err)
-	}
-	cfg.PartnersURL = strings.TrimRight(cfg.PartnersURL, "/")
-	if cfg.AlertURL != "" {
-		if cfg.AlertURL, err = LoopbackURL(cfg.AlertURL); err != nil {
-			return nil, fmt.Errorf("dispatch: alert URL: %w", err)
+// Endpoints lists the endpoint names cfg's partners stand for, in order.
+func (c *Config) Endpoints() []string {
+	var names []string
+	for _, p := range c.Partners {
+		if p.Members == 0 {
+			names = append(names, p.Name)
+			continue
+		}
+		for m := 0; m < p.Members; m++ {
+			names = append(names, p.Name+"-"+strconv.Itoa(m))
 		}
 	}
-	if cfg.ClaimPoll <= 0 {
-		cfg.ClaimPoll = DefaultClaimPoll
+	return names
+}
+
+func newDispatcher(cfg Config) (*dispatcher, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("dispatcher: Config.Store is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.AlertURL != "" {
+		cfg.AlertURL, _ = LoopbackURL(cfg.AlertURL)
+	}
+	base := ""
+	if cfg.PartnersURL != "" {
+		base, _ = LoopbackURL(cfg.PartnersURL)
+		base = strings.TrimRight(base, "/")
 	}
 	if cfg.Clock.Start.IsZero() {
 		cfg.Clock.Start = time.Now()
 	}
-	pol, err := d.ModelPolicy()
-	if err != nil {
-		return nil, err
-	}
-	specs, err := d.PartnerSpecs()
-	if err != nil {
-		return nil, err
-	}
 	ds := &dispatcher{
-		cfg: cfg, d: d, byName: map[string]int32{}, held: map[string]*heldRow{},
-		rng:    sim.NewRand(d.Seed, "dispatcher/"+cfg.Owner),
-		lease:  d.Dispatcher.LeaseTimeout.D,
-		wallTO: cfg.Clock.Wall(d.Dispatcher.AttemptTimeout.D),
+		cfg: cfg, byName: map[string]int32{}, held: map[string]*heldRow{},
+		rng:    sim.NewRand(cfg.Seed, "dispatcher/"+cfg.Owner),
+		wallTO: cfg.Clock.Wall(cfg.AttemptTimeout),
 		events: cfg.Events, logw: cfg.Log, alerts: map[alertKey]*alertAgg{},
 		alertCh: make(chan []Alert, 1), speed: cfg.Clock.speed(),
-		alertEvery: cfg.Clock.Wall(d.Dispatcher.AlertInterval.D),
+		alertEvery: cfg.Clock.Wall(cfg.AlertInterval),
 	}
 	if ds.events == nil {
 		ds.events = io.Discard
@@ -240,45 +219,53 @@ func newDispatcher(cfg DispatcherConfig) (*dispatcher, error) {
 	if ds.logw == nil {
 		ds.logw = io.Discard
 	}
-	ds.holdCap = min(max(d.Dispatcher.QueueCapacity, d.Dispatcher.ClaimBatch), MaxHeld)
-	ds.subs, _ = drills.Subscribers(d, specs)
-	for _, sp := range specs {
-		ds.cohorts = append(ds.cohorts, sp.Name)
-	}
-	var bs model.BreakerSettings
-	if d.BreakerEnabled() {
-		if bs, err = d.ModelBreakerSettings(); err != nil {
-			return nil, err
+	pools := map[string]*model.Budget{}
+	var pcs []dispatch.PartnerConfig
+	for g := range cfg.Partners {
+		p := &cfg.Partners[g]
+		pol := p.Policy // one copy per entry, shared by its members
+		u := p.URL
+		if strings.HasPrefix(u, "/") {
+			u = base + u
 		}
-	}
-	var global *model.Budget
-	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
-		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
-	}
-	pcs := make([]dispatch.PartnerConfig, len(ds.subs))
-	for i, s := range ds.subs {
-		ds.byName[s.Name] = int32(i)
-		pc := dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency}
-		if d.BreakerEnabled() {
-			pc.Breaker = model.NewBreaker(bs)
-			name := s.Name
-			pc.Breaker.OnTransition = func(tr model.Transition) {
-				ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
+		u, _ = LoopbackURL(u)
+		add := func(name, url string) {
+			ds.byName[name] = int32(len(ds.eps))
+			ds.eps = append(ds.eps, endpoint{name: name, url: url, group: g})
+			pc := dispatch.PartnerConfig{Name: name, Policy: &pol, Concurrency: p.Concurrency}
+			if p.Breaker != nil {
+				pc.Breaker = model.NewBreaker(*p.Breaker)
+				pc.Breaker.OnTransition = func(tr model.Transition) {
+					ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
+				}
 			}
-		}
-		if d.BudgetEnabled() {
-			pc.Budget = global
-			if pc.Budget == nil {
-				pc.Budget = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
+			if b := p.Budget; b != nil {
+				if b.Pool == "" {
+					pc.Budget = model.NewBudget(b.MaxTokens, b.TokenRatio)
+				} else {
+					if pools[b.Pool] == nil {
+						pools[b.Pool] = model.NewBudget(b.MaxTokens, b.TokenRatio)
+					}
+					pc.Budget = pools[b.Pool]
+				}
 			}
+			pcs = append(pcs, pc)
 		}
-		pcs[i] = pc
+		if p.Members == 0 {
+			add(p.Name, u)
+			continue
+		}
+		for m := 0; m < p.Members; m++ {
+			ms := strconv.Itoa(m)
+			add(p.Name+"-"+ms, strings.NewReplacer("{member}", ms, "%7Bmember%7D", ms).Replace(u))
+		}
 	}
-	ds.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, Partners: pcs})
+	var err error
+	ds.core, err = dispatch.New(dispatch.Config{Workers: cfg.Workers, Partners: pcs})
 	if err != nil {
 		return nil, err
 	}
-	ds.client = newHTTPClient(d.Dispatcher.Workers, max(ds.wallTO, alertTimeout)+clientSlack)
+	ds.client = newHTTPClient(cfg.Workers, max(ds.wallTO, alertTimeout)+clientSlack)
 	return ds, nil
 }
 
@@ -301,44 +288,6 @@ func newHTTPClient(workers int, timeout time.Duration) *http.Client {
 	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// LoopbackURL checks that s is an http URL on a literal loopback address
-// (127.0.0.0/8 or ::1; "localhost" is read as 127.0.0.1 rather than
-// resolved, since a hosts file could point it elsewhere) and returns it
-// with localhost replaced. Live drills never leave the machine.
-func LoopbackURL(s string) (string, error) {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "", fmt.Errorf("%q: %v", s, err)
-	}
-	if u.Scheme != "http" || u.Host == "" {
-		return "", fmt.Errorf("%q: want http://127.0.0.1:PORT", s)
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("%q: user information is not allowed", s)
-	}
-	host := u.Hostname()
-	if strings.EqualFold(host, "localhost") {
-		host = "127.0.0.1"
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return "", fmt.Errorf("%q is not on a loopback address; use 127.0.0.1 or [::1]", s)
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", fmt.Errorf("%q: bad port %q", s, p)
-		}
-	}
-	if u.Port() != "" {
-		u.Host = net.JoinHostPort(ip.String(), u.Port())
-	} else if ip.To4() == nil {
-		u.Host = "[" + ip.String() + "]"
-	} else {
-		u.Host = ip.String()
-	}
-	return u.String(), nil
-}
-
 func (ds *dispatcher) event(fields ...string) {
 	ds.eventsMu.Lock()
 	defer ds.eventsMu.Unlock()
@@ -349,8 +298,8 @@ func (ds *dispatcher) logf(format string, args ...any) {
 	fmt.Fprintf(ds.logw, "dispatch %s: "+format+"\n", append([]any{ds.cfg.Owner}, args...)...)
 }
 
-func (ds *dispatcher) run(ctx context.Context) (DispatchStats, error) {
-	workers := ds.d.Dispatcher.Workers
+func (ds *dispatcher) run(ctx context.Context) (Stats, error) {
+	workers := ds.cfg.Workers
 	jobs := make(chan job, workers)
 	results := make(chan result, workers)
 	var wg sync.WaitGroup
@@ -397,7 +346,7 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 	// once less than two thirds of it is left: a delivery kept waiting
 	// for a worker, a partner slot or a breaker never outlives its lease,
 	// so no other dispatcher can claim and send it meanwhile.
-	renewEvery := max(ds.cfg.Clock.Wall(ds.lease/3), time.Millisecond)
+	renewEvery := max(ds.cfg.Clock.Wall(ds.cfg.LeaseTimeout/3), time.Millisecond)
 	nextRenew := time.Now().Add(renewEvery)
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
@@ -412,7 +361,7 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		if err := ds.flush(); err != nil {
 			return err
 		}
-		if !stopping && !wallNow.Before(nextClaim) && len(ds.held) < ds.holdCap {
+		if !stopping && !wallNow.Before(nextClaim) && len(ds.held) < ds.cfg.HeldLimit {
 			full, err := ds.claim(now)
 			if err != nil {
 				ds.logf("claim: %v", err)
@@ -503,13 +452,13 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // claim leases due deliveries and hands the new ones to the core. full
 // reports that the store may have more due right now.
 func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
-	limit := min(ds.d.Dispatcher.ClaimBatch, ds.holdCap-len(ds.held))
+	limit := min(ds.cfg.ClaimBatch, ds.cfg.HeldLimit-len(ds.held))
 	if limit <= 0 {
 		return false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	rows, err := ds.cfg.Store.Claim(ctx, ds.cfg.Owner, now, ds.lease, limit)
+	rows, err := ds.cfg.Store.Claim(ctx, ds.cfg.Owner, now, ds.cfg.LeaseTimeout, limit)
 	if err != nil {
 		return false, err
 	}
@@ -525,13 +474,12 @@ func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
 		si, ok := ds.byName[r.Partner]
 		if !ok {
 			ds.pending = append(ds.pending, queue.Completion{ID: r.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter,
-				At: now, Attempt: r.Attempt, Reason: string(model.ReasonPermanent), LastError: "no partner " + clip(r.Partner) + " in this drill"})
+				At: now, Attempt: r.Attempt, Reason: string(model.ReasonPermanent), LastError: "no partner " + clip(r.Partner) + " in the configuration"})
 			continue
 		}
-		sub := ds.subs[si]
 		it := &dispatch.Item{
 			ID: r.ID, Partner: si, Attempts: r.Attempt, FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
-			PrevDelay: r.PrevDelay, Cohort: int32(sub.Cohort), Member: int32(sub.Member), Payload: r.Payload, Slot: -1,
+			PrevDelay: r.PrevDelay, Cohort: int32(ds.eps[si].group), Payload: r.Payload, Slot: -1,
 		}
 		if r.Created.IsZero() {
 			it.FirstSeen = r.RunAt.UnixNano()
@@ -554,8 +502,9 @@ func (ds *dispatcher) renew(now time.Time) (more bool) {
 	if len(ds.pending) > MaxPendingCompletions/2 {
 		return false // the store is not taking writes; renewals would only pile up
 	}
-	horizon := now.Add(ds.lease - ds.lease/3)
-	until := now.Add(ds.lease)
+	lease := ds.cfg.LeaseTimeout
+	horizon := now.Add(lease - lease/3)
+	until := now.Add(lease)
 	n := 0
 	for id, h := range ds.held {
 		if h.leaseUntil.After(horizon) {
@@ -585,7 +534,6 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 			ds.deadLetter(it, now, reason, "", 0, false, time.Time{})
 			continue
 		}
-		sub := ds.subs[it.Partner]
 		body := it.Payload
 		if len(body) == 0 {
 			// A body is always sent: an empty POST with an Idempotency-Key
@@ -595,7 +543,7 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 		ds.stats.Attempts++
 		// The core keeps attempts in flight at most at workers, which is the
 		// channel's capacity plus what the workers hold: this never blocks.
-		jobs <- job{it: it, url: ds.cfg.PartnersURL + "/p/" + ds.cohorts[sub.Cohort] + "/" + strconv.Itoa(sub.Member), body: body, started: now}
+		jobs <- job{it: it, url: ds.eps[it.Partner].url, body: body, started: now}
 	}
 }
 
@@ -611,8 +559,8 @@ func (ds *dispatcher) call(j job) result {
 		return res
 	}
 	req.GetBody = nil // not rewindable: the transport cannot resend it
-	req.Header.Set(fakepartner.HeaderIdempotencyKey, j.it.ID)
-	req.Header.Set(fakepartner.HeaderAttempt, strconv.Itoa(j.it.Attempts))
+	req.Header.Set(HeaderIdempotencyKey, j.it.ID)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(j.it.Attempts))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := ds.client.Do(req)
 	if err != nil {
@@ -691,7 +639,7 @@ func (ds *dispatcher) complete(r result) {
 		// nor another dispatcher's can hand it out while we are about to
 		// send it. After a kill it is claimable once that lease runs out;
 		// its run_at does not change.
-		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.lease)
+		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.cfg.LeaseTimeout)
 		if h := ds.held[it.ID]; h != nil {
 			h.attempt, h.runAt, h.prevDelay, h.lastErr, h.updated, h.leaseUntil = c.Attempt, c.RunAt, c.PrevDelay, c.LastError, c.At, c.LeaseUntil
 		}
@@ -707,7 +655,7 @@ func (ds *dispatcher) deadLetter(it *dispatch.Item, at time.Time, reason model.R
 	ds.stats.DeadLettered++
 	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
 		Attempt: it.Attempts, Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
-	k := alertKey{ds.cohorts[ds.subs[it.Partner].Cohort], string(reason)}
+	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}
 	a := ds.alerts[k]
 	if a == nil {
 		if len(ds.alerts) >= maxAlertKeys {
