@@ -480,7 +480,6 @@ func judgeExhausted(ms []member, source string, alerts []fakepartner.ReceivedAle
 func judgeLostAnswer(ms []member) Verdict {
 	for i, m := range ms {
 
-
 		if len(m.obs) < 2 {
 			return fail("delivery %d: %d attempt(s) after its answer was lost; want a retry", i, len(m.obs))
 		}
