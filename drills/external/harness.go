@@ -65,11 +65,12 @@ type record struct {
 
 	dels      []delivery
 	byID      map[string]int32
+	deadSeen  map[string]bool
 	resolved  []bool // delivered (a commit) or dead-lettered, as seen so far
 	resolvedN int
 }
 
-func newRecord() *record { return &record{byID: map[string]int32{}} }
+func newRecord() *record { return &record{byID: map[string]int32{}, deadSeen: map[string]bool{}} }
 
 // add registers a delivery before its event is sent, so that its first
 // attempt can be identified however fast it comes.
@@ -125,11 +126,17 @@ func (r *record) observe(o fakepartner.Observation) {
 func (r *record) deadLetter(d fakepartner.DeadLetter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A dead-letter command lists the whole DLQ each time it runs: the
+	// first report of an id is kept.
+	if r.deadSeen[d.ID] {
+		return
+	}
 	if len(r.dead) >= MaxDeadLetters {
 		r.deadExtra++
 		return
 	}
 	r.dead = append(r.dead, d)
+	r.deadSeen[d.ID] = true
 	r.resolveLocked(d.ID)
 }
 

@@ -35,7 +35,7 @@ type process struct {
 	stdin io.WriteCloser // nil unless events go to its stdin
 	done  chan struct{}  // closed when it has exited
 	err   error          // its exit, once done is closed
-	ready chan struct{}  // closed at the ready log line
+	ready chan struct{}  // closed once it is ready
 	once  sync.Once
 }
 
@@ -77,7 +77,8 @@ func (e env) command(ctx context.Context, dir string, argv []string) *exec.Cmd {
 }
 
 // startProcess starts argv and waits until it is ready: readyURL answers
-// 2xx, or a line of its output contains readyLog, or (neither) at once.
+// 2xx and a line of its output contains readyLog (each when given), or at
+// once when neither is given.
 func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, readyLog string, timeout time.Duration, log io.Writer) (*process, error) {
 	p := &process{cmd: e.command(nil, dir, argv), done: make(chan struct{}), ready: make(chan struct{})}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -93,6 +94,7 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("external: starting the system: %w", err)
 	}
+	logSeen := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(make([]byte, 4096), maxOutputLine)
@@ -100,7 +102,7 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 			line := sc.Text()
 			fmt.Fprintln(log, "system:", line)
 			if readyLog != "" && strings.Contains(line, readyLog) {
-				p.once.Do(func() { close(p.ready) })
+				p.once.Do(func() { close(logSeen) })
 			}
 		}
 		_, _ = io.Copy(io.Discard, outR)
@@ -110,25 +112,26 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 		outW.Close()
 		close(p.done)
 	}()
-	if readyLog == "" && readyURL == "" {
-		p.once.Do(func() { close(p.ready) })
+	logOK, urlOK := readyLog == "", readyURL == ""
+	if logOK {
+		logSeen = nil
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()
 	client := &http.Client{Timeout: time.Second}
-	for {
+	for !(logOK && urlOK) {
 		select {
-		case <-p.ready:
-			return p, nil
+		case <-logSeen:
+			logOK, logSeen = true, nil
 		case <-p.done:
 			return nil, fmt.Errorf("external: the system exited before it was ready: %v", p.err)
 		case <-deadline.C:
 			p.kill(false)
 			return nil, fmt.Errorf("external: the system was not ready within %v (system.ready_timeout)", timeout)
 		case <-tick.C:
-			if readyURL != "" && urlReady(client, e.expand(readyURL)) {
+			if !urlOK && urlReady(client, e.expand(readyURL)) {
 				// Another process may hold the port the system failed to
 				// bind: a system that exits just after "ready" was not.
 				select {
@@ -136,10 +139,12 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 					return nil, fmt.Errorf("external: the system exited before it was ready: %v", p.err)
 				case <-time.After(4 * readyPoll):
 				}
-				p.once.Do(func() { close(p.ready) })
+				urlOK = true
 			}
 		}
 	}
+	close(p.ready)
+	return p, nil
 }
 
 func urlReady(c *http.Client, u string) bool {

@@ -1,7 +1,7 @@
 package external
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -227,23 +227,44 @@ func outagesOver(specs []fakepartner.Spec, dt time.Duration) bool {
 	return true
 }
 
-// parseDeadLetters reads one JSON dead letter per line.
+// maxDeadLetterOutput bounds what a dead-letter command may print.
+const maxDeadLetterOutput = 256 << 20
+
+// parseDeadLetters reads dead letters {"id","reason","attempts"} (other
+// fields ignored) as one JSON array or one JSON object per line.
 func parseDeadLetters(r io.Reader, add func(fakepartner.DeadLetter)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), fakepartner.MaxDeadLetterBodyBytes)
-	line := 0
-	for sc.Scan() {
-		line++
-		t := strings.TrimSpace(sc.Text())
-		if t == "" {
+	data, err := io.ReadAll(io.LimitReader(r, maxDeadLetterOutput+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > maxDeadLetterOutput {
+		return fmt.Errorf("external: dead_letter_command printed more than %d bytes", maxDeadLetterOutput)
+	}
+	now := time.Now()
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		var all []fakepartner.DeadLetter
+		if err := json.Unmarshal(t, &all); err != nil {
+			return fmt.Errorf("external: dead_letter_command: want a JSON array of {\"id\",\"reason\",\"attempts\"}: %v", err)
+		}
+		for _, dl := range all {
+			if dl.ID != "" {
+				dl.At = now
+				add(dl)
+			}
+		}
+		return nil
+	}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) == 0 {
 			continue
 		}
 		var dl fakepartner.DeadLetter
-		if err := json.Unmarshal([]byte(t), &dl); err != nil || dl.ID == "" {
-			return fmt.Errorf("external: dead_letter_command line %d: want {\"id\",\"reason\",\"attempts\"}", line)
+		if err := json.Unmarshal(t, &dl); err != nil || dl.ID == "" {
+			return fmt.Errorf("external: dead_letter_command line %d: want {\"id\",\"reason\",\"attempts\"}", i+1)
 		}
-		dl.At = time.Now()
+		dl.At = now
 		add(dl)
 	}
-	return sc.Err()
+	return nil
 }
