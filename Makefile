@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
-RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./drills/external/...
+RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./model/dispatcher/... ./drills/external/...
 
 .PHONY: help build test test-race vet fmt demo bench fuzz clean
 
@@ -16,8 +16,8 @@ vet: ## go vet and gofmt check
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
-test: vet ## vet, then every test (-race where there are goroutines)
-	$(GO) test -count=1 ./...
+test: vet ## vet, then every test (-race where there are goroutines), and a cross-build of the release targets
+	STORMDRILL_CROSS_BUILD=1 $(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
 demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
@@ -29,13 +29,15 @@ bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end
 	$(GO) test -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/
 	./$(BIN) bench
 
-fuzz: ## fuzz the parsers for 30s each
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime 30s ./model/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./drills/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 30s ./drills/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRate$$' -fuzztime 30s ./drills/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseGate$$' -fuzztime 30s ./reports/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseTolerance$$' -fuzztime 30s ./reports/
+FUZZTIME ?= 30s
+
+fuzz: ## run every fuzz target of every package for FUZZTIME (30s) each
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz $$(dirname $$f) $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f)/; \
+		done; \
+	done
 
 clean: ## remove build and run outputs
 	rm -rf bin out

@@ -43,6 +43,9 @@ type Progress struct {
 type SimOptions struct {
 	// Progress, if set, is called now and then from the run's goroutine.
 	Progress func(Progress)
+	// MaxEvents, if above 0, ends the run after that many simulated
+	// events, as if the drill ended there (for fuzzing whole drills).
+	MaxEvents int64
 }
 
 type evKind uint8
@@ -291,6 +294,10 @@ func (r *simRun) run(opt SimOptions) error {
 			break
 		}
 		events++
+		if opt.MaxEvents > 0 && events > opt.MaxEvents {
+			r.rec.endNs = t
+			return nil
+		}
 		if events > MaxSimEvents {
 			return fmt.Errorf("simulation exceeded %d events", int64(MaxSimEvents))
 		}

@@ -12,11 +12,35 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stormdrill/stormdrill/reports"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
+
+// thresholdLine is a gate's threshold across a capacity panel.
+type thresholdLine struct{ y float64 }
+
+var thresholdStyle = draw.LineStyle{Color: color.NRGBA{R: 0xC0, A: 0xFF}, Width: vg.Points(1.25), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+
+// Plot implements plot.Plotter.
+func (t *thresholdLine) Plot(c draw.Canvas, p *plot.Plot) {
+	_, trY := p.Transforms(&c)
+	y := trY(t.y)
+	c.StrokeLines(thresholdStyle, c.ClipLinesY([]vg.Point{{X: c.Min.X, Y: y}, {X: c.Max.X, Y: y}})...)
+}
+
+// DataRange implements plot.DataRanger: the threshold is always in view.
+func (t *thresholdLine) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return math.Inf(1), math.Inf(-1), t.y, t.y
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (t *thresholdLine) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(thresholdStyle, c.Min.X, y, c.Max.X, y)
+}
 
 // AnswerText is the search's answer in one sentence.
 func (r *CapacityResult) AnswerText() string {
@@ -184,17 +208,22 @@ const logXFactor = 8
 // failing orange, the boundary a dashed vertical line.
 func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 	panels := []struct {
-		title string
-		get   func(p *Probe) float64
+		title, metric string
+		get           func(p *Probe) float64
 	}{
-		{"amplification", func(p *Probe) float64 { return p.Amplification }},
-		{"healthy p99 (s)", func(p *Probe) float64 { return p.HealthyP99S }},
-		{"drain time (s)", func(p *Probe) float64 { return p.DrainTimeS }},
-		{"dead-lettered", func(p *Probe) float64 { return p.DeadLettered }},
+		{"amplification", "amplification", func(p *Probe) float64 { return p.Amplification }},
+		{"healthy p99 (s)", "healthy.latency.p99", func(p *Probe) float64 { return p.HealthyP99S }},
+		{"drain time (s)", "drain_time", func(p *Probe) float64 { return p.DrainTimeS }},
+		{"dead-lettered", "dead_lettered", func(p *Probe) float64 { return p.DeadLettered }},
 	}
+	// The gates on a panel's metric, drawn as its thresholds.
+	gates, _ := reports.ParseGates(r.Gates)
 	rows := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
 		p := plot.New()
+		reports.UseSansFont(p)
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.TextStyle.Font.Size = vg.Points(8)
 		p.Y.Label.Text = pn.title
 		if i == 0 {
 			p.Title.Text = fmt.Sprintf("%s: key metrics against %s", r.Drill, r.Key)
@@ -244,6 +273,32 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 			s.Color = set.col
 			s.Radius = vg.Points(3)
 			p.Add(s)
+			if i == 0 {
+				label := "probe passes every gate"
+				if set.col == failColor {
+					label = "probe fails a gate"
+				}
+				p.Legend.Add(label, s)
+			}
+		}
+		// Gate thresholds on this panel's metric; one far above the data
+		// (a 30m latency SLO over second-scale latencies) is named in the
+		// legend instead of flattening the data.
+		dataMax := 0.0
+		for _, pt := range all {
+			dataMax = math.Max(dataMax, pt.Y)
+		}
+		for _, g := range gates {
+			if g.Metric != pn.metric {
+				continue
+			}
+			if g.Value > 3*math.Max(dataMax, 1e-9) {
+				p.Legend.Add(fmt.Sprintf("gate %s: above the plot", g.Expr), &thresholdLine{})
+				continue
+			}
+			tl := &thresholdLine{y: g.Value}
+			p.Add(tl)
+			p.Legend.Add("gate "+g.Expr, tl)
 		}
 		if r.Found {
 			ymin, ymax := 0.0, 1.0
@@ -262,6 +317,9 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 			line.Color = markColor
 			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(line)
+			if i == 0 {
+				p.Legend.Add("answer: "+r.formatValue(r.Answer), line)
+			}
 		}
 		rows[i] = []*plot.Plot{p}
 	}

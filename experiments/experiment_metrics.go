@@ -39,6 +39,39 @@ var derived = []struct {
 		}
 		return all / first, true
 	}},
+	// peak_retries_per_s: the largest retries/s of any sample interval.
+	{"peak_retries_per_s", reports.Ratio, func(run *reports.Run) (float64, bool) {
+		ts := run.Timeseries
+		if ts == nil || len(ts.Samples) == 0 {
+			return 0, false
+		}
+		peak := 0.0
+		for i := range ts.Samples {
+			peak = max(peak, ts.Samples[i].RetriesPerS)
+		}
+		return peak, true
+	}},
+	// retry_span: from the start of the first sample interval with a retry
+	// to the end of the last one. When the retries are those of deliveries
+	// that failed together (experiments/herd.toml), it is how far apart
+	// their jitter spread them. Not applicable without retries.
+	{"retry_span", reports.Duration, func(run *reports.Run) (float64, bool) {
+		ts := run.Timeseries
+		if ts == nil {
+			return 0, false
+		}
+		first, last := math.Inf(1), math.Inf(-1)
+		for i := range ts.Samples {
+			if s := &ts.Samples[i]; s.RetriesPerS > 0 {
+				first = min(first, s.T-ts.IntervalS)
+				last = max(last, s.T)
+			}
+		}
+		if first > last {
+			return 0, false
+		}
+		return last - first, true
+	}},
 	{"tail.oldest_age", reports.Duration, tailMean(func(s *reports.Sample) float64 { return max(s.OldestReadyAgeS, s.OldestDelayedAgeS) })},
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // Bounds of the analytic plan.
@@ -919,7 +921,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	m.f("## Worker pool (M/M/c, Erlang C)\n\n")
 	if mm := pool.MMc; mm != nil {
 		m.f("| workers c | ρ | P(wait) | Lq | Wq | W | L | Wq p99 |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-		m.f("| %d | %s | %s | %s | %s | %s | %s | %s |\n\n", mm.C, fmtNum(mm.Rho), fmtNum(mm.PWait), fmtNum(mm.Lq),
+		m.f("| %d | %s | %s | %s | %s | %s | %s | %s |\n\n", mm.C, fmtNum(mm.Rho), reports.FormatProbability(mm.PWait), fmtNum(mm.Lq),
 			fmtSeconds(mm.Wq), fmtSeconds(mm.W), fmtNum(mm.L), fmtSeconds(mm.WqP99))
 	} else {
 		m.f("The pool of %d workers is unstable at this load: no steady-state queue wait.\n\n", pool.Workers)

@@ -118,16 +118,61 @@ func FormatValue(metric string, v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-// statCell is a table cell: mean ± CI [min–max].
-func statCell(metric string, st Stat) string {
+// columnFormat writes every value of one table column in one unit, chosen
+// from the largest value in the column: a duration column reads all in ms,
+// all in s or all in min, never "286.19s" above "10.8min".
+func columnFormat(metric string, stats []Stat) func(float64) string {
+	if metricKind(metric) != reports.Duration {
+		return func(v float64) string { return FormatValue(metric, v) }
+	}
+	largest := 0.0
+	for _, st := range stats {
+		for _, v := range []float64{st.Mean, st.Min, st.Max} {
+			if !math.IsNaN(v) {
+				largest = math.Max(largest, math.Abs(v))
+			}
+		}
+	}
+	div, unit, decimals := 1.0, "s", 2
+	switch {
+	case largest > 0 && largest < 1:
+		div, unit, decimals = 0.001, "ms", 1
+	case largest >= 600:
+		div, unit, decimals = 60, "min", 1
+	}
+	return func(v float64) string {
+		if math.IsNaN(v) {
+			return "n/a"
+		}
+		return strconv.FormatFloat(v/div, 'f', decimals, 64) + unit
+	}
+}
+
+// statCell is a table cell: mean ± CI [min–max], in the column's unit.
+func statCell(format func(float64) string, st Stat) string {
 	if st.N == 0 {
 		return "n/a"
 	}
-	s := FormatValue(metric, st.Mean)
+	s := format(st.Mean)
 	if st.N > 1 {
-		s += " ± " + FormatValue(metric, st.CIHalf) + " [" + FormatValue(metric, st.Min) + " – " + FormatValue(metric, st.Max) + "]"
+		s += " ± " + format(st.CIHalf) + " [" + format(st.Min) + " – " + format(st.Max) + "]"
 	}
 	return s
+}
+
+// columnFormats is one formatter per metric column of the table.
+func (r *SweepResult) columnFormats() []func(float64) string {
+	out := make([]func(float64) string, len(r.Experiment.Metrics))
+	for i, m := range r.Experiment.Metrics {
+		stats := make([]Stat, 0, len(r.Cells))
+		for _, c := range r.Cells {
+			if i < len(c.Stats) {
+				stats = append(stats, c.Stats[i])
+			}
+		}
+		out[i] = columnFormat(m, stats)
+	}
+	return out
 }
 
 func (r *SweepResult) tableHeader() []string {
@@ -139,15 +184,15 @@ func (r *SweepResult) tableHeader() []string {
 	return append(h, r.Experiment.Metrics...)
 }
 
-func (r *SweepResult) tableRow(c *CellResult) []string {
+func (r *SweepResult) tableRow(c *CellResult, formats []func(float64) string) []string {
 	row := append([]string{}, c.Labels...)
 	pass := fmt.Sprintf("%d/%d", c.Passed, r.Experiment.Seeds)
 	if c.Failed > 0 {
 		pass += fmt.Sprintf(" (%d failed)", c.Failed)
 	}
 	row = append(row, pass)
-	for i, m := range r.Experiment.Metrics {
-		row = append(row, statCell(m, c.Stats[i]))
+	for i := range r.Experiment.Metrics {
+		row = append(row, statCell(formats[i], c.Stats[i]))
 	}
 	return row
 }
@@ -168,8 +213,9 @@ func writeSweepMarkdown(b *bytes.Buffer, r *SweepResult, plots []sweepPlot) erro
 		b.WriteString(" --- |")
 	}
 	b.WriteString("\n")
+	formats := r.columnFormats()
 	for i := range r.Cells {
-		row := r.tableRow(&r.Cells[i])
+		row := r.tableRow(&r.Cells[i], formats)
 		for k := range row {
 			row[k] = mdEscape(row[k])
 		}
@@ -242,8 +288,9 @@ func writeSweepHTML(b *bytes.Buffer, r *SweepResult, plots []sweepPlot, svgs []t
 			len(r.Cells), e.Seeds, len(r.Runs)),
 		Header: r.tableHeader(), Axes: len(e.Axes), Errors: r.runErrors(5), Plots: svgs,
 	}
+	formats := r.columnFormats()
 	for i := range r.Cells {
-		data.Rows = append(data.Rows, r.tableRow(&r.Cells[i]))
+		data.Rows = append(data.Rows, r.tableRow(&r.Cells[i], formats))
 	}
 	return sweepHTML.Execute(b, data)
 }
@@ -368,7 +415,14 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 	var lineKeys []string
 	lines := map[string][]int{}
 	for i, c := range r.Cells {
-		k := strings.Join(c.Labels[1:], ", ")
+		// The legend names the parameter: "policy.retry.jitter = full".
+		var parts []string
+		for a, label := range c.Labels[1:] {
+			if a+1 < len(e.Axes) {
+				parts = append(parts, e.Axes[a+1].Key+" = "+label)
+			}
+		}
+		k := strings.Join(parts, ", ")
 		if _, ok := lines[k]; !ok {
 			if len(lineKeys) == maxPlotLines {
 				continue
@@ -380,12 +434,19 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 	var out []sweepPlot
 	for mi, m := range e.Metrics {
 		p := plot.New()
+		reports.UseSansFont(p)
 		p.Title.Text = m + " by " + first.Key
 		p.X.Label.Text = first.Key
 		p.Y.Label.Text = m + unitSuffix(m)
 		p.Y.Tick.Marker = readableTicks{}
 		if numeric {
-			p.X.Tick.Marker = readableTicks{}
+			// Ticks at the swept values, labelled as the experiment
+			// wrote them.
+			var ticks plot.ConstantTicks
+			for _, v := range first.Values {
+				ticks = append(ticks, plot.Tick{Value: v.X, Label: v.Label})
+			}
+			p.X.Tick.Marker = ticks
 		} else {
 			var names []string
 			for _, v := range first.Values {
@@ -394,12 +455,22 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 			p.NominalX(names...)
 		}
 		p.Add(plotter.NewGrid())
+		undrained := &naMarks{}
 		for li, k := range lineKeys {
 			var pts plotter.XYs
 			var errs plotter.YErrors
 			for _, ci := range lines[k] {
 				c := &r.Cells[ci]
 				st := c.Stats[mi]
+				if st.N < e.Seeds || math.IsNaN(st.Mean) {
+					// Some seeds have no value (an outage that never
+					// drained): marked, not silently dropped.
+					x := float64(c.Values[0])
+					if numeric {
+						x = first.Values[c.Values[0]].X
+					}
+					undrained.xs = append(undrained.xs, x)
+				}
 				if st.N == 0 || math.IsNaN(st.Mean) {
 					continue
 				}
@@ -426,6 +497,27 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 				p.Legend.Add(k, l, s)
 			}
 		}
+		if numeric && len(first.Values) > 0 {
+			// A margin either side, so that the outer ticks' labels and
+			// error bars show whole.
+			lo, hi := first.Values[0].X, first.Values[0].X
+			for _, v := range first.Values {
+				lo, hi = math.Min(lo, v.X), math.Max(hi, v.X)
+			}
+			pad := (hi - lo) / 20
+			if pad == 0 {
+				pad = math.Max(math.Abs(lo)/20, 1)
+			}
+			p.X.Min, p.X.Max = math.Min(p.X.Min, lo-pad), math.Max(p.X.Max, hi+pad)
+		}
+		if len(undrained.xs) > 0 {
+			p.Add(undrained)
+			what := "no value on some seeds"
+			if m == "drain_time" {
+				what = "not drained on some seeds"
+			}
+			p.Legend.Add(what, undrained)
+		}
 		// Lines in these sweeps mostly rise to the right: the top-left corner
 		// is the emptiest.
 		p.Legend.Top, p.Legend.Left = true, true
@@ -433,6 +525,27 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 	}
 	return out, nil
 }
+
+// naMarks marks, along the top edge of a plot, the x values of cells that
+// have no value on some seeds. It has no data range, so it never stretches
+// the axes.
+type naMarks struct{ xs []float64 }
+
+var naMarkStyle = draw.GlyphStyle{Color: color.NRGBA{R: 0xCC, A: 0xFF}, Radius: vg.Points(4), Shape: draw.CrossGlyph{}}
+
+// Plot implements plot.Plotter.
+func (m *naMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, x := range m.xs {
+		px := trX(x)
+		if px >= c.Min.X && px <= c.Max.X {
+			c.DrawGlyph(naMarkStyle, vg.Point{X: px, Y: c.Max.Y - naMarkStyle.Radius - vg.Points(2)})
+		}
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer for the legend.
+func (m *naMarks) Thumbnail(c *draw.Canvas) { c.DrawGlyph(naMarkStyle, c.Center()) }
 
 func unitSuffix(metric string) string {
 	switch metricKind(metric) {

@@ -245,3 +245,51 @@ func TestBundledExperimentsLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestHerdHashAgainstFull: deliveries that failed together retry within
+// about 4.3s of each other under hash jitter whatever the delay, so at 5
+// minutes they come back within 2% of it; full jitter spreads them over
+// the whole delay, and its peak is far lower.
+func TestHerdHashAgainstFull(t *testing.T) {
+	e, err := LoadExperiment("herd.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RunSweep(e, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := func(jitter, d string) float64 { return mean(t, r, "retry_span", jitter, d) }
+	peak := func(jitter, d string) float64 { return mean(t, r, "peak_retries_per_s", jitter, d) }
+	for _, d := range []string{"10s", "30s", "1m", "5m"} {
+		// 2^32ns is 4.3s; one-second samples round it up to 5s.
+		if s := span("hash", d); s > 5 {
+			t.Errorf("hash jitter at %s: retries span %vs, want at most 5s", d, s)
+		}
+	}
+	if s := span("hash", "5m"); s/300 > 0.02 {
+		t.Errorf("hash jitter at 5m: retries span %.1f%% of the delay, want under 2%%", 100*s/300)
+	}
+	if s := span("full", "5m"); s < 0.9*300 {
+		t.Errorf("full jitter at 5m: retries span %vs, want most of the 300s delay", s)
+	}
+	if h, f := peak("hash", "5m"), peak("full", "5m"); h < 10*f {
+		t.Errorf("peak retries/s at 5m: hash %v, full %v; want the herd at least 10× the full-jitter peak", h, f)
+	}
+}
+
+// TestSweepTableOneUnitPerColumn: a duration column is written in one unit,
+// chosen from its largest value.
+func TestSweepTableOneUnitPerColumn(t *testing.T) {
+	format := columnFormat("drain_time", []Stat{{N: 1, Mean: 286.19, Min: 286.19, Max: 286.19}, {N: 1, Mean: 648, Min: 648, Max: 648}})
+	if got := []string{format(286.19), format(648)}; got[0] != "4.8min" || got[1] != "10.8min" {
+		t.Errorf("column cells %q, want both in min", got)
+	}
+	format = columnFormat("drain_time", []Stat{{N: 1, Mean: 0.25, Min: 0.2, Max: 0.3}})
+	if got := format(0.25); got != "250.0ms" {
+		t.Errorf("sub-second column: %q, want ms", got)
+	}
+	if got := columnFormat("amplification", nil)(1.5); got != "1.5" {
+		t.Errorf("ratio: %q", got)
+	}
+}

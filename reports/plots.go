@@ -264,8 +264,18 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
 	p.Legend.Padding = vg.Points(2)
-	// Sans-serif, like the HTML report around the plots. gonum registers
-	// the Liberation collection, Sans variant included, by default.
+	UseSansFont(p)
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// UseSansFont sets every text of p (title, legend, axis labels, ticks) in
+// the plots' sans-serif font, like the HTML reports around them: gonum's
+// default is a serif. gonum registers the Liberation collection, Sans
+// variant included, by default.
+func UseSansFont(p *plot.Plot) {
 	for _, f := range []*font.Font{
 		&p.Title.TextStyle.Font, &p.Legend.TextStyle.Font,
 		&p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
@@ -273,10 +283,6 @@ func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	} {
 		f.Typeface, f.Variant = plotTypeface, plotFontVariant
 	}
-	p.X.Tick.Marker = niceTicks{}
-	p.Y.Tick.Marker = niceTicks{}
-	p.Add(plotter.NewGrid())
-	return p
 }
 
 // The plots' font: Liberation Sans, which gonum embeds.
@@ -569,12 +575,15 @@ func amplificationPlot(in plotInput, title string) (*plot.Plot, error) {
 			pipe[i] = in.ts.Samples[i].Amplification
 		}
 		cols = append(cols, pipe)
-		if !anyNonZeroCols(cols) {
+		if !anyNonZeroCols(finiteCols(cols)) {
 			return nil, nil
 		}
-		series := columnSeries(in.ts.Samples, in.time.divS, MaxPlotPoints, cols)
+		series := columnSeriesGaps(in.ts.Samples, in.time.divS, MaxPlotPoints, cols)
 		p := newTimePlot(in, title+" by cohort", "amplification (attempts ÷ first attempts)")
 		for i, xys := range series {
+			if len(xys) == 0 {
+				continue // a cohort that never made a first attempt
+			}
 			l, err := addLine(p, labels[i], xys, colors[i])
 			if err != nil {
 				return nil, err

@@ -42,6 +42,7 @@ func TestEntryPointsAgreeOnBadDrills(t *testing.T) {
 			{"plan", f},
 			{"partner", f, "--listen", "127.0.0.1:0"},
 			{"capacity", f, "--out", filepath.Join(out, "capacity"), "--max-probes", "1", "--quiet"},
+			{"dispatch", "--drill", f, "--partners", "http://127.0.0.1:1", "--store", "sqlite:" + filepath.Join(out, "q.db")},
 		} {
 			code, stdout, got := stormdrill(t, args...)
 			if code != exitUsage || got != want {
@@ -57,7 +58,8 @@ func TestEntryPointsAgreeOnBadDrills(t *testing.T) {
 	}
 }
 
-// Every bundled drill that validate accepts, plan and partner accept too.
+// Every bundled drill that validate accepts, plan, partner and the
+// dispatcher process accept too.
 // (run is covered by the simulation tests, which run each bundled drill.)
 func TestEntryPointsAgreeOnBundledDrills(t *testing.T) {
 	files, _ := filepath.Glob("../../drills/*.toml")
@@ -71,6 +73,11 @@ func TestEntryPointsAgreeOnBundledDrills(t *testing.T) {
 		}
 		if code, _, errOut := stormdrill(t, "plan", f); code != exitOK {
 			t.Errorf("plan %s: exit %d: %s", f, code, errOut)
+		}
+		// The dispatcher process builds and validates its configuration
+		// from the drill, then stops before opening a store.
+		if code, _, errOut := stormdrill(t, "dispatch", "--drill", f, "--partners", "http://127.0.0.1:1", "--print-config"); code != exitOK {
+			t.Errorf("dispatch --drill %s: exit %d: %s", f, code, errOut)
 		}
 		// partner serves until its context ends: with one already ended
 		// it builds the server, listens and stops.
@@ -133,7 +140,15 @@ func TestCommandLineChecksBeforeRunning(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "two")); err == nil {
-		t.Error("two drills of one name: the run went ahead")
+		t.Error("two drills of one name: the run went ahead, or the --out check left its directory")
+	}
+	// The --out check leaves nothing behind when the command stops later.
+	left := filepath.Join(dir, "left", "deep")
+	if code, _, _ := stormdrill(t, "capacity", drill, "--out", left, "--min", "8", "--max", "2", "--quiet"); code != exitUsage {
+		t.Errorf("capacity --min 8 --max 2: exit %d, want 2", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "left")); err == nil {
+		t.Error("a refused capacity search left its --out directory")
 	}
 	// --limit raises a ceiling: the 101-gate drill validates with it.
 	if code, _, errOut := stormdrill(t, "validate", "drills/testdata/bad/gates.toml", "--limit", "gates=200"); code != exitOK {

@@ -65,7 +65,22 @@ func limitOverrides(cmd string, vals []string, into map[string]string) (map[stri
 
 // checkOutDir makes sure dir can be created and written, before a run that
 // would otherwise end by failing to write its report.
+// What it creates to find out, it removes again: a command refused later
+// leaves nothing behind.
 func checkOutDir(cmd, dir string) error {
+	created := ""
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil {
+			break
+		}
+		created = p
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if created != "" {
+		defer os.RemoveAll(created)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return usagef("stormdrill %s: --out %s: cannot create it: %v", cmd, clipArg(dir), unwrapPathErr(err))
 	}

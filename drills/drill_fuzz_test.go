@@ -1,0 +1,136 @@
+package drills
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fuzzSimEvents bounds the simulation of one fuzzed drill.
+const fuzzSimEvents = 20_000
+
+// checkRunsBounded runs a drill that validated for a bounded number of
+// events: it must not panic, fail, overflow its clock or break the
+// accounting identity.
+func checkRunsBounded(t *testing.T, d *Drill) {
+	t.Helper()
+	run, err := RunSim(d, SimOptions{MaxEvents: fuzzSimEvents})
+	if err != nil {
+		t.Fatalf("a drill that validates failed to run: %v", err)
+	}
+	s := run.Summary
+	end := (d.Duration.D + d.Drain.D).Seconds()
+	if !(s.DrillTimeS >= 0 && s.DrillTimeS <= end+1) {
+		t.Fatalf("drill_time_s %v outside [0, duration + drain = %v]: a clock overflowed", s.DrillTimeS, end)
+	}
+	if s.Deliveries.Lost != 0 {
+		t.Fatalf("lost %d", s.Deliveries.Lost)
+	}
+	if s.Deliveries.Created < 0 || float64(s.Deliveries.Created) > float64(d.Limits.withDefaults().Deliveries)+fuzzSimEvents {
+		t.Fatalf("created %d deliveries; the ceiling is %d", s.Deliveries.Created, d.Limits.withDefaults().Deliveries)
+	}
+}
+
+// FuzzDrill decodes and validates a whole drill; any drill that validates
+// also runs a bounded number of simulated events without panicking,
+// overflowing or exceeding its ceilings.
+func FuzzDrill(f *testing.F) {
+	for _, pattern := range []string{"*.toml", "testdata/*.toml", "testdata/bad/*.toml"} {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			if data, err := os.ReadFile(file); err == nil && len(data) < 64<<10 {
+				f.Add(data)
+			}
+		}
+	}
+	f.Add([]byte(validBase))
+	f.Add([]byte(validBase + "[[partners.outages]]\nstart = \"10s\"\nfor = \"20s\"\nkind = \"flap\"\nperiod = \"2s\"\n"))
+	f.Add([]byte(strings.Replace(validBase, `rate = "1/s"`, `arrival = "ramp"`+"\nrate = \"5/s\"\nrate_to = \"0/s\"", 1)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := Parse("fuzz.toml", data)
+		if err != nil {
+			if _, ok := AsErrors(err); !ok {
+				t.Fatalf("error %T is not Errors: %v", err, err)
+			}
+			return
+		}
+		checkRunsBounded(t, d)
+	})
+}
+
+// FuzzTimeArithmetic builds drills from extreme durations, rates, speeds and
+// token counts: whatever validates keeps every sum and product the runners
+// form (start + for, duration + drain, now + cooldown, lease, scaled live
+// times, arrival gaps, milli-tokens) inside an int64, and runs.
+func FuzzTimeArithmetic(f *testing.F) {
+	h := int64(time.Hour)
+	f.Add(h, int64(10*time.Minute), int64(0), h/2, int64(30*time.Second), int64(30*time.Second), 1.0, 1.0, 0.0, int64(time.Second), false)
+	f.Add(int64(1000)*h, int64(1000)*h, int64(999)*h, int64(1000)*h, int64(1000)*h, int64(1000)*h, 1e-6, 0.01, 1e12, int64(time.Millisecond), true)
+	f.Add(int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MaxInt64), int64(1), 1e-320, 1e-300, 1e17, int64(1), true)
+	f.Fuzz(func(t *testing.T, duration, drain, start, dur, cooldown, lease int64, rate, speed, tokens float64, period int64, live bool) {
+		ns := func(v int64) string { return fmt.Sprintf("%dns", max(v, 0)) }
+		mode := "sim"
+		speedLine := ""
+		if live {
+			mode = "live"
+			speedLine = fmt.Sprintf("speed = %g\n", speed)
+		}
+		text := fmt.Sprintf(`name = "f"
+mode = %q
+duration = %q
+drain = %q
+%s[source]
+rate = "%g/s"
+[[partners]]
+name = "a"
+[[partners.outages]]
+start = %q
+for = %q
+kind = "flap"
+period = %q
+[policy.breaker]
+trip = "consecutive"
+cooldown = %q
+[policy.budget]
+max_tokens = %g
+[dispatcher]
+lease_timeout = %q
+`, mode, ns(duration), ns(drain), speedLine, rate, ns(start), ns(dur), ns(period), ns(cooldown), tokens, ns(lease))
+		d, err := Parse("fuzz.toml", []byte(text))
+		if err != nil {
+			return
+		}
+		// Every sum and product the runners form stays in range.
+		sums := [][]time.Duration{
+			{d.Duration.D, d.Drain.D},
+			{d.Partners[0].Outages[0].Start.D, d.Partners[0].Outages[0].For.D, d.Policy.Breaker.Cooldown.D, d.Dispatcher.LeaseTimeout.D, d.Duration.D, d.Drain.D},
+		}
+		for _, parts := range sums {
+			var total float64
+			for _, p := range parts {
+				total += float64(p)
+			}
+			if total >= math.MaxInt64/4 {
+				t.Fatalf("sum of %v is %g ns: too close to overflow", parts, total)
+			}
+		}
+		if d.Mode == "live" {
+			for _, v := range []time.Duration{d.Duration.D + d.Drain.D, d.Dispatcher.LeaseTimeout.D, d.Policy.Breaker.Cooldown.D} {
+				if w := float64(v) / d.Speed; w >= math.MaxInt64/4 {
+					t.Fatalf("%v at speed %g is %g ns of wall time", v, d.Speed, w)
+				}
+			}
+		}
+		if gap := 1 / d.Source.Rate.PerSecond * 1e9; !(gap < math.MaxInt64/4) {
+			t.Fatalf("arrival gap %g ns at %g/s", gap, d.Source.Rate.PerSecond)
+		}
+		if m := d.Policy.Budget.MaxTokens * 1000; m >= math.MaxInt64/4 {
+			t.Fatalf("%g milli-tokens", m)
+		}
+		checkRunsBounded(t, d)
+	})
+}
