@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -214,6 +215,9 @@ func validate(d *Drill, has func(string) bool) []problem {
 			bad("policy.breaker.probes", "must be at least 1 (got %d)", b.Probes)
 		}
 		kind("policy.breaker.on_open", b.OnOpen, "hold", "dead-letter")
+		if _, err := model.ParseBreakerCount(b.Count); err != nil {
+			bad("policy.breaker.count", "%v", err)
+		}
 	}
 
 	// Budget.
