@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
-RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/...
+RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./model/dispatcher/...
 
 .PHONY: help build test test-race vet fmt demo bench fuzz clean
 
@@ -16,8 +16,8 @@ vet: ## go vet and gofmt check
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
-test: vet ## vet, then every test (-race where there are goroutines)
-	$(GO) test -count=1 ./...
+test: vet ## vet, then every test (-race where there are goroutines), and a cross-build of the release targets
+	STORMDRILL_CROSS_BUILD=1 $(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
 demo: build ## run the flagship drill (simulated) and write out/fanout-outage/

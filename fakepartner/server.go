@@ -151,6 +151,8 @@ type Server struct {
 	idsMu sync.Mutex
 	ids   *idSet
 
+	requests requestCounts // for Collector
+
 	alertsMu      sync.Mutex
 	alerts        []ReceivedAlert
 	alertsDropped int64
@@ -458,8 +460,10 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	// deadline would cancel the request context and cut latencies and holds
 	// short, so clear it once the body is in.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	fault := s.faultLabel(c, member, arrived)
 	out := s.serveCall(w, r, c, member, id, arrived)
 	s.finish(c, id, attempt, arrived, out)
+	s.requests.add(requestKey{cohort: c.index, status: out.statusLabel(), fault: fault})
 }
 
 // serveCall asks the subscriber's Behaviour how to answer one request, at

@@ -44,10 +44,23 @@ type chartSpec struct {
 }
 
 type chartSeries struct {
-	Label  string    `json:"label"`
-	Color  string    `json:"color"`
-	Values []float64 `json:"values"`
-	Width  float64   `json:"width,omitempty"`
+	Label  string       `json:"label"`
+	Color  string       `json:"color"`
+	Values []chartValue `json:"values"`
+	Width  float64      `json:"width,omitempty"`
+}
+
+// chartValue is a y value; NaN ("no value in this interval") is written
+// as null, which uPlot draws as a gap.
+type chartValue float64
+
+// MarshalJSON implements json.Marshaler.
+func (v chartValue) MarshalJSON() ([]byte, error) {
+	f := float64(v)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(roundFloat(f))
 }
 
 // interactiveCharts builds the time-series charts of report.html from the
@@ -70,23 +83,35 @@ func interactiveCharts(run *Run) []chartSpec {
 		if len(cols) == 0 {
 			return nil
 		}
-		xys := columnSeries(ts.Samples, axis.divS, MaxPlotPoints, cols)
+		// One x array for all series; NaN stays NaN (a gap).
+		finite := make([][]float64, len(cols))
+		n := len(ts.Samples)
+		for k, vs := range cols {
+			finite[k] = make([]float64, len(vs))
+			for i, v := range vs {
+				finite[k][i] = plotFinite(v)
+			}
+			n = min(n, len(vs))
+		}
+		idx := downsampleIndices(n, finite, MaxPlotPoints)
 		c := chartSpec{ID: id, Title: title, XLabel: axis.label, YLabel: yLabel,
 			Outages: marks.outages, Manual: marks.manual, Restarts: marks.restarts}
-		c.X = make([]float64, len(xys[0]))
-		for i, p := range xys[0] {
-			c.X[i] = roundFloat(p.X)
+		c.X = make([]float64, len(idx))
+		for j, i := range idx {
+			c.X[j] = roundFloat(plotFinite(ts.Samples[i].T) / axis.divS)
 		}
-		for k, pts := range xys {
-			vs := make([]float64, len(pts))
-			for i, p := range pts {
-				vs[i] = roundFloat(p.Y)
+		for k, vs := range cols {
+			out := make([]chartValue, len(idx))
+			for j, i := range idx {
+				out[j] = chartValue(vs[i])
 			}
-			c.Series = append(c.Series, chartSeries{Label: labels[k], Color: cssColor(colors[k]), Values: vs})
+			c.Series = append(c.Series, chartSeries{Label: labels[k], Color: cssColor(colors[k]), Values: out})
 		}
 		charts = append(charts, c)
 		return &charts[len(charts)-1]
 	}
+	// col reads one column; NaN and infinities become 0 except where a
+	// column means "no value here" (cohortColumns keeps those NaN).
 	col := func(f func(*Sample) float64) []float64 {
 		vs := make([]float64, len(ts.Samples))
 		for i := range ts.Samples {
@@ -112,7 +137,7 @@ func interactiveCharts(run *Run) []chartSpec {
 	labels = append(labels, "pipeline, per interval")
 	colors = append(colors, color.Gray{Y: 0x80})
 	cols = append(cols, col(func(s *Sample) float64 { return s.Amplification }))
-	if anyNonZeroCols(cols) {
+	if anyNonZeroCols(finiteCols(cols)) {
 		add("chart-amplification", ampTitle, "attempts ÷ first attempts", labels, colors, cols)
 	}
 
@@ -137,7 +162,7 @@ func interactiveCharts(run *Run) []chartSpec {
 	maxAge := math.Max(0, plotFinite(s.SLOS))
 	for _, c := range cols {
 		for _, v := range c {
-			maxAge = math.Max(maxAge, v)
+			maxAge = math.Max(maxAge, plotFinite(v))
 		}
 	}
 	unit := chooseDurationAxis(maxAge)
@@ -226,7 +251,11 @@ func cohortColumns(s *Summary, ts *Timeseries, get func(*Sample) []float64) (lab
 	for n, k := range order {
 		vs := make([]float64, len(ts.Samples))
 		for i := range ts.Samples {
-			vs[i] = sampleColumn(get(&ts.Samples[i]), k)
+			// NaN stays: "no value in this interval" is a gap, not 0.
+			vs[i] = math.NaN()
+			if row := get(&ts.Samples[i]); k < len(row) {
+				vs[i] = row[k]
+			}
 		}
 		label := ts.Cohorts[k]
 		if faulty[label] {
@@ -263,6 +292,18 @@ func timeMarks(s *Summary, divS float64) timeMarkSet {
 		m.restarts = append(m.restarts, roundFloat(plotFinite(r.AtS)/divS))
 	}
 	return m
+}
+
+// finiteCols is cols with NaN and infinities as 0.
+func finiteCols(cols [][]float64) [][]float64 {
+	out := make([][]float64, len(cols))
+	for k, vs := range cols {
+		out[k] = make([]float64, len(vs))
+		for i, v := range vs {
+			out[k][i] = plotFinite(v)
+		}
+	}
+	return out
 }
 
 func anyNonZeroCols(cols [][]float64) bool {

@@ -35,9 +35,11 @@ var sampleColumns = func() []struct {
 
 // TimeseriesCSVHeader returns the header row WriteTimeseriesCSV writes for
 // ts: Sample's csv tags, then dlq_<reason>_per_s for each reason, then
-// breaker_<partner> for each partner (names made safe for column headers).
+// breaker_<partner> for each partner, then amplification_<cohort> and
+// oldest_age_s_<cohort> for each cohort column (names made safe for
+// column headers).
 func TimeseriesCSVHeader(ts *Timeseries) []string {
-	header := make([]string, 0, len(sampleColumns)+len(ts.Reasons)+len(ts.BreakerPartners))
+	header := make([]string, 0, len(sampleColumns)+len(ts.Reasons)+len(ts.BreakerPartners)+2*len(ts.Cohorts))
 	for _, c := range sampleColumns {
 		header = append(header, c.name)
 	}
@@ -46,6 +48,12 @@ func TimeseriesCSVHeader(ts *Timeseries) []string {
 	}
 	for _, p := range ts.BreakerPartners {
 		header = append(header, "breaker_"+columnName(p))
+	}
+	for _, c := range ts.Cohorts {
+		header = append(header, "amplification_"+columnName(c))
+	}
+	for _, c := range ts.Cohorts {
+		header = append(header, "oldest_age_s_"+columnName(c))
 	}
 	return header
 }
@@ -94,6 +102,17 @@ func WriteTimeseriesCSV(w io.Writer, ts *Timeseries) error {
 				continue
 			}
 			row = append(row, csvFloat(s.Breaker[j]))
+		}
+		// Per cohort; a cohort without first attempts in the interval has
+		// no amplification there, an empty cell.
+		for _, vs := range [][]float64{s.CohortAmplification, s.CohortOldestAgeS} {
+			for j := range ts.Cohorts {
+				if j >= len(vs) {
+					row = append(row, "")
+					continue
+				}
+				row = append(row, csvFloat(vs[j]))
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -575,12 +575,15 @@ func amplificationPlot(in plotInput, title string) (*plot.Plot, error) {
 			pipe[i] = in.ts.Samples[i].Amplification
 		}
 		cols = append(cols, pipe)
-		if !anyNonZeroCols(cols) {
+		if !anyNonZeroCols(finiteCols(cols)) {
 			return nil, nil
 		}
-		series := columnSeries(in.ts.Samples, in.time.divS, MaxPlotPoints, cols)
+		series := columnSeriesGaps(in.ts.Samples, in.time.divS, MaxPlotPoints, cols)
 		p := newTimePlot(in, title+" by cohort", "amplification (attempts ÷ first attempts)")
 		for i, xys := range series {
+			if len(xys) == 0 {
+				continue // a cohort that never made a first attempt
+			}
 			l, err := addLine(p, labels[i], xys, colors[i])
 			if err != nil {
 				return nil, err

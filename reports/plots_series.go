@@ -89,6 +89,35 @@ func columnSeries(samples []Sample, xDivS float64, maxPoints int, values [][]flo
 	return out
 }
 
+// columnSeriesGaps is columnSeries for columns that may hold NaN for "no
+// value in this interval": the downsampling sees them as 0, and the points
+// are left out, so the line joins the intervals that have a value.
+func columnSeriesGaps(samples []Sample, xDivS float64, maxPoints int, values [][]float64) []plotter.XYs {
+	finite := make([][]float64, len(values))
+	for c, vs := range values {
+		finite[c] = make([]float64, len(vs))
+		for i, v := range vs {
+			finite[c][i] = plotFinite(v)
+		}
+	}
+	n := len(samples)
+	for _, vs := range values {
+		n = min(n, len(vs))
+	}
+	idx := downsampleIndices(n, finite, maxPoints)
+	out := make([]plotter.XYs, len(values))
+	for c := range values {
+		xys := make(plotter.XYs, 0, len(idx))
+		for _, i := range idx {
+			if v := values[c][i]; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				xys = append(xys, plotter.XY{X: plotFinite(samples[i].T) / xDivS, Y: v})
+			}
+		}
+		out[c] = xys
+	}
+	return out
+}
+
 // attemptsSeries is the attempts plot's data: first attempts per second (the
 // bottom band), first attempts plus retries per second (the top of the
 // stacked retries band) and successes per second. Negative rates, which a

@@ -26,7 +26,9 @@ type Sample struct {
 	HealthyLatencyP99S float64 `csv:"healthy_latency_p99_s"`
 	// CohortAmplification and CohortOldestAgeS hold, per
 	// Timeseries.Cohorts entry, the cohort's attempts/s ÷ first attempts/s
-	// in this interval and the age of its oldest waiting delivery.
+	// in this interval (NaN when it made no first attempt: plots leave a
+	// gap, the CSV an empty cell) and the age of its oldest waiting
+	// delivery.
 	CohortAmplification []float64 `csv:"-"`
 	CohortOldestAgeS    []float64 `csv:"-"`
 	// DLQByReason holds dead letters in this interval, by Timeseries.Reasons.

@@ -293,3 +293,30 @@ func TestRoundedCopyLeavesInputAlone(t *testing.T) {
 		t.Error("WriteSummaryJSON changed its input")
 	}
 }
+
+// TestCSVCohortColumns: per-cohort amplification and oldest age follow the
+// other columns, and an interval without first attempts is an empty cell.
+func TestCSVCohortColumns(t *testing.T) {
+	ts := &Timeseries{IntervalS: 1, Cohorts: []string{"healthy", "acme-eu"}, Samples: []Sample{
+		{T: 1, HealthyLatencyP50S: 0.08, HealthyLatencyP99S: 0.6, CohortAmplification: []float64{1.01, math.NaN()}, CohortOldestAgeS: []float64{0.5, 61}},
+	}}
+	out := render(t, func(b *bytes.Buffer) error { return WriteTimeseriesCSV(b, ts) })
+	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for i, h := range rows[0] {
+		got[h] = rows[1][i]
+	}
+	want := map[string]string{
+		"healthy_latency_p50_s": "0.08", "healthy_latency_p99_s": "0.6",
+		"amplification_healthy": "1.01", "amplification_acme_eu": "",
+		"oldest_age_s_healthy": "0.5", "oldest_age_s_acme_eu": "61",
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("column %s = %q (present %v), want %q", k, g, ok, v)
+		}
+	}
+}

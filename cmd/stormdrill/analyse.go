@@ -11,12 +11,14 @@ import (
 )
 
 const compareExamples = `  stormdrill compare out/baseline out/fanout-outage
+  stormdrill compare out/baseline out/fanout-outage --json
   stormdrill compare base/summary.json cand/summary.json --fail-on healthy.latency.p99=+10% --fail-on amplification=+0.2`
 
 func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compare", "BASE CAND [flags]", compareExamples, stdout)
 	var failOn multiFlag
 	fs.Var(&failOn, "fail-on", "a tolerance such as healthy.latency.p99=+10% or amplification=+0.2 (repeatable); exceeding it exits 1")
+	asJSON := fs.Bool("json", false, "print JSON instead of Markdown")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -38,7 +40,11 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	c := reports.Compare(base, cand, tols)
 	c.Base, c.Candidate = pos[0], pos[1]
-	if err := reports.WriteComparisonMarkdown(stdout, c); err != nil {
+	write := reports.WriteComparisonMarkdown
+	if *asJSON {
+		write = reports.WriteComparisonJSON
+	}
+	if err := write(stdout, c); err != nil {
 		return runError{err}
 	}
 	if c.Failed {

@@ -32,6 +32,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	precision := fs.Float64("precision", experiments.DefaultRatePrecision, "rates: stop when the bracket is within this fraction")
 	outDir := fs.String("out", "", "output directory (default out/<drill name>-capacity)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	asJSON := fs.Bool("json", false, "print the result as JSON (the report's summary.json) instead of Markdown")
 	var sets, limits multiFlag
 	fs.Var(&sets, "set", "override a drill key for every probe, KEY=VALUE as TOML (repeatable)")
 	fs.Var(&limits, "limit", limitUsage)
@@ -92,10 +93,20 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	if err := experiments.WriteCapacity(dir, res); err != nil {
 		return runError{fmt.Errorf("writing the report: %w", err)}
 	}
-	if err := experiments.WriteCapacityMarkdown(stdout, res); err != nil {
-		return runError{err}
+	if *asJSON {
+		js, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			return runError{err}
+		}
+		if _, err := stdout.Write(js); err != nil {
+			return runError{err}
+		}
+	} else {
+		if err := experiments.WriteCapacityMarkdown(stdout, res); err != nil {
+			return runError{err}
+		}
+		fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, "report.md"))
 	}
-	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, "report.md"))
 	if !res.Found {
 		return errGateFailed
 	}

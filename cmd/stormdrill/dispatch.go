@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
 	"github.com/stormdrill/stormdrill/model/dispatcher"
@@ -39,6 +41,7 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	alertURL := fs.String("alert-url", "", "POST dead-letter alerts here (loopback); overrides the file's alert_url; empty: no alerts")
 	speed := fs.Float64("speed", 0, "drill time runs this much faster than the wall clock (default: the file's or the drill's speed)")
 	start := fs.Int64("start", 0, "wall time of drill time 0 in unix nanoseconds (default: now); needed with --speed other than 1")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this loopback address, e.g. 127.0.0.1:9464 (GET /metrics); empty: none")
 	printConfig := fs.Bool("print-config", false, "print the configuration file the dispatcher would run, and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -117,6 +120,17 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	}
 	defer st.Close()
 	cfg.Store, cfg.Events, cfg.Log = st, stdout, stderr
+	if *metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		if cfg.Metrics, err = dispatcher.NewMetrics(reg); err != nil {
+			return runError{err}
+		}
+		ms, err := serveMetrics("dispatch", *metricsAddr, stderr, reg)
+		if err != nil {
+			return err
+		}
+		defer ms.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stats, err := dispatcher.Run(ctx, cfg)

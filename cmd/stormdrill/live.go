@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
 	"github.com/stormdrill/stormdrill/reports"
@@ -12,6 +14,19 @@ import (
 // liveExecutable is the binary whose `dispatch` command a live run starts;
 // "" means this process's own executable. Tests point it elsewhere.
 var liveExecutable = ""
+
+// liveMetrics, when set (run --metrics), gets a live run's partner server
+// collector.
+var liveMetrics *prometheus.Registry
+
+// metricsRegisterer is liveMetrics as a Registerer, nil when unset (a nil
+// *Registry in the interface would not be nil).
+func metricsRegisterer() prometheus.Registerer {
+	if liveMetrics == nil {
+		return nil
+	}
+	return liveMetrics
+}
 
 // runLive runs a mode = "live" drill; the dispatchers' diagnostics go to
 // dispatch.log in the run directory.
@@ -24,5 +39,5 @@ func runLive(d *drills.Drill, dir string, progress func(drills.Progress)) (*repo
 		return nil, err
 	}
 	defer logf.Close()
-	return live.Run(d, dir, live.Options{Executable: liveExecutable, Progress: progress, Log: logf})
+	return live.Run(d, dir, live.Options{Executable: liveExecutable, Progress: progress, Log: logf, Metrics: metricsRegisterer()})
 }

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
 )
@@ -23,6 +25,7 @@ func cmdPartner(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("partner", "DRILL.toml [--listen 127.0.0.1:0] [--speed F]", partnerExamples, stdout)
 	listen := fs.String("listen", "127.0.0.1:0", "loopback address to serve on")
 	speed := fs.Float64("speed", 0, "divide every scripted time by this factor (default: the drill's speed)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (requests by partner, status and fault) on this loopback address, e.g. 127.0.0.1:9465; empty: none")
 	var limits multiFlag
 	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)
@@ -42,12 +45,18 @@ func cmdPartner(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return servePartners(ctx, d, *listen, *speed, stdout)
+	return servePartnersMetrics(ctx, d, *listen, *speed, *metricsAddr, stdout, stderr)
 }
 
 // servePartners serves the drill's partners until ctx ends. Drill time 0 is
 // when it starts listening. It prints the base URL on its own line first.
 func servePartners(ctx context.Context, d *drills.Drill, listen string, speed float64, stdout io.Writer) error {
+	return servePartnersMetrics(ctx, d, listen, speed, "", stdout, io.Discard)
+}
+
+// servePartnersMetrics is servePartners with, when metricsAddr is not
+// empty, Prometheus metrics on that address (its URL printed on stderr).
+func servePartnersMetrics(ctx context.Context, d *drills.Drill, listen string, speed float64, metricsAddr string, stdout, stderr io.Writer) error {
 	if speed < 0 {
 		return usagef("stormdrill partner: --speed %v: must be greater than 0", speed)
 	}
@@ -61,6 +70,13 @@ func servePartners(ctx context.Context, d *drills.Drill, listen string, speed fl
 	srv, err := fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: speed, Seed: d.Seed})
 	if err != nil {
 		return usageError{err}
+	}
+	if metricsAddr != "" {
+		ms, err := serveMetrics("partner", metricsAddr, stderr, prometheus.NewRegistry(), srv.Collector())
+		if err != nil {
+			return err
+		}
+		defer ms.Close()
 	}
 	l, err := fakepartner.ListenLoopback(listen)
 	if err != nil {

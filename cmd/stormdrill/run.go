@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/term"
 
 	"github.com/stormdrill/stormdrill/drills"
@@ -31,6 +32,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
 	seeds := fs.Int("seeds", 1, "run each drill with this many seeds (seed, seed+1, …) in parallel and report the mean and 95% CI of every figure (simulation only)")
 	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
+	metricsAddr := fs.String("metrics", "", "one live drill: serve Prometheus metrics of its partner server on this loopback address while it runs, e.g. 127.0.0.1:9465")
 	summaryMD := fs.String("summary-md", os.Getenv("GITHUB_STEP_SUMMARY"), "append each run's terminal summary as Markdown to this file (default $GITHUB_STEP_SUMMARY when set, so a GitHub Actions job shows it)")
 	var failOn, limits multiFlag
 	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
@@ -98,6 +100,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	for i, d := range loaded {
 		warnPlan(stderr, files[i], d)
+	}
+	if *metricsAddr != "" {
+		if len(loaded) != 1 || loaded[0].Mode != "live" {
+			return usagef("stormdrill run: --metrics: for one live drill (mode = \"live\")")
+		}
+		liveMetrics = prometheus.NewRegistry()
+		defer func() { liveMetrics = nil }()
+		ms, err := serveMetrics("run", *metricsAddr, stderr, liveMetrics)
+		if err != nil {
+			return err
+		}
+		defer ms.Close()
 	}
 	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
 	multi := len(loaded) > 1

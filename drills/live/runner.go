@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/dispatcher"
@@ -55,6 +57,9 @@ type Options struct {
 	Progress func(drills.Progress)
 	// Log receives the dispatchers' diagnostics; nil discards them.
 	Log io.Writer
+	// Metrics, if set, gets the partner server's Prometheus collector
+	// (requests by partner, status and fault) for the run's length.
+	Metrics prometheus.Registerer
 }
 
 type child struct {
@@ -68,10 +73,11 @@ type child struct {
 }
 
 type runner struct {
-	d      *drills.Drill
-	opt    Options
-	dir    string
-	dbPath string
+	metrics prometheus.Collector // registered with opt.Metrics
+	d       *drills.Drill
+	opt     Options
+	dir     string
+	dbPath  string
 	// dispatchConfig is the dispatcher configuration file the children read.
 	dispatchConfig string
 	specs          []fakepartner.Spec
@@ -156,6 +162,12 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("live: partner server: %w", err)
 	}
+	if opt.Metrics != nil {
+		r.metrics = r.srv.Collector()
+		if err := opt.Metrics.Register(r.metrics); err != nil {
+			return nil, fmt.Errorf("live: metrics: %w", err)
+		}
+	}
 	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("live: partner server: %w", err)
@@ -181,6 +193,9 @@ func (r *runner) close() {
 		<-c.done
 	}
 	r.srv.Close()
+	if r.metrics != nil {
+		r.opt.Metrics.Unregister(r.metrics)
+	}
 	if r.reader != nil {
 		r.reader.Close()
 	}

@@ -116,6 +116,9 @@ func (c *Core) Full() bool { return c.capacity > 0 && c.queued >= c.capacity }
 // Breaker returns partner p's breaker (nil if none).
 func (c *Core) Breaker(p int) *model.Breaker { return c.partners[p].cfg.Breaker }
 
+// Budget returns partner p's retry budget (nil if none).
+func (c *Core) Budget(p int) *model.Budget { return c.partners[p].cfg.Budget }
+
 // SetGuards replaces partner p's breaker and budget, as a restarted
 // dispatcher process would start with fresh ones.
 func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Time) {

@@ -132,6 +132,9 @@ type Config struct {
 	Events io.Writer
 	// Log receives diagnostics. Default nil: discarded.
 	Log io.Writer
+	// Metrics, if set, receives the dispatcher's Prometheus metrics (see
+	// NewMetrics). Not in the file: the dispatch command's --metrics.
+	Metrics *Metrics
 }
 
 // Partner is one endpoint, or a cohort of identical ones, that deliveries

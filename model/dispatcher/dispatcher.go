@@ -351,10 +351,15 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	stopping := false
+	nextMetrics := time.Now()
 	ds.event(EventReady, ds.cfg.Owner)
 	for {
 		wallNow := time.Now()
 		now := ds.cfg.Clock.At(wallNow)
+		if ds.cfg.Metrics != nil && !wallNow.Before(nextMetrics) {
+			ds.cfg.Metrics.observe(ds.core, ds.eps, now)
+			nextMetrics = wallNow.Add(metricsEvery)
+		}
 		// Persist before claiming: a delivery that just ended has left
 		// held, and if its lease had run out a claim before the flush
 		// would hand it back to us as new.
@@ -622,6 +627,8 @@ func clip(s string) string {
 func (ds *dispatcher) complete(r result) {
 	it := r.it
 	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
+	partner := ds.cfg.Partners[ds.eps[it.Partner].group].Name
+	ds.cfg.Metrics.attempt(partner, it.Attempts, r.o, r.ended.Sub(r.started))
 	if dec.RetryAfterIgnored {
 		ds.stats.RetryAfterIgnored++
 	}
@@ -631,6 +638,7 @@ func (ds *dispatcher) complete(r result) {
 	case model.ActAck:
 		c.Kind = queue.KindAck
 		ds.stats.Acked++
+		ds.cfg.Metrics.delivered(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
 		delete(ds.held, it.ID)
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
@@ -653,6 +661,7 @@ func (ds *dispatcher) complete(r result) {
 func (ds *dispatcher) deadLetter(it *dispatch.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
 	delete(ds.held, it.ID)
 	ds.stats.DeadLettered++
+	ds.cfg.Metrics.deadLettered(reason)
 	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
 		Attempt: it.Attempts, Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
 	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
+)
+
+// metricsServer serves a registry's /metrics on a loopback address.
+type metricsServer struct {
+	srv  *http.Server
+	done chan error
+}
+
+// serveMetrics registers the Go runtime and process collectors besides
+// cs, listens on addr (loopback) and prints the URL to scrape on w.
+func serveMetrics(cmd, addr string, w io.Writer, reg *prometheus.Registry, cs ...prometheus.Collector) (*metricsServer, error) {
+	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, runError{fmt.Errorf("metrics: %w", err)}
+		}
+	}
+	l, err := fakepartner.ListenLoopback(addr)
+	if err != nil {
+		return nil, usagef("stormdrill %s: --metrics: %v", cmd, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, Timeout: 10 * time.Second}))
+	ms := &metricsServer{
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second},
+		done: make(chan error, 1),
+	}
+	go func() { ms.done <- ms.srv.Serve(l) }()
+	fmt.Fprintf(w, "metrics: http://%s/metrics\n", l.Addr())
+	return ms, nil
+}
+
+// Close stops serving.
+func (ms *metricsServer) Close() {
+	if ms == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = ms.srv.Shutdown(ctx)
+	if err := <-ms.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = err // the listener failed; the command's own work is what matters
+	}
+}
