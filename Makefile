@@ -29,13 +29,15 @@ bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end
 	$(GO) test -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/
 	./$(BIN) bench
 
-fuzz: ## fuzz the parsers for 30s each
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRetryAfter$$' -fuzztime 30s ./model/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 30s ./drills/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 30s ./drills/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRate$$' -fuzztime 30s ./drills/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseGate$$' -fuzztime 30s ./reports/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseTolerance$$' -fuzztime 30s ./reports/
+FUZZTIME ?= 30s
+
+fuzz: ## run every fuzz target of every package for FUZZTIME (30s) each
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz $$(dirname $$f) $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f)/; \
+		done; \
+	done
 
 clean: ## remove build and run outputs
 	rm -rf bin out

@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // KeyDoc documents one drill key. Key is written with [] for arrays of
@@ -26,7 +29,7 @@ var Keys = []KeyDoc{
 	{"sample_interval", "duration", "about 1/720 of duration + drain", "Time-series resolution; by default rounded up to 1, 2, 5, 10, 15, 30 or 60 s (at least 1s)."},
 	{"speed", "number", "1", "Live only: every duration of the drill is divided by it."},
 
-	{"source.arrival", "string", `"poisson"`, "Arrival process: `constant`, `poisson`, `ramp` (rate to rate_to over the duration) or `burst` (events at once, at `at`)."},
+	{"source.arrival", "string", `"poisson"`, arrivalDoc()},
 	{"source.rate", "rate", "required for constant, poisson, ramp", "Events per unit of time, like `\"12/s\"` or `\"600/m\"`; the start rate of a ramp."},
 	{"source.rate_to", "rate", "required for ramp", "The rate a ramp ends at."},
 	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
@@ -60,7 +63,7 @@ var Keys = []KeyDoc{
 	{"partners[].network_delay", "latency table", "", "Contended partners: the delay of one hop, with the same keys as latency."},
 	{"partners[].outages[].start", "duration", `"0s"`, "When the outage begins, from the drill's start."},
 	{"partners[].outages[].for", "duration", "required", "How long it lasts; above 0."},
-	{"partners[].outages[].kind", "string", "required", "`unavailable` (503), `timeout` (no answer), `reset` (connection reset), `throttle` (429), `slow` (latency × factor) or `flap` (down half of each period)."},
+	{"partners[].outages[].kind", "string", "required", outageKindDoc()},
 	{"partners[].outages[].retry_after", "string", `""`, "throttle: the Retry-After sent: `\"N\"` seconds, `\"date:DUR\"` (an HTTP-date DUR ahead) or `\"garbage\"`; empty sends none."},
 	{"partners[].outages[].factor", "number", "", "slow: latency multiplier, at least 1."},
 	{"partners[].outages[].period", "duration", "", "flap: one down+up cycle; above 0."},
@@ -71,7 +74,7 @@ var Keys = []KeyDoc{
 	{"policy.retry.base", "duration", `"1s"`, "First backoff delay; above 0."},
 	{"policy.retry.cap", "duration", `"5m"`, "Largest backoff delay; at least base."},
 	{"policy.retry.multiplier", "number", "2", "Growth of the delay per attempt; at least 1."},
-	{"policy.retry.jitter", "string", `"full"`, "`none`, `full`, `equal`, `decorrelated`, `proportional` or `hash`."},
+	{"policy.retry.jitter", "string", `"full"`, jitterDoc()},
 	{"policy.retry.jitter_ratio", "number", "0.5", "proportional: the delay varies by ± this fraction; in [0, 1]."},
 	{"policy.retry.delivery_window", "duration", `"0s"`, "Give up (dead-letter, window-expired) this long after the event was created; 0 = no window."},
 	{"policy.retry.retry_after", "string", `"honour"`, "`honour` or `ignore` a partner's Retry-After."},
@@ -79,7 +82,7 @@ var Keys = []KeyDoc{
 	{"policy.retry.retryable_status", "array of integers", "", "HTTP statuses (100–599) to retry although they would not be."},
 	{"policy.retry.permanent_status", "array of integers", "", "HTTP statuses (100–599) never to retry; not also in retryable_status."},
 
-	{"policy.breaker.trip", "string", `"none"`, "Per-partner circuit breaker: `none`, `consecutive` (threshold failures in a row), `window` (threshold failures within window) or `rate` (failure ratio within window, after min_calls)."},
+	{"policy.breaker.trip", "string", `"none"`, tripDoc()},
 	{"policy.breaker.threshold", "integer", "5", "consecutive, window: failures that open the breaker; at least 1."},
 	{"policy.breaker.window", "duration", `"60s"`, "window, rate: the sliding window."},
 	{"policy.breaker.ratio", "number", "0.5", "rate: failure ratio that opens the breaker, in (0, 1]."},
@@ -117,6 +120,37 @@ var Keys = []KeyDoc{
 	{"limits.gates", "integer", "100", "Ceiling on the number of gates."},
 	{"limits.array", "integer", "1000", "Ceiling on the length of any other array (status lists, outages of a cohort, faults, source.to, quantiles)."},
 	{"limits.samples", "integer", "100000", "Ceiling on time-series samples, (duration + drain) / sample_interval."},
+}
+
+// The documentation of the kind keys is read off the kinds' declarations:
+// model/jitterkinds.go, model/triprules.go, fakepartner/outagekinds.go
+// and arrivals.go.
+
+func outageKindDoc() string {
+	parts := make([]string, len(fakepartner.OutageKinds))
+	for i := range fakepartner.OutageKinds {
+		k := &fakepartner.OutageKinds[i]
+		parts[i] = "`" + k.Name + "` (" + k.Doc + ")"
+	}
+	return "What the partner does while the outage lasts: " + joinChoices(parts) + "."
+}
+
+func jitterDoc() string {
+	parts := make([]string, len(model.JitterKinds))
+	for i := range model.JitterKinds {
+		k := &model.JitterKinds[i]
+		parts[i] = "`" + k.Name + "` (" + k.Doc + ")"
+	}
+	return "How the delay d is randomised: " + joinChoices(parts) + "."
+}
+
+func tripDoc() string {
+	parts := []string{"`none` (no breaker)"}
+	for i := range model.TripRules {
+		k := &model.TripRules[i]
+		parts = append(parts, "`"+k.Name+"` ("+k.Doc+")")
+	}
+	return "Per-partner circuit breaker: " + joinChoices(parts) + "."
 }
 
 // KeysMarkdown renders Keys as a Markdown table.

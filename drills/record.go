@@ -3,6 +3,7 @@ package drills
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
@@ -18,9 +19,21 @@ const (
 	histSigFigs   = 3
 	// MaxOrdinals bounds attempts.by_ordinal; later ordinals share the last.
 	MaxOrdinals = 1000
+	// MaxCohortColumns bounds the per-cohort columns of the series
+	// (amplification and oldest age): the first cohorts of the drill.
+	MaxCohortColumns = 8
+	// MaxStatusCodes bounds the distinct status codes counted per cohort;
+	// further codes count as "other".
+	MaxStatusCodes = 32
 )
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, histSigFigs) }
+
+// newCohortHist is a cohort's latency histogram: 2 significant figures
+// (percentiles within 1%), about 37 KiB instead of 272 KiB, since a drill
+// may have up to limits.cohorts of them. The healthy-subscriber
+// histograms, which the SLO gates read, keep 3.
+func newCohortHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, histMaxMicros, 2) }
 
 type cohortRec struct {
 	name                                 string
@@ -30,12 +43,16 @@ type cohortRec struct {
 	attempted                            int64 // deliveries that made at least one attempt
 	hist                                 *hdrhistogram.Histogram
 	reasons                              map[string]int64
+	codes                                map[string]int64 // attempt outcomes by status code
+	oldestMaxS                           float64          // largest age of its oldest waiting delivery
 }
 
 // interval counters, reset at each sample.
 type intervalRec struct {
 	first, retries, succ, transient, timeout, reset, permanent, dlq int64
 	dlqBy                                                           [len(model.Reasons)]int64
+	// Per cohort column: first attempts and all attempts.
+	cohortFirst, cohortAttempts [MaxCohortColumns]int64
 }
 
 // recorder turns what happens in a run into the summary and the series.
@@ -53,6 +70,7 @@ type recorder struct {
 	cohorts                               []cohortRec
 
 	healthy, healthyOutage *hdrhistogram.Histogram
+	healthyInterval        *hdrhistogram.Histogram // healthy latencies since the last sample
 	healthyCreated         int64
 	healthyWithin          int64
 	healthyPermanent       int64      // healthy deliveries dead-lettered as permanent (bad data)
@@ -88,7 +106,9 @@ func newRecorder(r *simRun) *recorder {
 		healthy:       newHist(),
 		healthyOutage: newHist(),
 		breakerColOf:  map[int]int{},
-		r:             r,
+		// One more fixed-size histogram, reset at every sample.
+		healthyInterval: newHist(),
+		r:               r,
 	}
 	total := int64(d.Duration.D + d.Drain.D)
 	if rec.intervalNs <= 0 {
@@ -99,7 +119,7 @@ func newRecorder(r *simRun) *recorder {
 	}
 	for i := range r.specs {
 		sp := &r.specs[i]
-		rec.cohorts = append(rec.cohorts, cohortRec{name: sp.Name, subscribers: sp.Count, faulty: sp.Faulty(), hist: newHist(), reasons: map[string]int64{}})
+		rec.cohorts = append(rec.cohorts, cohortRec{name: sp.Name, subscribers: sp.Count, faulty: sp.Faulty(), hist: newCohortHist(), reasons: map[string]int64{}})
 		for _, o := range sp.Outages {
 			rec.outageWindows = append(rec.outageWindows, [2]int64{int64(o.Start), int64(o.Start + o.For)})
 		}
@@ -129,11 +149,18 @@ func (rec *recorder) transitionHook(sub int) func(model.Transition) {
 func (rec *recorder) attemptStarted(t int64, it *dispatch.Item) {
 	rec.attempts++
 	rec.cohorts[it.Cohort].attempts++
+	col := int(it.Cohort)
+	if col < MaxCohortColumns {
+		rec.iv.cohortAttempts[col]++
+	}
 	ord := it.Attempts
 	if ord == 1 {
 		rec.cohorts[it.Cohort].attempted++
 		rec.first++
 		rec.iv.first++
+		if col < MaxCohortColumns {
+			rec.iv.cohortFirst[col]++
+		}
 	} else {
 		rec.iv.retries++
 	}
@@ -148,6 +175,15 @@ func (rec *recorder) attemptEnded(t int64, it *dispatch.Item, o model.Outcome, d
 	if dec.RetryAfterIgnored {
 		rec.retryAfterIgnored++
 	}
+	c := &rec.cohorts[it.Cohort]
+	if c.codes == nil {
+		c.codes = map[string]int64{}
+	}
+	key := statusKey(o)
+	if _, ok := c.codes[key]; !ok && len(c.codes) >= MaxStatusCodes {
+		key = "other"
+	}
+	c.codes[key]++
 	switch {
 	case dec.Class == model.ClassSuccess:
 		rec.iv.succ++
@@ -162,6 +198,21 @@ func (rec *recorder) attemptEnded(t int64, it *dispatch.Item, o model.Outcome, d
 	}
 }
 
+// statusKey names an attempt's outcome for the status-code counts: the
+// HTTP status, or the kind of failure when there was no answer.
+func statusKey(o model.Outcome) string {
+	if o.Status != 0 {
+		return strconv.Itoa(o.Status)
+	}
+	switch o.Err {
+	case model.ErrTimeout:
+		return "timeout"
+	case model.ErrReset, model.ErrRefused:
+		return "reset"
+	}
+	return "no answer"
+}
+
 func micros(ns int64) int64 { return max(1, min(ns/1000, histMaxMicros)) }
 
 func (rec *recorder) delivered(t int64, it *dispatch.Item) {
@@ -173,6 +224,7 @@ func (rec *recorder) delivered(t int64, it *dispatch.Item) {
 	_ = c.hist.RecordValue(micros(lat))
 	if rec.r.subs[it.Partner].healthy {
 		_ = rec.healthy.RecordValue(micros(lat))
+		_ = rec.healthyInterval.RecordValue(micros(lat))
 		if lat <= rec.sloNs {
 			rec.healthyWithin++
 		}
@@ -237,6 +289,38 @@ func (rec *recorder) sample(r *simRun, t int64) {
 	}
 	if rec.first > 0 {
 		s.RunningAmplification = float64(rec.attempts) / float64(rec.first)
+	}
+	if h := rec.healthyInterval; h.TotalCount() > 0 {
+		s.HealthyLatencyP50S = float64(h.ValueAtQuantile(50)) / 1e6
+		s.HealthyLatencyP99S = float64(h.ValueAtQuantile(99)) / 1e6
+		h.Reset()
+	}
+	// Per cohort: attempts ÷ first attempts in the interval (NaN when it
+	// made no first attempt), and the age of its oldest waiting delivery,
+	// ready or delayed: the faulty cohort's backlog ages while the healthy
+	// ones' do not.
+	if n := min(len(rec.cohorts), MaxCohortColumns); n > 0 {
+		s.CohortAmplification = make([]float64, n)
+		for c := range n {
+			s.CohortAmplification[c] = math.NaN()
+			if iv.cohortFirst[c] > 0 {
+				s.CohortAmplification[c] = float64(iv.cohortAttempts[c]) / float64(iv.cohortFirst[c])
+			}
+		}
+		oldest := make([]int64, n)
+		now := r.wall(t).UnixNano()
+		r.core.Each(func(it *dispatch.Item) {
+			if c := int(it.Cohort); c < n && (oldest[c] == 0 || it.FirstSeen < oldest[c]) {
+				oldest[c] = it.FirstSeen
+			}
+		})
+		s.CohortOldestAgeS = make([]float64, n)
+		for c, first := range oldest {
+			if first != 0 {
+				s.CohortOldestAgeS[c] = float64(max(0, now-first)) / 1e9
+			}
+			rec.cohorts[c].oldestMaxS = max(rec.cohorts[c].oldestMaxS, s.CohortOldestAgeS[c])
+		}
 	}
 	s.DLQByReason = make([]float64, len(model.Reasons))
 	// Counts, not rates: Sample.DLQByReason is documented as counts, plots
@@ -403,6 +487,13 @@ func (rec *recorder) finish(r *simRun) (*reports.Run, error) {
 		if len(c.reasons) > 0 {
 			rc.DeadLetters = c.reasons
 		}
+		if len(c.codes) > 0 {
+			rc.StatusCodes = c.codes
+		}
+		if len(s.Cohorts) < MaxCohortColumns {
+			oldest := c.oldestMaxS
+			rc.OldestAgeMaxS = &oldest
+		}
 		s.Cohorts = append(s.Cohorts, rc)
 	}
 	gates, err := reports.ParseGates(d.Gates)
@@ -416,6 +507,9 @@ func (rec *recorder) finish(r *simRun) (*reports.Run, error) {
 	}
 	for _, sub := range rec.breakerCols {
 		ts.BreakerPartners = append(ts.BreakerPartners, r.subs[sub].name)
+	}
+	for c := range min(len(rec.cohorts), MaxCohortColumns) {
+		ts.Cohorts = append(ts.Cohorts, rec.cohorts[c].name)
 	}
 	run := &reports.Run{Summary: s, Timeseries: ts, HealthyCDF: cdf(rec.healthy), HealthyOutageCDF: cdf(rec.healthyOutage)}
 	for _, kv := range d.PolicyEcho() {

@@ -26,16 +26,10 @@ type Arrivals struct {
 // NewArrivals returns the drill's arrival schedule.
 func (d *Drill) NewArrivals() *Arrivals {
 	a := &Arrivals{d: d, rng: sim.NewRand(d.Seed, "source"), endNs: int64(d.Duration.D)}
-	switch d.Source.Arrival {
-	case "burst":
-		a.burst, a.next = true, int64(d.Source.At.D)
-	case "poisson":
-		// Like the simulation, the first arrival is released even if it
-		// falls after the end.
-		a.next = a.gap(0)
-	default:
-		a.next = 0
-	}
+	// Like the simulation: the first arrival is released even if it falls
+	// after the end.
+	a.burst = arrivesOnce(&d.Source)
+	a.next = firstArrival(&d.Source, a.endNs, a.rng)
 	return a
 }
 

@@ -276,12 +276,7 @@ func (r *simRun) run(opt SimOptions) error {
 		r.q.Push(r.outages[i].end, simEvent{kind: evOutageEnd, slot: int32(i)})
 	}
 	// Source.
-	switch d.Source.Arrival {
-	case "burst":
-		r.q.Push(int64(d.Source.At.D), simEvent{kind: evArrival})
-	default:
-		r.q.Push(r.firstArrival(), simEvent{kind: evArrival})
-	}
+	r.q.Push(firstArrival(&d.Source, r.endNs, r.src), simEvent{kind: evArrival})
 	r.q.Push(r.rec.intervalNs, simEvent{kind: evSample})
 	for i, f := range d.Faults {
 		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
@@ -356,47 +351,14 @@ func (r *simRun) finished(t int64) bool {
 	return true
 }
 
-func (r *simRun) firstArrival() int64 {
-	if r.d.Source.Arrival == "poisson" {
-		return r.nextGap(0)
-	}
-	return 0
-}
-
 // nextGap is the time from t to the next arrival.
 func (r *simRun) nextGap(t int64) int64 { return arrivalGap(&r.d.Source, r.endNs, t, r.src) }
-
-// arrivalGap is the time from t (drill ns) to the next arrival of a source
-// that stops at endNs: 1/rate for constant and ramp (the rate moving
-// linearly over the duration), exponential for poisson. Both runners draw
-// from it, so the simulated and the live source keep the same schedule.
-func arrivalGap(s *Source, endNs, t int64, rng *rand.Rand) int64 {
-	rate := s.Rate.PerSecond
-	if s.Arrival == "ramp" {
-		frac := float64(t) / float64(endNs)
-		rate = s.Rate.PerSecond + (s.RateTo.PerSecond-s.Rate.PerSecond)*frac
-	}
-	if rate <= 0 {
-		return math.MaxInt64 / 2
-	}
-	gap := 1 / rate
-	if s.Arrival == "poisson" {
-		gap = rng.ExpFloat64() / rate
-	}
-	// A gap past the drill's end stops the source; clamping it first keeps
-	// the conversion to int64 from wrapping (a rate near 0 at the end of a
-	// ramp, or an exponential draw far in the tail).
-	return max(1, int64(min(gap, maxArrivalGapS)*1e9))
-}
-
-// maxArrivalGapS is longer than any drill (MaxDurationValue) and far from
-// int64 nanoseconds' limit.
-const maxArrivalGapS = 10 * float64(MaxDurationValue/time.Second)
 
 func (r *simRun) arrival(t int64) {
 	s := &r.d.Source
 	n := 1
-	if s.Arrival == "burst" {
+	once := arrivesOnce(s)
+	if once {
 		n = max(1, s.Events)
 	}
 	for i := 0; i < n; i++ {
@@ -406,7 +368,7 @@ func (r *simRun) arrival(t int64) {
 		r.held = append(r.held, t)
 	}
 	r.feedSource(t)
-	if s.Arrival != "burst" {
+	if !once {
 		next := t + r.nextGap(t)
 		if next < r.endNs {
 			r.q.Push(next, simEvent{kind: evArrival})

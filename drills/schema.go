@@ -33,7 +33,7 @@ type Drill struct {
 // Source is the event arrival process. Each event fans out to one delivery
 // per subscriber of the cohorts named in To (all cohorts when empty).
 type Source struct {
-	Arrival string   `toml:"arrival"` // constant | poisson | ramp | burst
+	Arrival string   `toml:"arrival"` // an ArrivalKinds name (arrivals.go)
 	Rate    Rate     `toml:"rate"`    // constant, poisson; ramp start rate
 	RateTo  Rate     `toml:"rate_to"` // ramp end rate
 	Events  int      `toml:"events"`  // burst: events released at once
@@ -85,7 +85,7 @@ type Quantile struct {
 type Outage struct {
 	Start      Duration `toml:"start"`
 	For        Duration `toml:"for"`
-	Kind       string   `toml:"kind"`        // unavailable | timeout | reset | throttle | slow | flap
+	Kind       string   `toml:"kind"`        // a fakepartner.OutageKinds name
 	RetryAfter string   `toml:"retry_after"` // throttle: "5" | "date:30s" | "garbage"
 	Factor     float64  `toml:"factor"`      // slow: latency multiplier
 	Period     Duration `toml:"period"`      // flap: one up+down cycle
@@ -109,7 +109,7 @@ type Retry struct {
 	Base            Duration `toml:"base"`
 	Cap             Duration `toml:"cap"`
 	Multiplier      float64  `toml:"multiplier"`
-	Jitter          string   `toml:"jitter"` // none | full | equal | decorrelated | proportional | hash
+	Jitter          string   `toml:"jitter"` // a model.JitterKinds name
 	JitterRatio     float64  `toml:"jitter_ratio"`
 	DeliveryWindow  Duration `toml:"delivery_window"`
 	RetryAfter      string   `toml:"retry_after"` // honour | ignore
@@ -120,7 +120,7 @@ type Retry struct {
 
 // Breaker is the per-partner circuit breaker; Trip "" or "none" disables it.
 type Breaker struct {
-	Trip      string   `toml:"trip"` // none | consecutive | window | rate
+	Trip      string   `toml:"trip"` // none or a model.TripRules name
 	Threshold int      `toml:"threshold"`
 	Window    Duration `toml:"window"`
 	Ratio     float64  `toml:"ratio"`

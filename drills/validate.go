@@ -88,11 +88,6 @@ func validate(d *Drill, has func(string) bool) []problem {
 			bad(key, "must be greater than 0 (got %v)", v.D)
 		}
 	}
-	prob := func(key string, p float64) {
-		if !(p >= 0 && p <= 1) {
-			bad(key, "must be a probability in [0, 1] (got %v)", p)
-		}
-	}
 
 	switch {
 	case d.Name == "":
@@ -115,23 +110,8 @@ func validate(d *Drill, has func(string) bool) []problem {
 
 	// Source.
 	s := &d.Source
-	if kind("source.arrival", s.Arrival, "constant", "poisson", "ramp", "burst") {
-		switch s.Arrival {
-		case "constant", "poisson", "ramp":
-			if !s.Rate.Set || s.Rate.PerSecond <= 0 {
-				bad("source.rate", "%s arrivals need a rate greater than 0, like \"12/s\"", s.Arrival)
-			}
-			if s.Arrival == "ramp" && !s.RateTo.Set {
-				bad("source.rate_to", "ramp arrivals need rate_to, the rate at the end")
-			}
-		case "burst":
-			if s.Events < 1 || s.Events > limBurstEvents {
-				bad("source.events", "burst arrivals need events between 1 and %d (got %d)", limBurstEvents, s.Events)
-			}
-			if d.Duration.D > 0 && s.At.D >= d.Duration.D {
-				bad("source.at", "%v is not before duration (%v)", s.At.D, d.Duration.D)
-			}
-		}
+	if kind("source.arrival", s.Arrival, ArrivalKindNames()...) {
+		ps = append(ps, arrivalKind(s.Arrival).Check(d)...)
 	}
 	if s.Rate.PerSecond > limRatePerSecond {
 		bad("source.rate", "at most %d/s", limRatePerSecond)
@@ -176,8 +156,13 @@ func validate(d *Drill, has func(string) bool) []problem {
 	if !(r.Multiplier >= 1) || r.Multiplier > 1000 {
 		bad("policy.retry.multiplier", "must be at least 1 and at most 1000 (got %v)", r.Multiplier)
 	}
-	kind("policy.retry.jitter", r.Jitter, "none", "full", "equal", "decorrelated", "proportional", "hash")
-	prob("policy.retry.jitter_ratio", r.JitterRatio)
+	if kind("policy.retry.jitter", r.Jitter, model.JitterNames()...) {
+		j, _ := model.ParseJitter(r.Jitter)
+		bo := model.Backoff{Jitter: j, JitterRatio: r.JitterRatio}
+		for _, pr := range bo.Problems() {
+			bad("policy.retry."+pr.Key, "%s", pr.Msg)
+		}
+	}
 	kind("policy.retry.retry_after", r.RetryAfter, "honour", "ignore")
 	retryable := map[int]bool{}
 	for i, c := range r.RetryableStatus {
@@ -197,18 +182,12 @@ func validate(d *Drill, has func(string) bool) []problem {
 
 	// Breaker.
 	b := &d.Policy.Breaker
-	if kind("policy.breaker.trip", b.Trip, "none", "consecutive", "window", "rate") && b.Trip != "none" {
-		if b.Threshold < 1 {
-			bad("policy.breaker.threshold", "must be at least 1 (got %d)", b.Threshold)
-		}
-		if b.Trip == "window" || b.Trip == "rate" {
-			positive("policy.breaker.window", b.Window)
-		}
-		if !(b.Ratio > 0 && b.Ratio <= 1) {
-			bad("policy.breaker.ratio", "must be in (0, 1] (got %v)", b.Ratio)
-		}
-		if b.MinCalls < 1 {
-			bad("policy.breaker.min_calls", "must be at least 1 (got %d)", b.MinCalls)
+	if kind("policy.breaker.trip", b.Trip, append([]string{"none"}, model.TripRuleNames()...)...) && b.Trip != "none" {
+		// The settings the trip rule reads are checked by its declaration.
+		rule, _ := model.ParseTripRule(b.Trip)
+		bs := model.BreakerSettings{Trip: rule, Threshold: b.Threshold, Window: b.Window.D, Ratio: b.Ratio, MinCalls: b.MinCalls}
+		for _, pr := range bs.Problems() {
+			bad("policy.breaker."+pr.Key, "%s", pr.Msg)
 		}
 		positive("policy.breaker.cooldown", b.Cooldown)
 		if b.Probes < 1 {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -26,16 +27,12 @@ const (
 	DefaultQueueWaitTarget = time.Second
 	// DefaultPlanMultiplier and DefaultPlanJitterRatio match the policy
 	// core's defaults.
-	DefaultPlanMultiplier  = 2.0
-	DefaultPlanJitterRatio = 0.5
+	DefaultPlanMultiplier  = model.DefaultMultiplier
+	DefaultPlanJitterRatio = model.DefaultJitterRatio
 	// maxDelayS is where delays saturate, as time.Duration does in the
 	// policy core (about 292 years).
 	maxDelayS = float64(math.MaxInt64) / 1e9
 )
-
-// PlanJitters lists the jitter kinds the plan understands, in the policy
-// core's order.
-var PlanJitters = []string{"none", "full", "equal", "decorrelated", "proportional", "hash"}
 
 // PlanInput is what the analytic plan needs from a drill. The caller
 // resolves the drill's defaults and fan-out before filling it in.
@@ -53,7 +50,7 @@ type PlanInput struct {
 	Base           time.Duration
 	Cap            time.Duration // 0 = no cap
 	Multiplier     float64       // 0 = DefaultPlanMultiplier; otherwise ≥ 1
-	Jitter         string        // one of PlanJitters
+	Jitter         string        // a jitter kind's name (model.JitterNames)
 	JitterRatio    float64       // proportional only; 0 = DefaultPlanJitterRatio
 	DeliveryWindow time.Duration // 0 = none
 	// FailureProb is the per-attempt failure probability in steady state
@@ -275,6 +272,7 @@ type planParams struct {
 	baseS, capS, mult, ratio, windowS float64
 	targetS, partnerS                 float64
 	capped, hasWindow                 bool
+	bo                                model.Backoff
 }
 
 func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 0) } // NaN fails v >= 0
@@ -307,12 +305,9 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	if in.Multiplier != 0 && !(in.Multiplier >= 1 && !math.IsInf(in.Multiplier, 0)) {
 		bad("multiplier", "%v, want a finite number ≥ 1 (0 for the default %g)", in.Multiplier, DefaultPlanMultiplier)
 	}
-	known := false
-	for _, j := range PlanJitters {
-		known = known || j == in.Jitter
-	}
-	if !known {
-		bad("jitter", "%q, want one of %v", in.Jitter, PlanJitters)
+	jitter, err := model.ParseJitter(in.Jitter)
+	if err != nil {
+		bad("jitter", "%q, want one of %v", in.Jitter, model.JitterNames())
 	}
 	if !(in.JitterRatio >= 0 && in.JitterRatio <= 1) {
 		bad("jitter_ratio", "%v, want a number in [0, 1]", in.JitterRatio)
@@ -367,6 +362,9 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	if p.ratio == 0 {
 		p.ratio = DefaultPlanJitterRatio
 	}
+	// The schedule's delays are the policy core's own: model.Backoff and
+	// the jitter kind's declared range.
+	p.bo = model.Backoff{Base: in.Base, Cap: in.Cap, Multiplier: p.mult, Jitter: jitter, JitterRatio: p.ratio}
 	p.hasWindow = in.DeliveryWindow > 0
 	p.windowS = in.DeliveryWindow.Seconds()
 	p.targetS = in.QueueWaitTarget.Seconds()
@@ -404,61 +402,44 @@ func ExpectedAttempts(p float64, k int) (float64, bool) {
 	return (1 - math.Pow(p, float64(k))) / (1 - p), true
 }
 
-// cappedDelay is d = min(cap, base × multiplier^(k−2)), the delay before
-// attempt k ≥ 2 before jitter.
-func (p *planParams) cappedDelay(k int) float64 {
-	if p.baseS <= 0 {
-		return 0
-	}
-	d := p.baseS * math.Pow(p.mult, float64(k-2))
-	if !(d < p.capS) { // also +Inf
-		return p.capS
-	}
-	return d
+// delayStep is one delay of the schedule, in seconds; saturated: every
+// later delay has the same range (the delay reached the cap).
+type delayStep struct {
+	d, lo, typ, hi float64
+	saturated      bool
 }
-
-// delayStep is one delay of the schedule.
-type delayStep struct{ d, lo, typ, hi float64 }
 
 // scheduler walks the schedule attempt by attempt, so that long or
 // unlimited budgets need no table of their own.
 type scheduler struct {
-	p              *planParams
-	k              int
-	decTyp, decMax float64 // decorrelated: previous typical and largest delays
+	p    *planParams
+	k    int
+	prev model.DelayRange // the range of the previous delay (decorrelated)
 }
 
-// next returns the delay before attempt s.k+1 and advances to it.
+// next returns the delay before attempt s.k+1 and advances to it: the
+// capped delay and the jitter kind's range after the (k−1)-th failure.
 func (s *scheduler) next() delayStep {
 	s.k++
-	k, p := s.k, s.p
-	if k == 1 {
+	if s.k == 1 {
 		return delayStep{}
 	}
-	d := p.cappedDelay(k)
-	switch p.in.Jitter {
-	case "full":
-		return delayStep{d, 0, d / 2, d}
-	case "equal", "hash":
-		return delayStep{d, d / 2, 3 * d / 4, d}
-	case "proportional":
-		return delayStep{d, math.Max(0, d*(1-p.ratio)), d, math.Min(p.capS, d*(1+p.ratio))}
-	case "decorrelated":
-		// Uniform in [base, 3 × previous delay], capped; the previous delay
-		// starts at base. The typical value puts the previous delay at its
-		// own typical value; the largest follows the largest previous one.
-		if p.baseS <= 0 {
-			return delayStep{d, 0, 0, 0}
-		}
-		if k == 2 {
-			s.decTyp, s.decMax = p.baseS, p.baseS
-		}
-		lo := math.Min(p.baseS, p.capS)
-		s.decTyp = math.Min(p.capS, (p.baseS+3*s.decTyp)/2)
-		s.decMax = math.Min(p.capS, 3*s.decMax)
-		return delayStep{d, lo, s.decTyp, s.decMax}
+	n := s.k - 1
+	bo := &s.p.bo
+	d := bo.Capped(n)
+	r := bo.DelayRange(n, s.prev)
+	capD := bo.Cap
+	if capD <= 0 {
+		capD = model.MaxDuration
 	}
-	return delayStep{d, d, d, d}
+	// Decorrelated jitter does not follow d; its range stops growing once
+	// both its typical and largest values reach the cap.
+	saturated := d >= capD
+	if bo.Jitter == model.JitterDecorrelated {
+		saturated = r.Typical >= capD && r.Max >= capD
+	}
+	s.prev = r
+	return delayStep{d: d.Seconds(), lo: r.Min.Seconds(), typ: r.Typical.Seconds(), hi: r.Max.Seconds(), saturated: saturated}
 }
 
 // MakePlan builds the analytic capacity plan. It refuses out-of-range input
@@ -609,7 +590,7 @@ func (plan *Plan) makeAssumptions(p *planParams) {
 	case "decorrelated":
 		add("Decorrelated jitter: each delay is uniform in [base, 3 × previous delay], capped, starting from base; the multiplier is not used. The typical delay is the mean of that range with the previous delay at its typical value; the largest follows the largest previous delay.")
 	case "hash":
-		add("Hash jitter is treated as uniform in [d/2, d] across deliveries (its typical value is 3d/4).")
+		add("Hash jitter is d/2 plus a 32-bit hash of the delivery id and attempt, mod d/2 + 1: uniform across deliveries in [d/2, d/2 + min(d/2, 2^32 ns)], so it spreads a delay by at most about 4.3s however long it is; the typical delay is the middle of that range.")
 	case "full", "equal":
 		add("The typical delay is the mean of the jitter's uniform range.")
 	case "proportional":

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 )
 
@@ -50,15 +51,24 @@ const (
 	unlimitedClasses = MaxScheduleRows
 )
 
-// Outage kinds as the plan reads them.
-const (
-	OutageKindUnavailable = "unavailable"
-	OutageKindTimeout     = "timeout"
-	OutageKindReset       = "reset"
-	OutageKindThrottle    = "throttle"
-	OutageKindSlow        = "slow"
-	OutageKindFlap        = "flap"
+// Outage kinds by name, as PlanOutage.Kind takes them; what each does is
+// read off its declaration (fakepartner.OutageKinds).
+var (
+	OutageKindUnavailable = fakepartner.OutageUnavailable.String()
+	OutageKindTimeout     = fakepartner.OutageTimeout.String()
+	OutageKindReset       = fakepartner.OutageReset.String()
+	OutageKindThrottle    = fakepartner.OutageThrottle.String()
+	OutageKindSlow        = fakepartner.OutageSlow.String()
+	OutageKindFlap        = fakepartner.OutageFlap.String()
 )
+
+// fakeOutage is the plan's outage as the fake partner declares it ("" is
+// unavailable), with its effect on attempts.
+func (o *PlanOutage) fakeOutage() (fakepartner.Outage, fakepartner.OutageEffect) {
+	kind, _ := fakepartner.ParseOutageKind(o.Kind) // validated; "" is unavailable
+	fo := fakepartner.Outage{Start: o.Start, For: o.Length, Kind: kind, Factor: o.Factor, Period: o.Period}
+	return fo, kind.Info().Effect(&fo)
+}
 
 // PlanBreaker is the breaker as the drain model needs it, defaults filled
 // in. Trip is "consecutive", "window" or "rate".
@@ -345,8 +355,9 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 func maxSlowFactor(outs []PlanOutage, partner string) float64 {
 	m := 1.0
 	for _, o := range outs {
-		if o.Partner == partner && o.Kind == OutageKindSlow {
-			m = math.Max(m, o.Factor)
+		if o.Partner == partner {
+			_, e := o.fakeOutage()
+			m = math.Max(m, e.LatencyFactor)
 		}
 	}
 	return m
@@ -379,28 +390,31 @@ func (f *fluid) call(t float64) fluidCall {
 		if t < s || t >= s+o.Length.Seconds() {
 			continue
 		}
-		switch o.Kind {
-		case OutageKindSlow:
-			c.factor = math.Max(o.Factor, 1)
+		// What the outage does at t is its kind's declaration: whether it
+		// is in force (a flap's up half is not), whether its calls fail or
+		// are served slowed down, hang, or carry Retry-After.
+		fo, e := o.fakeOutage()
+		if in := fo.Kind.Info().EffectiveAt; in != nil && !in(&fo, time.Duration((t-s)*1e9)) {
 			return c
-		case OutageKindFlap:
-			if per := o.Period.Seconds(); per > 0 && math.Mod(t-s, per) >= per/2 {
-				return c // the up half
-			}
+		}
+		if e.FailShare == 0 {
+			c.factor = math.Max(e.LatencyFactor, 1)
+			return c
 		}
 		c.fails = true
 		c.durS = o.FailLatency.Seconds()
 		c.kind = model.Count5xx
-		switch o.Kind {
-		case OutageKindReset:
+		if fo.Kind == fakepartner.OutageReset {
 			c.kind = model.CountReset
-		case OutageKindTimeout:
+		}
+		if e.Hangs {
 			c.kind = model.CountTimeout
 			c.durS = f.p.timeoutS
 			if c.durS == 0 {
 				c.durS = float64(f.cring-2) * f.dt
 			}
-		case OutageKindThrottle:
+		}
+		if e.RetryAfter {
 			c.kind = model.Count429
 			if f.p.in.RetryAfterHonour {
 				c.retryAfter = math.Min(o.RetryAfter.Seconds(), f.p.retryAfterLimitS())
@@ -1035,15 +1049,12 @@ func deadLetterText(dead map[string]float64) string {
 	return b.String()
 }
 
-// planOutageKinds are the outage kinds the drain model knows.
-var planOutageKinds = []string{OutageKindUnavailable, OutageKindTimeout, OutageKindReset, OutageKindThrottle, OutageKindSlow, OutageKindFlap}
-
 // validateDrainInput checks what only the drain model reads.
 func validateDrainInput(in *PlanInput, bad func(key, format string, a ...any)) {
 	for i, o := range in.Outages {
 		key := fmt.Sprintf("outages[%d]", i)
-		if o.Kind != "" && !slices.Contains(planOutageKinds, o.Kind) {
-			bad(key+".kind", "%q, want one of %v", o.Kind, planOutageKinds)
+		if _, err := fakepartner.ParseOutageKind(o.Kind); o.Kind != "" && err != nil {
+			bad(key+".kind", "%q, want one of %v", o.Kind, fakepartner.OutageKindNames())
 		}
 		if o.Start < 0 {
 			bad(key+".start", "%v is negative", o.Start)
@@ -1054,11 +1065,13 @@ func validateDrainInput(in *PlanInput, bad func(key, format string, a ...any)) {
 		if o.RetryAfter < 0 {
 			bad(key+".retry_after", "%v is negative", o.RetryAfter)
 		}
-		if o.Kind == OutageKindSlow && !(o.Factor >= 1 && o.Factor <= 1e6) {
-			bad(key+".factor", "%v, want a number in [1, 1e6]", o.Factor)
-		}
-		if o.Kind == OutageKindFlap && o.Period <= 0 {
-			bad(key+".period", "%v, want > 0", o.Period)
+		// The kind's own keys are checked by its declaration.
+		if fo, _ := o.fakeOutage(); o.Kind != "" {
+			for _, pr := range fo.Problems(0) {
+				if pr.Key == "factor" || pr.Key == "period" {
+					bad(key+"."+pr.Key, "%s", pr.Msg)
+				}
+			}
 		}
 	}
 	for i, c := range in.Cohorts {

@@ -40,12 +40,9 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		meanSvc += share * float64(m)
 		fail += share * sp.TransientErrors
 	}
-	rate := d.Source.Rate.PerSecond
-	if d.Source.Arrival == "ramp" {
-		rate = max(rate, d.Source.RateTo.PerSecond)
-	}
-	if d.Source.Arrival == "burst" && d.Duration.D > 0 {
-		rate = float64(d.Source.Events) / d.Duration.D.Seconds()
+	rate, err := d.PlanRate()
+	if err != nil {
+		return PlanInput{}, err
 	}
 	r := &d.Policy.Retry
 	in := PlanInput{

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -133,8 +136,9 @@ func TestScheduleByJitter(t *testing.T) {
 		{"full", []float64{0, 0, 0, 0, 0}, []float64{0.5, 1, 2, 4, 5}, d},
 		// equal: uniform in [d/2, d].
 		{"equal", []float64{0.5, 1, 2, 4, 5}, []float64{0.75, 1.5, 3, 6, 7.5}, d},
-		// hash: treated as uniform in [d/2, d].
-		{"hash", []float64{0.5, 1, 2, 4, 5}, []float64{0.75, 1.5, 3, 6, 7.5}, d},
+		// hash: d/2 + a 32-bit hash mod d/2+1, so [d/2, d] only while
+		// d/2 < 2^32 ns; at d = 10s the spread stops at 2^32−1 ns.
+		{"hash", []float64{0.5, 1, 2, 4, 5}, []float64{0.75, 1.5, 3, 6, 7.147483647}, []float64{1, 2, 4, 8, 9.294967295}},
 		// proportional r = 0.5: d(1 ± r), the top clamped to the cap.
 		{"proportional", []float64{0.5, 1, 2, 4, 5}, d, []float64{1.5, 3, 6, 10, 10}},
 		// decorrelated: uniform in [base, 3·prev], prev from base; typical
@@ -166,6 +170,41 @@ func TestScheduleByJitter(t *testing.T) {
 			if !relClose(r.ElapsedTypicalS, typ, 1e-12) || !relClose(r.ElapsedWorstS, worst, 1e-12) {
 				t.Errorf("%s attempt %d: elapsed %v / %v, want %v / %v", tc.jitter, r.Attempt, r.ElapsedTypicalS, r.ElapsedWorstS, typ, worst)
 			}
+		}
+	}
+}
+
+// The plan's hash-jitter bounds are the range of model.HashJitter, for
+// capped delays from 1s to 1h: no delay of many deliveries falls outside
+// them, and the draws reach both ends (within 1% of the width). Above
+// about 8.6s the 32-bit hash spreads a delay by at most 2^32 ns ≈ 4.3s.
+func TestPlanHashBoundsAreHashJitterRange(t *testing.T) {
+	in := scheduleInput("hash")
+	in.Base, in.Cap, in.Multiplier, in.MaxAttempts = time.Second, time.Hour, 2, 16
+	plan, err := MakePlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := plan.Schedule.Rows[1:]
+	if first, last := rows[0].BaseDelayS, rows[len(rows)-1].BaseDelayS; first != 1 || last != 3600 {
+		t.Fatalf("capped delays run from %vs to %vs, want 1s to 1h", first, last)
+	}
+	for _, r := range rows {
+		d := time.Duration(r.BaseDelayS * 1e9)
+		lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
+		for i := range 20000 {
+			v := model.HashJitter(d, fmt.Sprintf("evt-%06d:acme-%d", i, i%7), r.Attempt-1)
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		minD, maxD := time.Duration(math.Round(r.DelayMinS*1e9)), time.Duration(math.Round(r.DelayMaxS*1e9))
+		if lo < minD || hi > maxD {
+			t.Errorf("d = %v: HashJitter spans [%v, %v], outside the plan's [%v, %v]", d, lo, hi, minD, maxD)
+		}
+		if slack := (maxD - minD) / 100; lo-minD > slack || maxD-hi > slack {
+			t.Errorf("d = %v: HashJitter spans [%v, %v], the plan says [%v, %v]", d, lo, hi, minD, maxD)
+		}
+		if d > 9*time.Second && maxD-minD != 1<<32-1 {
+			t.Errorf("d = %v: the plan spreads the delay by %v, want 2^32−1 ns", d, maxD-minD)
 		}
 	}
 }

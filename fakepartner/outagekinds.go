@@ -63,6 +63,8 @@ type OutageEffect struct {
 	// Hangs: failing attempts last until the caller's attempt timeout
 	// instead of being answered at once.
 	Hangs bool
+	// RetryAfter: failing answers carry the outage's Retry-After.
+	RetryAfter bool
 }
 
 // Problem is one thing wrong with a spec: the key it concerns, relative to
@@ -118,7 +120,7 @@ var OutageKinds = [...]OutageKindInfo{
 			return fastAnswer(Result{Status: http.StatusTooManyRequests, Kind: ResultHTTP,
 				RetryAfter: b.retryAfter(o.RetryAfter, now, clock)}), 0, false
 		},
-		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1} },
+		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1, RetryAfter: true} },
 	},
 	OutageSlow: {
 		Kind: OutageSlow, Name: "slow",

@@ -46,7 +46,7 @@ func TestOutageKindEffects(t *testing.T) {
 		{Outage{Kind: OutageUnavailable}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
 		{Outage{Kind: OutageTimeout}, OutageEffect{FailShare: 1, LatencyFactor: 1, Hangs: true}},
 		{Outage{Kind: OutageReset}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
-		{Outage{Kind: OutageThrottle, RetryAfter: "5"}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
+		{Outage{Kind: OutageThrottle, RetryAfter: "5"}, OutageEffect{FailShare: 1, LatencyFactor: 1, RetryAfter: true}},
 		{Outage{Kind: OutageSlow, Factor: 4}, OutageEffect{FailShare: 0, LatencyFactor: 4}},
 		{Outage{Kind: OutageFlap, Period: time.Second}, OutageEffect{FailShare: 0.5, LatencyFactor: 1}},
 	}

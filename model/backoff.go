@@ -1,47 +1,12 @@
 package model
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
 
 // MaxDuration is the largest time.Duration; delays saturate here.
 const MaxDuration = time.Duration(math.MaxInt64)
-
-// Jitter is how a backoff delay is randomised.
-type Jitter uint8
-
-const (
-	JitterNone         Jitter = iota // d
-	JitterFull                       // uniform in [0, d]
-	JitterEqual                      // d/2 + uniform in [0, d/2]
-	JitterDecorrelated               // min(cap, uniform in [base, 3 × previous delay])
-	JitterProportional               // d × (1 + r(2u − 1)), clamped to [0, cap]
-	JitterHash                       // d/2 + FNV-1a(id:k) mod (d/2 + 1); no random stream
-)
-
-var jitterNames = [...]string{"none", "full", "equal", "decorrelated", "proportional", "hash"}
-
-func (j Jitter) String() string {
-	if int(j) < len(jitterNames) {
-		return jitterNames[j]
-	}
-	return fmt.Sprintf("jitter(%d)", j)
-}
-
-// JitterNames lists the accepted jitter kinds.
-func JitterNames() []string { return jitterNames[:] }
-
-// ParseJitter parses a jitter kind by name.
-func ParseJitter(s string) (Jitter, error) {
-	for i, n := range jitterNames {
-		if n == s {
-			return Jitter(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown jitter %q (want one of none, full, equal, decorrelated, proportional, hash)", s)
-}
 
 // DefaultMultiplier is the growth factor when Backoff.Multiplier is 0.
 const DefaultMultiplier = 2.0
@@ -114,24 +79,7 @@ func (b *Backoff) Capped(n int) time.Duration {
 // jitter), and u is a uniform number in [0, 1) from the caller's stream
 // (ignored by none and hash).
 func (b *Backoff) Delay(n int, prev time.Duration, id string, u float64) time.Duration {
-	c := b.cap()
-	switch b.Jitter {
-	case JitterFull:
-		return FullJitter(b.Capped(n), u)
-	case JitterEqual:
-		return EqualJitter(b.Capped(n), u)
-	case JitterDecorrelated:
-		return DecorrelatedJitter(b.Base, c, prev, u)
-	case JitterProportional:
-		r := b.JitterRatio
-		if r == 0 {
-			r = DefaultJitterRatio
-		}
-		return ProportionalJitter(b.Capped(n), c, r, u)
-	case JitterHash:
-		return HashJitter(b.Capped(n), id, n)
-	}
-	return b.Capped(n)
+	return b.Jitter.info().Delay(b, n, prev, id, u)
 }
 
 // clampU keeps a caller's uniform number inside [0, 1].

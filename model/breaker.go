@@ -1,9 +1,6 @@
 package model
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // BreakerState is the state of a circuit breaker.
 type BreakerState uint8
@@ -22,36 +19,6 @@ func (s BreakerState) String() string {
 		return "half-open"
 	}
 	return "open"
-}
-
-// TripRule is how a closed breaker decides to open.
-type TripRule uint8
-
-const (
-	TripConsecutive TripRule = iota // Threshold failures in a row
-	TripWindow                      // Threshold failures within Window
-	TripRate                        // failure ratio >= Ratio over Window, once it holds MinCalls calls
-)
-
-// ParseTripRule parses "consecutive", "window" or "rate".
-func ParseTripRule(s string) (TripRule, error) {
-	switch s {
-	case "consecutive":
-		return TripConsecutive, nil
-	case "window":
-		return TripWindow, nil
-	case "rate":
-		return TripRate, nil
-	}
-	return 0, fmt.Errorf("unknown breaker trip rule %q (want consecutive, window or rate)", s)
-}
-
-func (r TripRule) String() string {
-	names := [...]string{"consecutive", "window", "rate"}
-	if int(r) < len(names) {
-		return names[r]
-	}
-	return fmt.Sprintf("trip(%d)", r)
 }
 
 // BreakerSettings configures a Breaker. Zero fields take the documented
@@ -230,60 +197,7 @@ func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 
 // trips records a closed-state result and says whether the rule trips.
 func (b *Breaker) trips(success bool, now time.Time) bool {
-	switch b.s.Trip {
-	case TripWindow:
-		if success {
-			return false
-		}
-		t := now.UnixNano()
-		b.failTimes[b.failNext] = t
-		b.failNext = (b.failNext + 1) % len(b.failTimes)
-		if b.failCount < len(b.failTimes) {
-			b.failCount++
-		}
-		// The oldest of the last Threshold failures is at failNext.
-		return b.failCount == len(b.failTimes) && t-b.failTimes[b.failNext] < int64(b.s.Window)
-	case TripRate:
-		t := now.UnixNano()
-		width := int64(b.s.Window) / rateBuckets
-		if width <= 0 {
-			width = 1
-		}
-		// Floor, not truncate: before 1970 (or at time.Time{}) t is negative
-		// and a truncated index would be negative.
-		rem := t % width
-		if rem < 0 {
-			rem += width
-		}
-		start := t - rem
-		idx := (start / width) % rateBuckets
-		if idx < 0 {
-			idx += rateBuckets
-		}
-		bk := &b.buckets[idx]
-		if bk.start != start {
-			*bk = rateBucket{start: start}
-		}
-		bk.calls++
-		if !success {
-			bk.fails++
-		}
-		var calls, fails int32
-		for i := range b.buckets {
-			if b.buckets[i].start > t-int64(b.s.Window) {
-				calls += b.buckets[i].calls
-				fails += b.buckets[i].fails
-			}
-		}
-		return !success && int(calls) >= b.s.MinCalls && float64(fails) >= b.s.Ratio*float64(calls)
-	default:
-		if success {
-			b.consecutive = 0
-			return false
-		}
-		b.consecutive++
-		return b.consecutive >= b.s.Threshold
-	}
+	return b.s.Trip.info().trips(b, success, now.UnixNano())
 }
 
 func (b *Breaker) open(now time.Time) {

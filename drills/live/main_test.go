@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +67,16 @@ func childDispatch(args []string) int {
 	}
 	defer st.Close()
 	cfg.Store, cfg.Events, cfg.Log = st, os.Stdout, os.Stderr
+	// STORMDRILL_DISPATCH_CPUPROFILE=PREFIX profiles each dispatcher
+	// process to PREFIX-OWNER (for go tool pprof).
+	if prefix := os.Getenv("STORMDRILL_DISPATCH_CPUPROFILE"); prefix != "" {
+		if f, err := os.Create(prefix + "-" + *owner); err == nil {
+			defer f.Close() // after StopCPUProfile has written the profile
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if _, err = dispatcher.Run(ctx, cfg); err != nil {

@@ -31,6 +31,11 @@ const (
 	// MaxPendingCompletions bounds completions waiting for the store; past
 	// it the dispatcher gives up (the store is the truth: leases expire).
 	MaxPendingCompletions = 100_000
+	// flushEvery is the longest a transition waits (wall time) before the
+	// dispatcher writes it; flushBatch pending transitions are written at
+	// once.
+	flushEvery = 2 * time.Millisecond
+	flushBatch = 1024
 	// MaxRenewBatch bounds the lease renewals one store batch carries; a
 	// dispatcher holding more renews the rest in the next batches.
 	MaxRenewBatch = 10_000
@@ -80,6 +85,10 @@ type endpoint struct {
 	url   string
 	group int // index into Config.Partners
 }
+
+// claimedUnstarted marks an Item (in its caller-owned Epoch field) that was
+// claimed and has not been handed out by the core yet.
+const claimedUnstarted = 1
 
 type job struct {
 	it      *dispatch.Item
@@ -149,7 +158,10 @@ type dispatcher struct {
 	alertBusy    atomic.Bool
 	alertReadyNS atomic.Int64
 	alertEvery   time.Duration // AlertInterval in wall time
-	speed        float64
+	// unstarted counts claimed deliveries not started yet (their Item's
+	// Epoch is claimedUnstarted until Next hands them out).
+	unstarted int
+	speed     float64
 }
 
 // Run validates cfg and runs the dispatcher until ctx is cancelled, then
@@ -351,6 +363,18 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
 	stopping := false
+	// Transitions are written in batches, at most flushEvery apart (or
+	// flushBatch at a time), rather than after every wake-up: each store
+	// transaction costs about as much as a few hundred rows in one, and
+	// the dispatcher's loop waits for it.
+	lastFlush := time.Now()
+	flushDue := func(wallNow time.Time) bool {
+		return len(ds.pending) >= flushBatch || wallNow.Sub(lastFlush) >= flushEvery || stopping
+	}
+	flush := func(wallNow time.Time) error {
+		lastFlush = wallNow
+		return ds.flush()
+	}
 	nextMetrics := time.Now()
 	ds.event(EventReady, ds.cfg.Owner)
 	for {
@@ -360,13 +384,21 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 			ds.cfg.Metrics.observe(ds.core, ds.eps, now)
 			nextMetrics = wallNow.Add(metricsEvery)
 		}
+		// Start what can start before deciding to claim: a worker that a
+		// result just freed is not idle if a claimed delivery waits for it.
+		if !stopping {
+			ds.pump(now, jobs)
+		}
+		claimNow := !stopping && !wallNow.Before(nextClaim) && !ds.enoughClaimed()
 		// Persist before claiming: a delivery that just ended has left
 		// held, and if its lease had run out a claim before the flush
 		// would hand it back to us as new.
-		if err := ds.flush(); err != nil {
-			return err
+		if claimNow || flushDue(wallNow) {
+			if err := flush(wallNow); err != nil {
+				return err
+			}
 		}
-		if !stopping && !wallNow.Before(nextClaim) && len(ds.held) < ds.cfg.HeldLimit {
+		if claimNow {
 			full, err := ds.claim(now)
 			if err != nil {
 				ds.logf("claim: %v", err)
@@ -376,6 +408,8 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 			} else {
 				nextClaim = wallNow.Add(poll)
 			}
+		} else if !stopping && !wallNow.Before(nextClaim) {
+			nextClaim = wallNow.Add(poll) // enough in hand: look again after a poll, or when a result comes
 		}
 		if !wallNow.Before(nextRenew) {
 			nextRenew = wallNow.Add(renewEvery)
@@ -386,8 +420,10 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		if !stopping {
 			ds.pump(now, jobs)
 		}
-		if err := ds.flush(); err != nil {
-			return err
+		if flushDue(wallNow) {
+			if err := flush(wallNow); err != nil {
+				return err
+			}
 		}
 		if !wallNow.Before(nextAlert) {
 			ds.flushAlerts(false)
@@ -404,6 +440,9 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		// Sleep until the next thing to do: a claim, a wake-up of the core,
 		// an alert, or a result.
 		wait := min(time.Until(nextAlert), time.Until(nextRenew))
+		if len(ds.pending) > 0 {
+			wait = min(wait, time.Until(lastFlush.Add(flushEvery)))
+		}
 		if !stopping {
 			wait = min(wait, time.Until(nextClaim))
 			if w, ok := ds.core.NextWake(); ok {
@@ -454,6 +493,21 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
+// enoughClaimed reports whether the dispatcher holds enough for now: as
+// many deliveries as HeldLimit allows, or, while every worker is busy, a
+// claim batch of claimed deliveries not started yet. Under overload it
+// claims what it can start, not the whole backlog, so what it holds (and
+// renews, and the store keeps leased) stays about one batch beyond its
+// workers; the rest waits in the store, where another dispatcher may
+// take it. With a worker idle it claims on, so deliveries that wait in
+// memory for a breaker or a partner slot do not hold the others back.
+func (ds *dispatcher) enoughClaimed() bool {
+	if len(ds.held) >= ds.cfg.HeldLimit {
+		return true
+	}
+	return ds.unstarted >= ds.cfg.ClaimBatch && ds.core.InFlight() >= ds.cfg.Workers
+}
+
 // claim leases due deliveries and hands the new ones to the core. full
 // reports that the store may have more due right now.
 func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
@@ -491,6 +545,8 @@ func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
 		}
 		ds.held[r.ID] = &heldRow{attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
 			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil}
+		it.Epoch = claimedUnstarted
+		ds.unstarted++
 		ds.core.Requeue(it, now)
 		fresh++
 	}
@@ -534,6 +590,10 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 		it, verdict, reason := ds.core.Next(now)
 		if it == nil {
 			return
+		}
+		if it.Epoch == claimedUnstarted {
+			it.Epoch = 0
+			ds.unstarted--
 		}
 		if verdict == dispatch.DeadLetter {
 			ds.deadLetter(it, now, reason, "", 0, false, time.Time{})

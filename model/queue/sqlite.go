@@ -39,9 +39,10 @@ func WithBusyTimeout(d time.Duration) SQLiteOption {
 // every batch reuse its prepared statements; other processes on the same
 // file wait up to the busy timeout.
 type SQLite struct {
-	db   *sql.DB
-	path string
-	st   sqliteStmts
+	db          *sql.DB
+	path        string
+	st          sqliteStmts
+	busyTimeout time.Duration
 }
 
 var _ Store = (*SQLite)(nil)
@@ -80,7 +81,7 @@ func OpenSQLite(path string, opts ...SQLiteOption) (*SQLite, error) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	s := &SQLite{db: db, path: path}
+	s := &SQLite{db: db, path: path, busyTimeout: cfg.busyTimeout}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("queue: open %s: %w", path, err)
@@ -243,8 +244,46 @@ func (s *SQLite) Close() error {
 }
 
 // inTx runs fn in one write transaction.
+// busyRetry is how often a write transaction asks again for the write
+// lock while another process holds it.
+const busyRetry = 200 * time.Microsecond
+
+// inTx runs fn in a write transaction. The write lock is asked for every
+// busyRetry until the busy timeout, rather than through SQLite's busy
+// handler, which sleeps 5, 10, 25 ms and more after a few tries: against a
+// writer that retries quickly (the live injector) that handler loses the
+// lock time after time, and the dispatcher starves.
 func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	var err error
+	if s.busyTimeout <= 0 {
+		tx, err = s.db.BeginTx(ctx, nil)
+	} else {
+		conn, cerr := s.db.Conn(ctx)
+		if cerr != nil {
+			return cerr
+		}
+		defer conn.Close() // after the transaction has ended and the restore ran
+		// The connection's own busy handler is off while this asks for the
+		// lock; the transaction's statements then hold it and never wait.
+		if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.Background(), "PRAGMA busy_timeout = "+strconv.FormatInt(s.busyTimeout.Milliseconds(), 10))
+		// Counted rather than timed (the store reads no clock): sleeps
+		// overshoot, so this waits at least the busy timeout.
+		for tries := int64(s.busyTimeout / busyRetry); ; tries-- {
+			tx, err = conn.BeginTx(ctx, nil)
+			if err == nil || !isBusy(err) || tries <= 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(busyRetry):
+			}
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -659,4 +698,11 @@ func (s *SQLite) Audit(ctx context.Context) ([]ReplayAudit, error) {
 	}
 	defer rows.Close()
 	return collect(rows, scanAudit)
+}
+
+// isBusy reports whether err is SQLite's "another connection holds the
+// lock".
+func isBusy(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "database is locked")
 }

@@ -1,0 +1,204 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// This file declares every jitter kind, once: its name, a one-line doc,
+// the validation of the setting it uses, the delay it draws, and the range
+// of delays the analytic plan states. The drill format's validation, the
+// key reference, the plan and Backoff.Delay all read these declarations.
+// To add a kind, add a constant and a declaration here, and a case to its
+// test.
+
+// Jitter is how a backoff delay is randomised.
+type Jitter uint8
+
+// Jitter kinds, in the order of JitterKinds.
+const (
+	JitterNone         Jitter = iota // d
+	JitterFull                       // uniform in [0, d]
+	JitterEqual                      // d/2 + uniform in [0, d/2]
+	JitterDecorrelated               // min(cap, uniform in [base, 3 × previous delay])
+	JitterProportional               // d × (1 + r(2u − 1)), clamped to [0, cap]
+	JitterHash                       // d/2 + FNV-1a(id:k) mod (d/2 + 1); no random stream
+)
+
+// Problem is one thing wrong with a setting: the key it concerns, as the
+// drill format names it under its table ("jitter_ratio", "window"), and
+// what is wrong.
+type Problem struct{ Key, Msg string }
+
+// DelayRange is the range of one backoff delay: its smallest, typical
+// (mean) and largest values.
+type DelayRange struct{ Min, Typical, Max time.Duration }
+
+// JitterInfo declares one jitter kind.
+type JitterInfo struct {
+	Jitter Jitter
+	Name   string // as written in a drill
+	Doc    string // one line: how the delay is drawn
+	// Check reports what is wrong with the settings the kind reads beyond
+	// base, cap and multiplier; nil when it reads none.
+	Check func(b *Backoff) []Problem
+	// Delay is the delay before attempt n+1 after the n-th failure: see
+	// Backoff.Delay.
+	Delay func(b *Backoff, n int, prev time.Duration, id string, u float64) time.Duration
+	// Bounds is the range of Delay over every u (and id) after the n-th
+	// failure, given the range of the delay before it (decorrelated: the
+	// previous delay; zero before the first retry). The analytic plan
+	// states these figures.
+	Bounds func(b *Backoff, n int, prev DelayRange) DelayRange
+}
+
+// delayFunc is the type of JitterInfo.Delay.
+type delayFunc = func(b *Backoff, n int, prev time.Duration, id string, u float64) time.Duration
+
+// boundsByU is Bounds for a kind whose delay grows with u and with the
+// previous delay: its value at u = 0, ½ and 1 (the mean of a uniform
+// range), following the smallest, typical and largest previous delay.
+func boundsByU(f delayFunc) func(b *Backoff, n int, prev DelayRange) DelayRange {
+	return func(b *Backoff, n int, prev DelayRange) DelayRange {
+		return DelayRange{Min: f(b, n, prev.Min, "", 0), Typical: f(b, n, prev.Typical, "", 0.5), Max: f(b, n, prev.Max, "", 1)}
+	}
+}
+
+func delayNone(b *Backoff, n int, _ time.Duration, _ string, _ float64) time.Duration {
+	return b.Capped(n)
+}
+
+func delayFull(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
+	return FullJitter(b.Capped(n), u)
+}
+
+func delayEqual(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
+	return EqualJitter(b.Capped(n), u)
+}
+
+func delayDecorrelated(b *Backoff, _ int, prev time.Duration, _ string, u float64) time.Duration {
+	return DecorrelatedJitter(b.Base, b.cap(), prev, u)
+}
+
+func delayProportional(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
+	r := b.JitterRatio
+	if r == 0 {
+		r = DefaultJitterRatio
+	}
+	return ProportionalJitter(b.Capped(n), b.cap(), r, u)
+}
+
+// JitterKinds declares every jitter kind, indexed by Jitter.
+var JitterKinds = [...]JitterInfo{
+	JitterNone: {
+		Jitter: JitterNone, Name: "none",
+		Doc:    "the capped delay d = min(cap, base × multiplier^(n−1)) itself",
+		Delay:  delayNone,
+		Bounds: boundsByU(delayNone),
+	},
+	JitterFull: {
+		Jitter: JitterFull, Name: "full",
+		Doc:    "uniform in [0, d]",
+		Delay:  delayFull,
+		Bounds: boundsByU(delayFull),
+	},
+	JitterEqual: {
+		Jitter: JitterEqual, Name: "equal",
+		Doc:    "d/2 + uniform in [0, d/2]: never less than half the delay",
+		Delay:  delayEqual,
+		Bounds: boundsByU(delayEqual),
+	},
+	JitterDecorrelated: {
+		Jitter: JitterDecorrelated, Name: "decorrelated",
+		Doc:    "uniform in [base, 3 × the previous delay], capped; the multiplier is not used",
+		Delay:  delayDecorrelated,
+		Bounds: boundsByU(delayDecorrelated),
+	},
+	JitterProportional: {
+		Jitter: JitterProportional, Name: "proportional",
+		Doc: "d × (1 ± jitter_ratio), uniform, clamped to [0, cap]",
+		Check: func(b *Backoff) []Problem {
+			if !(b.JitterRatio >= 0 && b.JitterRatio <= 1) {
+				return []Problem{{"jitter_ratio", fmt.Sprintf("must be a fraction in [0, 1] (got %v)", b.JitterRatio)}}
+			}
+			return nil
+		},
+		Delay:  delayProportional,
+		Bounds: boundsByU(delayProportional),
+	},
+	JitterHash: {
+		Jitter: JitterHash, Name: "hash",
+		Doc: "d/2 + a 32-bit hash of the delivery id and attempt, mod d/2 + 1: no random stream, the same on every worker; it spreads at most 2^32 ns (about 4.3s) whatever d is",
+		Delay: func(b *Backoff, n int, _ time.Duration, id string, _ float64) time.Duration {
+			return HashJitter(b.Capped(n), id, n)
+		},
+		Bounds: func(b *Backoff, n int, _ DelayRange) DelayRange {
+			return HashJitterRange(b.Capped(n))
+		},
+	},
+}
+
+// hashSpread is the largest value of the 32-bit hash HashJitter adds.
+const hashSpread = time.Duration(1<<32 - 1)
+
+// HashJitterRange is the range of HashJitter(d, id, k) over every id and k:
+// from d/2 to d/2 + min(d/2, 2^32 − 1 ns), typically halfway. The 32-bit
+// hash cannot spread a delay by more than about 4.3s, however long it is.
+func HashJitterRange(d time.Duration) DelayRange {
+	if d <= 0 {
+		return DelayRange{}
+	}
+	half := d / 2
+	spread := min(half, hashSpread)
+	return DelayRange{Min: half, Typical: half + spread/2, Max: half + spread}
+}
+
+// info returns the kind's declaration; an unknown kind acts as none.
+func (j Jitter) info() *JitterInfo {
+	if int(j) < len(JitterKinds) {
+		return &JitterKinds[j]
+	}
+	return &JitterKinds[JitterNone]
+}
+
+func (j Jitter) String() string {
+	if int(j) < len(JitterKinds) {
+		return JitterKinds[j].Name
+	}
+	return fmt.Sprintf("jitter(%d)", j)
+}
+
+// JitterNames lists the accepted jitter kinds.
+func JitterNames() []string {
+	names := make([]string, len(JitterKinds))
+	for i := range JitterKinds {
+		names[i] = JitterKinds[i].Name
+	}
+	return names
+}
+
+// ParseJitter parses a jitter kind by name.
+func ParseJitter(s string) (Jitter, error) {
+	for i := range JitterKinds {
+		if JitterKinds[i].Name == s {
+			return Jitter(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown jitter %q (want one of %s)", s, strings.Join(JitterNames(), ", "))
+}
+
+// Problems reports what is wrong with the settings the jitter kind reads
+// (see JitterInfo.Check).
+func (b *Backoff) Problems() []Problem {
+	if c := b.Jitter.info().Check; c != nil {
+		return c(b)
+	}
+	return nil
+}
+
+// DelayRange is the range of Delay after the n-th failure over every u and
+// id, given the range of the delay before it (zero before the first retry).
+func (b *Backoff) DelayRange(n int, prev DelayRange) DelayRange {
+	return b.Jitter.info().Bounds(b, n, prev)
+}

@@ -1,0 +1,197 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// This file declares every breaker trip rule, once: its name, a one-line
+// doc, the settings it reads and their validation, how it decides to open
+// a closed breaker, and its effect as the analytic plan states it. The
+// drill format's validation, the key reference, the plan and Breaker all
+// read these declarations. To add a rule, add a constant and a declaration
+// here, and a case to its test.
+
+// TripRule is how a closed breaker decides to open.
+type TripRule uint8
+
+// Trip rules, in the order of TripRules.
+const (
+	TripConsecutive TripRule = iota // Threshold failures in a row
+	TripWindow                      // Threshold failures within Window
+	TripRate                        // failure ratio >= Ratio over Window, once it holds MinCalls calls
+)
+
+// TripRuleInfo declares one trip rule.
+type TripRuleInfo struct {
+	Rule TripRule
+	Name string // as written in a drill
+	Doc  string // one line: when the breaker opens
+	// Check reports what is wrong with the settings the rule reads
+	// (threshold, window, ratio, min_calls), keyed as the drill names them.
+	Check func(s *BreakerSettings) []Problem
+	// FailuresToOpen is the plan's effect of the rule: how many failed
+	// calls in a row open a closed breaker on a partner that fails every
+	// call (an outage), from a clean state.
+	FailuresToOpen func(s *BreakerSettings) int
+	// trips records a closed-state result at now (unix ns) and says whether
+	// the breaker opens.
+	trips func(b *Breaker, success bool, now int64) bool
+}
+
+func checkThreshold(s *BreakerSettings) []Problem {
+	if s.Threshold < 1 {
+		return []Problem{{"threshold", fmt.Sprintf("must be at least 1 (got %d)", s.Threshold)}}
+	}
+	return nil
+}
+
+func checkWindow(s *BreakerSettings) []Problem {
+	if s.Window <= 0 {
+		return []Problem{{"window", fmt.Sprintf("must be greater than 0 (got %v)", s.Window)}}
+	}
+	return nil
+}
+
+// TripRules declares every trip rule, indexed by TripRule.
+var TripRules = [...]TripRuleInfo{
+	TripConsecutive: {
+		Rule: TripConsecutive, Name: "consecutive",
+		Doc:            "opens after threshold failures in a row",
+		Check:          checkThreshold,
+		FailuresToOpen: func(s *BreakerSettings) int { return max(s.Threshold, 1) },
+		trips: func(b *Breaker, success bool, _ int64) bool {
+			if success {
+				b.consecutive = 0
+				return false
+			}
+			b.consecutive++
+			return b.consecutive >= b.s.Threshold
+		},
+	},
+	TripWindow: {
+		Rule: TripWindow, Name: "window",
+		Doc: "opens after threshold failures within window",
+		Check: func(s *BreakerSettings) []Problem {
+			return append(checkThreshold(s), checkWindow(s)...)
+		},
+		FailuresToOpen: func(s *BreakerSettings) int { return max(s.Threshold, 1) },
+		trips: func(b *Breaker, success bool, t int64) bool {
+			if success {
+				return false
+			}
+			if len(b.failTimes) != b.s.Threshold {
+				b.failTimes = make([]int64, max(b.s.Threshold, 1))
+			}
+			b.failTimes[b.failNext] = t
+			b.failNext = (b.failNext + 1) % len(b.failTimes)
+			if b.failCount < len(b.failTimes) {
+				b.failCount++
+			}
+			// The oldest of the last Threshold failures is at failNext.
+			return b.failCount == len(b.failTimes) && t-b.failTimes[b.failNext] < int64(b.s.Window)
+		},
+	},
+	TripRate: {
+		Rule: TripRate, Name: "rate",
+		Doc: "opens when the failure ratio within window reaches ratio, once the window holds min_calls calls",
+		Check: func(s *BreakerSettings) []Problem {
+			ps := checkWindow(s)
+			if !(s.Ratio > 0 && s.Ratio <= 1) {
+				ps = append(ps, Problem{"ratio", fmt.Sprintf("must be in (0, 1] (got %v)", s.Ratio)})
+			}
+			if s.MinCalls < 1 {
+				ps = append(ps, Problem{"min_calls", fmt.Sprintf("must be at least 1 (got %d)", s.MinCalls)})
+			}
+			return ps
+		},
+		FailuresToOpen: func(s *BreakerSettings) int { return max(s.MinCalls, 1) },
+		trips:          tripsRate,
+	},
+}
+
+func tripsRate(b *Breaker, success bool, t int64) bool {
+	width := int64(b.s.Window) / rateBuckets
+	if width <= 0 {
+		width = 1
+	}
+	// Floor, not truncate: before 1970 (or at time.Time{}) t is negative
+	// and a truncated index would be negative.
+	rem := t % width
+	if rem < 0 {
+		rem += width
+	}
+	start := t - rem
+	idx := (start / width) % rateBuckets
+	if idx < 0 {
+		idx += rateBuckets
+	}
+	bk := &b.buckets[idx]
+	if bk.start != start {
+		*bk = rateBucket{start: start}
+	}
+	bk.calls++
+	if !success {
+		bk.fails++
+	}
+	var calls, fails int32
+	for i := range b.buckets {
+		if b.buckets[i].start > t-int64(b.s.Window) {
+			calls += b.buckets[i].calls
+			fails += b.buckets[i].fails
+		}
+	}
+	return !success && int(calls) >= b.s.MinCalls && float64(fails) >= b.s.Ratio*float64(calls)
+}
+
+// info returns the rule's declaration; an unknown rule acts as consecutive.
+func (r TripRule) info() *TripRuleInfo {
+	if int(r) < len(TripRules) {
+		return &TripRules[r]
+	}
+	return &TripRules[TripConsecutive]
+}
+
+func (r TripRule) String() string {
+	if int(r) < len(TripRules) {
+		return TripRules[r].Name
+	}
+	return fmt.Sprintf("trip(%d)", r)
+}
+
+// TripRuleNames lists the trip rules' names in declaration order.
+func TripRuleNames() []string {
+	names := make([]string, len(TripRules))
+	for i := range TripRules {
+		names[i] = TripRules[i].Name
+	}
+	return names
+}
+
+// ParseTripRule parses a trip rule by name.
+func ParseTripRule(s string) (TripRule, error) {
+	for i := range TripRules {
+		if TripRules[i].Name == s {
+			return TripRule(i), nil
+		}
+	}
+	names := TripRuleNames()
+	return 0, fmt.Errorf("unknown breaker trip rule %q (want %s or %s)", s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+}
+
+// Problems reports what is wrong with the settings the trip rule reads,
+// as given (before defaults); see TripRuleInfo.Check.
+func (s *BreakerSettings) Problems() []Problem {
+	if c := s.Trip.info().Check; c != nil {
+		return c(s)
+	}
+	return nil
+}
+
+// FailuresToOpen is how many failed calls in a row open a closed breaker
+// with these settings (defaults filled in) on a partner that fails every
+// call.
+func (s BreakerSettings) FailuresToOpen() int {
+	s.defaults()
+	return s.Trip.info().FailuresToOpen(&s)
+}
