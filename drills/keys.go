@@ -89,6 +89,7 @@ var Keys = []KeyDoc{
 	{"policy.breaker.min_calls", "integer", "10", "rate: calls in the window before the ratio counts; at least 1."},
 	{"policy.breaker.cooldown", "duration", `"30s"`, "How long the breaker stays open before probing; above 0."},
 	{"policy.breaker.probes", "integer", "1", "Trial calls let through half-open; at least 1."},
+	{"policy.breaker.count", "array of strings", "all", "The failures that count against the breaker: `5xx`, `429`, `4xx`, `timeout`, `reset`, `refused`, `other`; empty counts every failure. Without `429`, a throttling partner's deliveries follow Retry-After instead of opening the breaker."},
 	{"policy.breaker.on_open", "string", `"hold"`, "Deliveries to an open breaker: `hold` (wait for it) or `dead-letter` (circuit-open)."},
 
 	{"policy.budget.scope", "string", `"partner"`, "Retry budget per `partner` or `global`."},

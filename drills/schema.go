@@ -129,6 +129,9 @@ type Breaker struct {
 	Cooldown  Duration `toml:"cooldown"`
 	Probes    int      `toml:"probes"`
 	OnOpen    string   `toml:"on_open"` // hold | dead-letter
+	// Count names the failures the breaker counts: 5xx, 429, 4xx, timeout,
+	// reset, refused, other; empty counts every failure.
+	Count []string `toml:"count"`
 }
 
 // Budget is a gRPC-style retry token bucket; MaxTokens 0 disables it.

@@ -194,6 +194,9 @@ func validate(d *Drill, has func(string) bool) []problem {
 			bad("policy.breaker.probes", "must be at least 1 (got %d)", b.Probes)
 		}
 		kind("policy.breaker.on_open", b.OnOpen, "hold", "dead-letter")
+		if _, err := model.ParseBreakerCount(b.Count); err != nil {
+			bad("policy.breaker.count", "%v", err)
+		}
 	}
 
 	// Budget.
