@@ -72,6 +72,9 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 		d.SampleInterval = Duration{D: niceInterval((d.Duration.D + d.Drain.D) / 720), Set: true}
 	}
 	num(&d.Speed, "speed", 1)
+	if d.Mode == "external" {
+		systemDefaults(&d.System)
+	}
 	str(&d.Source.Arrival, "poisson")
 
 	for i := range d.Partners {

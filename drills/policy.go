@@ -52,9 +52,13 @@ func (d *Drill) ModelBreakerSettings() (model.BreakerSettings, error) {
 	if err != nil {
 		return model.BreakerSettings{}, err
 	}
+	count, err := model.ParseBreakerCount(b.Count)
+	if err != nil {
+		return model.BreakerSettings{}, err
+	}
 	return model.BreakerSettings{
 		Trip: rule, Threshold: b.Threshold, Window: b.Window.D, Ratio: b.Ratio,
-		MinCalls: b.MinCalls, Cooldown: b.Cooldown.D, Probes: b.Probes,
+		MinCalls: b.MinCalls, Cooldown: b.Cooldown.D, Probes: b.Probes, Count: count,
 	}, nil
 }
 
@@ -70,8 +74,12 @@ func (d *Drill) PolicyEcho() [][2]string {
 		{"Retry-After", fmt.Sprintf("%s, at most %s", r.RetryAfter, dur(r.RetryAfterMax.D))},
 	}
 	if d.BreakerEnabled() {
-		rows = append(rows, [2]string{"breaker", fmt.Sprintf("%s threshold %d, window %s, ratio %g, min_calls %d, cooldown %s, probes %d, on_open %s",
-			b.Trip, b.Threshold, dur(b.Window.D), b.Ratio, b.MinCalls, dur(b.Cooldown.D), b.Probes, b.OnOpen)})
+		count := "all failures"
+		if c, err := model.ParseBreakerCount(b.Count); err == nil {
+			count = c.String()
+		}
+		rows = append(rows, [2]string{"breaker", fmt.Sprintf("%s threshold %d, window %s, ratio %g, min_calls %d, cooldown %s, probes %d, on_open %s, counts %s",
+			b.Trip, b.Threshold, dur(b.Window.D), b.Ratio, b.MinCalls, dur(b.Cooldown.D), b.Probes, b.OnOpen, count)})
 	} else {
 		rows = append(rows, [2]string{"breaker", "none"})
 	}

@@ -9,7 +9,7 @@ type Drill struct {
 	Description string   `toml:"description"`
 	Seed        uint64   `toml:"seed"`
 	Duration    Duration `toml:"duration"` // how long the source produces events
-	Mode        string   `toml:"mode"`     // sim | live
+	Mode        string   `toml:"mode"`     // sim | live | external
 	// Drain is how long the drill keeps running after the source stops, so
 	// that backlogs can drain; default 10m. A run ends earlier once the
 	// source is done, nothing is pending and every fault is over.
@@ -28,6 +28,7 @@ type Drill struct {
 	Policy     Policy     `toml:"policy"`
 	Dispatcher Dispatcher `toml:"dispatcher"`
 	Faults     []Fault    `toml:"faults"`
+	System     System     `toml:"system"` // external mode: the system under drill
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
 	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
@@ -131,6 +132,9 @@ type Breaker struct {
 	Cooldown  Duration `toml:"cooldown"`
 	Probes    int      `toml:"probes"`
 	OnOpen    string   `toml:"on_open"` // hold | dead-letter
+	// Count names the failures the breaker counts: 5xx, 429, 4xx, timeout,
+	// reset, refused, other; empty counts every failure.
+	Count []string `toml:"count"`
 }
 
 // Budget is a gRPC-style retry token bucket; MaxTokens 0 disables it.

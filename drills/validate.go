@@ -101,12 +101,12 @@ func validate(d *Drill, has func(string) bool) []problem {
 	} else if d.Duration.D > limDrillDuration {
 		bad("duration", "at most %v (got %v)", limDrillDuration, d.Duration.D)
 	}
-	kind("mode", d.Mode, "sim", "live")
+	kind("mode", d.Mode, "sim", "live", "external")
 	positive("sample_interval", d.SampleInterval)
 	if !(d.Speed > 0) || d.Speed > 1e6 {
 		bad("speed", "must be greater than 0 and at most 1e6 (got %v)", d.Speed)
-	} else if d.Mode != "live" && ((has != nil && has("speed")) || (has == nil && d.Speed != 1)) {
-		bad("speed", "applies only to mode = \"live\"")
+	} else if d.Mode == "sim" && ((has != nil && has("speed")) || (has == nil && d.Speed != 1)) {
+		bad("speed", "applies only to mode = \"live\" (external systems run in wall time)")
 	}
 	if d.Store != "" {
 		scheme, _, _ := strings.Cut(d.Store, ":")
@@ -206,6 +206,9 @@ func validate(d *Drill, has func(string) bool) []problem {
 			bad("policy.breaker.probes", "must be at least 1 (got %d)", b.Probes)
 		}
 		kind("policy.breaker.on_open", b.OnOpen, "hold", "dead-letter")
+		if _, err := model.ParseBreakerCount(b.Count); err != nil {
+			bad("policy.breaker.count", "%v", err)
+		}
 	}
 
 	// Budget.
@@ -254,6 +257,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 		}
 	}
 
+	validateSystem(d, has, bad, kind)
 	positive("slo.delivery_latency", d.SLO.DeliveryLatency)
 
 	for i, expr := range d.Gates {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // The drain model: a deterministic fluid model of one outage. It follows
@@ -80,6 +81,8 @@ type PlanBreaker struct {
 	Cooldown         time.Duration
 	Probes           int
 	OnOpenDeadLetter bool
+	// Count is the failures the breaker counts; 0 = every failure.
+	Count model.BreakerCount
 }
 
 // PlanCohort is one cohort of identical subscribers the source fans out to.
@@ -117,6 +120,7 @@ type fluidCall struct {
 	durS       float64
 	retryAfter float64 // > 0: the failure carries Retry-After
 	factor     float64 // slow: latency multiplier
+	kind       model.BreakerCount
 }
 
 // fluid is the state of one outage's model. Masses are deliveries.
@@ -159,8 +163,10 @@ type fluid struct {
 	fail    [2][][]float64
 	failRA  [2][][]float64
 	raAt    []float64 // Retry-After of the failures in a bin
+	counted []float64 // failures in a bin the breaker counts
 	probeOK []float64
 	probeNo []float64
+	probeIg []float64 // probes that end in a failure the breaker ignores
 	relA    []float64 // affected slots freed per bin
 	relO    []float64 // other slots freed per bin
 	inA     float64
@@ -331,8 +337,10 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 		f.failRA[pp] = make([][]float64, f.classes+1)
 	}
 	f.raAt = make([]float64, f.cring)
+	f.counted = make([]float64, f.cring)
 	f.probeOK = make([]float64, f.cring)
 	f.probeNo = make([]float64, f.cring)
+	f.probeIg = make([]float64, f.cring)
 	f.relA = make([]float64, f.cring)
 	f.relO = make([]float64, f.cring)
 	if f.br != nil && f.br.Trip != "consecutive" {
@@ -395,14 +403,22 @@ func (f *fluid) call(t float64) fluidCall {
 		}
 		c.fails = true
 		c.durS = o.FailLatency.Seconds()
+		c.kind = model.Count5xx
+		if fo.Kind == fakepartner.OutageReset {
+			c.kind = model.CountReset
+		}
 		if e.Hangs {
+			c.kind = model.CountTimeout
 			c.durS = f.p.timeoutS
 			if c.durS == 0 {
 				c.durS = float64(f.cring-2) * f.dt
 			}
 		}
-		if e.RetryAfter && f.p.in.RetryAfterHonour {
-			c.retryAfter = math.Min(o.RetryAfter.Seconds(), f.p.retryAfterLimitS())
+		if e.RetryAfter {
+			c.kind = model.Count429
+			if f.p.in.RetryAfterHonour {
+				c.retryAfter = math.Min(o.RetryAfter.Seconds(), f.p.retryAfterLimitS())
+			}
 		}
 		if c.durS <= 0 {
 			c.durS = fastFailS
@@ -561,9 +577,14 @@ func (f *fluid) complete(t float64, cb int) {
 				f.consec = 0
 			}
 		}
-		f.probeOK[cb], f.probeNo[cb] = 0, 0
+		if ig := f.probeIg[cb]; ig > 0 && f.state == 1 {
+			// An ignored failure hands the probe's slot back.
+			f.probesOut = math.Max(0, f.probesOut-ig)
+			f.probesLeft += ig
+		}
+		f.probeOK[cb], f.probeNo[cb], f.probeIg[cb] = 0, 0, 0
 	}
-	var okAll, noAll float64
+	var okAll float64
 	for pp := range 2 {
 		for k := 1; k <= f.classes; k++ {
 			if s := f.succ[pp][k]; s != nil && s[cb] > 0 {
@@ -581,7 +602,6 @@ func (f *fluid) complete(t float64, cb int) {
 				}
 				m := ring[cb]
 				ring[cb] = 0
-				noAll += m
 				retryAfter := 0.0
 				if ra == 1 {
 					retryAfter = f.raAt[cb]
@@ -591,7 +611,8 @@ func (f *fluid) complete(t float64, cb int) {
 		}
 	}
 	f.raAt[cb] = 0
-	f.record(t, okAll, noAll)
+	f.record(t, okAll, f.counted[cb])
+	f.counted[cb] = 0
 	f.inA = math.Max(0, f.inA-f.relA[cb])
 	f.inO = math.Max(0, f.inO-f.relO[cb])
 	f.relA[cb], f.relO[cb] = 0, 0
@@ -837,17 +858,27 @@ func (f *fluid) start(t float64, step int) {
 			dur, timedOut = f.p.timeoutS, true
 		}
 		fails = f.failA
+		c.kind = model.Count5xx // a transient error is a 503
 		if timedOut {
 			fails = 1
+			c.kind = model.CountTimeout
 		}
 	} else {
 		fails = 1
 	}
+	counts := f.br == nil || f.br.Count == 0 || f.br.Count&c.kind != 0
 	cb := (step + f.bins(dur)) % f.cring
 	f.relA[(step+f.bins(dur+f.rewaitS))%f.cring] += sA
 	if f.br != nil && f.state == 1 {
 		f.probeOK[cb] += sA * (1 - fails)
-		f.probeNo[cb] += sA * fails
+		if counts {
+			f.probeNo[cb] += sA * fails
+		} else {
+			f.probeIg[cb] += sA * fails
+		}
+	}
+	if counts {
+		f.counted[cb] += sA * fails
 	}
 	left := sA
 	for pp := range 2 {

@@ -95,7 +95,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		in.Breaker = &PlanBreaker{
 			Trip: bs.Trip.String(), Threshold: bs.Threshold, Window: bs.Window, Ratio: bs.Ratio,
 			MinCalls: bs.MinCalls, Cooldown: bs.Cooldown, Probes: bs.Probes,
-			OnOpenDeadLetter: d.Policy.Breaker.OnOpen == "dead-letter",
+			OnOpenDeadLetter: d.Policy.Breaker.OnOpen == "dead-letter", Count: bs.Count,
 		}
 	}
 	for i := range specs {

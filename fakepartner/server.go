@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,6 +82,19 @@ type ServerOptions struct {
 	// API besides loopback ones: the name a non-loopback listener is
 	// reached by.
 	ControlHosts []string
+
+	// External mode. KeyHeader and AttemptHeader name the headers that
+	// identify an attempt ("" means Idempotency-Key and X-Attempt).
+	KeyHeader, AttemptHeader string
+	// Observe, if set, is called once for every request to a partner path
+	// when it ends (from the request's goroutine).
+	Observe func(Observation)
+	// OnDeadLetter, if set, serves POST /dead-letters: the system under
+	// drill reports each dead letter there.
+	OnDeadLetter func(DeadLetter)
+	// Script, if set, is asked once per request before the partner's
+	// behaviour: it can force an answer or drop a committed one (verify).
+	Script func(cohort string, member int, key string) Scripted
 }
 
 // Attempt is one request to a partner as the server saw it.
@@ -197,6 +211,8 @@ type cohort struct {
 	scriptCut    time.Duration
 	scriptCutSet bool
 	stats        PartnerStats
+
+	inFlight atomic.Int64 // requests being served now
 }
 
 type manualOutage struct {
@@ -286,6 +302,9 @@ func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
 	mux.HandleFunc("GET /control/partners", s.guardControl(s.handleControlPartners))
 	mux.HandleFunc("POST /control/outage", s.guardControl(s.handleStartOutage))
 	mux.HandleFunc("DELETE /control/outage", s.guardControl(s.handleEndOutage))
+	if opts.OnDeadLetter != nil {
+		mux.HandleFunc("POST /dead-letters", s.guardControl(s.handleDeadLetter))
+	}
 	s.mux = mux
 	return s, nil
 }
@@ -439,6 +458,10 @@ type outcome struct {
 	held      bool
 	abandoned bool
 	commit    bool // the partner processed the delivery successfully
+	// External mode: the outage kind in force, the Retry-After sent, and
+	// whether a committed answer was dropped (DropAnswer).
+	fault, retryAfter string
+	dropped           bool
 }
 
 func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
@@ -457,10 +480,12 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 		}
 		member = n
 	}
-	id := r.Header.Get(HeaderIdempotencyKey)
-	attempt, _ := strconv.Atoi(r.Header.Get(HeaderAttempt))
+	id := r.Header.Get(s.keyHeader())
+	attempt, _ := strconv.Atoi(r.Header.Get(s.attemptHeader()))
+	inFlight := int(c.inFlight.Add(1))
+	defer c.inFlight.Add(-1)
 	if len(id) > MaxIDBytes {
-		s.finish(c, member, id, attempt, arrived, outcome{status: http.StatusBadRequest})
+		s.finish(c, member, id, attempt, arrived, outcome{status: http.StatusBadRequest}, inFlight)
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("%s is longer than %d bytes", HeaderIdempotencyKey, MaxIDBytes))
 		return
 	}
@@ -470,7 +495,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			status = http.StatusRequestEntityTooLarge
 		}
-		s.finish(c, member, id, attempt, arrived, outcome{status: status})
+		s.finish(c, member, id, attempt, arrived, outcome{status: status}, inFlight)
 		writeJSONError(w, status, "reading the body: "+err.Error())
 		return
 	}
@@ -480,7 +505,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	fault := s.faultLabel(c, member, arrived)
 	out := s.serveCall(w, r, c, member, id, arrived)
-	s.finish(c, member, id, attempt, arrived, out)
+	s.finish(c, member, id, attempt, arrived, out, inFlight)
 	s.requests.add(requestKey{cohort: c.index, status: out.statusLabel(), fault: fault})
 }
 
@@ -489,12 +514,23 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 // clock and writes it (or resets the connection, or holds it and never
 // answers). id is the Idempotency-Key: it decides bad data as Sim.BeginKey
 // does; without one, bad data is drawn per call.
-func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) outcome {
+func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, member int, id string, arrived time.Time) (out outcome) {
 	ctx := r.Context()
 	now := s.DrillTime(arrived)
 	var fault *Outage
 	if o, ok := s.faultAt(c, member, arrived); ok {
 		fault = &o
+		defer func() { out.fault = o.Kind.String() }()
+	}
+	var sc Scripted
+	if s.opts.Script != nil {
+		if sc = s.opts.Script(c.spec.Name, member, id); sc.Status != 0 {
+			if sc.RetryAfter != "" {
+				w.Header().Set("Retry-After", sc.RetryAfter)
+			}
+			writeJSONError(w, sc.Status, "scripted answer")
+			return outcome{status: sc.Status, retryAfter: sc.RetryAfter}
+		}
 	}
 	var d Delivery
 	if id != "" {
@@ -540,12 +576,15 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	if res.RetryAfter != "" {
 		w.Header().Set("Retry-After", res.RetryAfter)
 	}
+	if call.Processed && sc.DropAnswer && hijackClose(w, true) {
+		return outcome{commit: true, reset: true, dropped: true}
+	}
 	if res.Status == http.StatusOK {
 		writeJSON(w, res.Status, map[string]any{"ok": true})
 	} else {
 		writeJSONError(w, res.Status, http.StatusText(res.Status))
 	}
-	return outcome{status: res.Status, commit: call.Processed}
+	return outcome{status: res.Status, commit: call.Processed, retryAfter: res.RetryAfter}
 }
 
 // clock places drill time on the wall clock.
@@ -556,7 +595,7 @@ func (s *Server) clock() WallClock {
 }
 
 // finish counts one request.
-func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived time.Time, out outcome) {
+func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived time.Time, out outcome, inFlight int) {
 	done := s.now()
 	dup, evicted := false, -1
 	if s.opts.OnAttempt != nil {
@@ -577,6 +616,7 @@ func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived t
 		o.stats.Evicted++
 		o.mu.Unlock()
 	}
+	s.observe(c, member, id, attempt, arrived, done, out, dup, inFlight)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := &c.stats

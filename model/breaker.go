@@ -31,6 +31,9 @@ type BreakerSettings struct {
 	MinCalls  int           // rate: calls the window must hold first; default 10
 	Cooldown  time.Duration // how long it stays open; default 30s
 	Probes    int           // calls half-open admits, and successes that close it; default 1
+	// Count is the failures the breaker counts; 0 = CountAll. Record the
+	// others with Ignore.
+	Count BreakerCount
 }
 
 func (s *BreakerSettings) defaults() {
@@ -51,6 +54,25 @@ func (s *BreakerSettings) defaults() {
 	}
 	if s.Probes <= 0 {
 		s.Probes = 1
+	}
+}
+
+// Counts reports whether a call that ended with failed outcome o counts
+// against the breaker.
+func (b *Breaker) Counts(o Outcome) bool { return b.s.Count.Counts(o) }
+
+// Ignore reports an admitted call that ended with a failure the breaker
+// does not count (see BreakerSettings.Count). It changes no state and
+// breaks no run of failures; a half-open probe that ends so hands its slot
+// back, so that the next call can probe instead.
+func (b *Breaker) Ignore(gen uint64, now time.Time) {
+	state := b.State(now)
+	if gen != b.gen {
+		b.Stale++
+		return
+	}
+	if state == StateHalfOpen && b.probesAdmitted > 0 {
+		b.probesAdmitted--
 	}
 }
 

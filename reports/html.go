@@ -39,6 +39,7 @@ var plotCharts = map[string]string{
 }
 
 type htmlData struct {
+	External [][2]string // external runs: what the partners saw
 	*reportView
 	HTMLPlots   []htmlPlot
 	HasSummary  bool
@@ -66,6 +67,7 @@ func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) 
 	d := htmlData{reportView: v, HasSummary: r != nil && r.Summary != nil, Definitions: htmlGlossary()}
 	if d.HasSummary {
 		d.CohortCodes = cohortCodeRows(r.Summary)
+		d.External = ExternalRows(r.Summary.External)
 	}
 	charts := interactiveCharts(r)
 	hasChart := map[string]bool{}
@@ -367,6 +369,7 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{end}}</tbody>
 </table>
 </div>
+		d.External = ExternalRows(r.Summary.External)
 </section>{{end}}
 
 {{if or .Lateness .Alerts .Restarts}}<section id="live">

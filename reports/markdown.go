@@ -773,6 +773,17 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		writeComparisonBody(m, r.Baseline)
 	}
 
+	if rows := ExternalRows(r.Summary.External); len(rows) > 0 {
+		m.line("")
+		m.line("## Seen from the partners (external run)")
+		m.line("")
+		m.line("| figure | value |")
+		m.line("| --- | --- |")
+		for _, kv := range rows {
+			m.row(mdCell(kv[0]), mdCell(kv[1]))
+		}
+	}
+
 	if v.SeedCount > 0 {
 		m.line("")
 		m.line(fmt.Sprintf("## Across %d [seeds](#%s)", v.SeedCount, anchorSeeds))

@@ -58,6 +58,9 @@ type Summary struct {
 	Alerts   []Alert      `json:"alerts"`
 	Restarts []Restart    `json:"restarts"`
 
+	// External runs only: what the partners saw of somebody else's system.
+	External *External `json:"external,omitempty"`
+
 	Gates []GateResult `json:"gates"`
 
 	// Tolerances are the --fail-on rules checked against Baseline (a run

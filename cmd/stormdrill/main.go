@@ -53,6 +53,7 @@ func commands() []command {
 		{"partner", "serve a drill's fake partners over HTTP on loopback", cmdPartner},
 		{"dispatch", "run the dispatcher on a durable queue (live mode)", cmdDispatch},
 		{"dlq", "list, show and replay dead letters", cmdDLQ},
+		{"verify", "run the release checklist against a delivery pipeline (external)", cmdVerify},
 		{"keys", "print the drill key reference", cmdKeys},
 		{"bench", "measure simulator throughput on the flagship drill", cmdBench},
 		{"version", "print the version and build information", cmdVersion},

@@ -209,6 +209,10 @@ func runOne(d *drills.Drill, file, dir string, seeds int, baseName string, base 
 		bar := newProgress(stderr, interactive, d)
 		run, err = runLive(d, dir, bar.update)
 		bar.finish()
+	case d.Mode == "external":
+		bar := newProgress(stderr, interactive, d)
+		run, err = runExternal(d, file, dir, bar.update)
+		bar.finish()
 	default:
 		bar := newProgress(stderr, interactive, d)
 		run, err = drills.RunSim(d, drills.SimOptions{Progress: bar.update})
@@ -238,7 +242,7 @@ func runOne(d *drills.Drill, file, dir string, seeds int, baseName string, base 
 	}
 	if full {
 		_ = reports.WriteTerminalSummary(stdout, run)
-		if code != exitOK && d.Mode != "live" {
+		if code != exitOK && d.Mode == "sim" {
 			// A simulated run is a pure function of the drill and its seed.
 			fmt.Fprintf(stdout, "  reproduce: stormdrill run %s --seed %d\n", file, d.Seed)
 		}

@@ -327,7 +327,11 @@ func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) mod
 	pol := p.cfg.Policy
 	success := pol.Classifier.Classify(o) == model.ClassSuccess
 	if b := p.cfg.Breaker; b != nil {
-		b.Record(it.gen, success, now)
+		if success || b.Counts(o) {
+			b.Record(it.gen, success, now)
+		} else {
+			b.Ignore(it.gen, now)
+		}
 	}
 	if bud := p.cfg.Budget; bud != nil {
 		if success {

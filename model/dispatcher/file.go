@@ -92,6 +92,9 @@ type fileBreaker struct {
 	MinCalls  int     `json:"min_calls,omitempty"`
 	Cooldown  string  `json:"cooldown,omitempty"`
 	Probes    int     `json:"probes,omitempty"`
+	// Count names the failures the breaker counts (model.BreakerCountNames);
+	// empty counts every failure.
+	Count []string `json:"count,omitempty"`
 }
 
 type fileBudget struct {
@@ -284,9 +287,13 @@ func (fc *fileConfig) config() (Config, []error) {
 			if err != nil {
 				bad(key+".breaker.trip", "%v", clipErr(err))
 			}
+			count, err := model.ParseBreakerCount(fb.Count)
+			if err != nil {
+				bad(key+".breaker.count", "%v", clipErr(err))
+			}
 			p.Breaker = &model.BreakerSettings{Trip: rule, Threshold: fb.Threshold,
 				Window: parseDuration(key+".breaker.window", fb.Window, bad), Ratio: fb.Ratio, MinCalls: fb.MinCalls,
-				Cooldown: parseDuration(key+".breaker.cooldown", fb.Cooldown, bad), Probes: fb.Probes}
+				Cooldown: parseDuration(key+".breaker.cooldown", fb.Cooldown, bad), Probes: fb.Probes, Count: count}
 		}
 		if fb := fp.Budget; fb != nil {
 			p.Budget = &Budget{MaxTokens: fb.MaxTokens, TokenRatio: fb.TokenRatio, Pool: fb.Pool}
@@ -437,7 +444,7 @@ func Marshal(cfg Config) ([]byte, error) {
 				return nil, fmt.Errorf("partner %s: unknown trip rule %v", p.Name, b.Trip)
 			}
 			fp.Breaker = &fileBreaker{Trip: b.Trip.String(), Threshold: b.Threshold, Window: fmtDuration(b.Window), Ratio: b.Ratio,
-				MinCalls: b.MinCalls, Cooldown: fmtDuration(b.Cooldown), Probes: b.Probes}
+				MinCalls: b.MinCalls, Cooldown: fmtDuration(b.Cooldown), Probes: b.Probes, Count: b.Count.Names()}
 		}
 		if b := p.Budget; b != nil {
 			fp.Budget = &fileBudget{MaxTokens: b.MaxTokens, TokenRatio: b.TokenRatio, Pool: b.Pool}

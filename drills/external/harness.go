@@ -1,0 +1,392 @@
+package external
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/fakepartner"
+)
+
+// Harness limits.
+const (
+	// BootMargin is how long after the system is ready drill time 0 begins.
+	BootMargin = 300 * time.Millisecond
+	// MaxObservations bounds the attempts one run records; past it the run
+	// fails rather than report a partial count.
+	MaxObservations = 2_000_000
+	// MaxDeadLetters bounds the dead letters one run records.
+	MaxDeadLetters = 1_000_000
+	// MaxDeliveries bounds the deliveries one run creates.
+	MaxDeliveries = 2_000_000
+	buildTimeout  = 10 * time.Minute
+)
+
+// ErrTooMany is returned when a run outgrows MaxObservations, MaxDeadLetters
+// or MaxDeliveries.
+var ErrTooMany = errors.New("external: the run outgrew the harness's bounds")
+
+// Options tune an external run.
+type Options struct {
+	// DrillDir is the drill file's directory: system.dir and relative
+	// commands are resolved from it. "" means the working directory.
+	DrillDir string
+	// Env is added to the system's environment (and to ${...} expansion).
+	Env map[string]string
+	// Log receives the system's output and the harness's notes; nil discards.
+	Log io.Writer
+	// Progress, if set, is called now and then.
+	Progress func(drills.Progress)
+}
+
+// delivery is one delivery the harness created.
+type delivery struct {
+	id      string
+	sub     int32         // index into the subscriber layout
+	created time.Duration // drill time: the scheduled arrival
+	refused bool          // the ingest refused it for good
+}
+
+// record is what the harness created and what the partner side saw.
+type record struct {
+	mu        sync.Mutex
+	obs       []fakepartner.Observation
+	dead      []fakepartner.DeadLetter
+	overflow  bool
+	deadExtra int64
+
+	dels      []delivery
+	byID      map[string]int32
+	deadSeen  map[string]bool
+	resolved  []bool // delivered (a commit) or dead-lettered, as seen so far
+	resolvedN int
+}
+
+func newRecord() *record { return &record{byID: map[string]int32{}, deadSeen: map[string]bool{}} }
+
+// add registers a delivery before its event is sent, so that its first
+// attempt can be identified however fast it comes.
+func (r *record) add(d delivery) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.dels) >= MaxDeliveries {
+		r.overflow = true
+		return false
+	}
+	r.byID[d.id] = int32(len(r.dels))
+	r.dels = append(r.dels, d)
+	r.resolved = append(r.resolved, false)
+	return true
+}
+
+func (r *record) refuse(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, ok := r.byID[id]; ok {
+		r.dels[i].refused = true
+		r.resolveLocked(id)
+	}
+}
+
+func (r *record) resolveLocked(id string) {
+	if i, ok := r.byID[id]; ok && !r.resolved[i] {
+		r.resolved[i] = true
+		r.resolvedN++
+	}
+}
+
+// pending is how many created deliveries are not resolved yet.
+func (r *record) pending() (created, pending int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.dels), len(r.dels) - r.resolvedN
+}
+
+func (r *record) observe(o fakepartner.Observation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.obs) >= MaxObservations {
+		r.overflow = true
+		return
+	}
+	r.obs = append(r.obs, o)
+	if o.Commit {
+		r.resolveLocked(o.Key)
+	}
+}
+
+func (r *record) deadLetter(d fakepartner.DeadLetter) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A dead-letter command lists the whole DLQ each time it runs: the
+	// first report of an id is kept.
+	if r.deadSeen[d.ID] {
+		return
+	}
+	if len(r.dead) >= MaxDeadLetters {
+		r.deadExtra++
+		return
+	}
+	r.dead = append(r.dead, d)
+	r.deadSeen[d.ID] = true
+	r.resolveLocked(d.ID)
+}
+
+// harness plays the partners, runs the system and injects events.
+type harness struct {
+	d       *drills.Drill
+	sys     *drills.System
+	opt     Options
+	dir     string // run directory, absolute
+	workdir string
+	log     io.Writer
+	specs   []fakepartner.Spec
+	srv     *fakepartner.Server
+	base    string // partner server base URL
+	env     env
+	rec     *record
+	ing     ingester
+
+	procMu sync.Mutex
+	proc   *process
+	file   *os.File // jsonl file
+	start  time.Time
+
+	// scripts (verify) answer requests per (cohort, member); calls counts
+	// the requests each got, so a script can answer the first differently.
+	scriptMu sync.Mutex
+	scripts  map[string]func(call int) fakepartner.Scripted
+	calls    map[string]int
+}
+
+func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
+	if !d.IsExternal() {
+		return nil, fmt.Errorf("external: drill %s has mode %q, not \"external\"", d.Name, d.Mode)
+	}
+	specs, err := d.PartnerSpecs()
+	if err != nil {
+		return nil, err
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	h := &harness{d: d, sys: &d.System, opt: opt, dir: dir, specs: specs, rec: newRecord(), log: opt.Log, scripts: map[string]func(int) fakepartner.Scripted{}, calls: map[string]int{}}
+	if h.log == nil {
+		h.log = io.Discard
+	}
+	base := opt.DrillDir
+	if base == "" {
+		base = "."
+	}
+	h.workdir = filepath.Join(base, d.System.Dir)
+	if h.workdir, err = filepath.Abs(h.workdir); err != nil {
+		return nil, err
+	}
+	h.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{
+		Seed: d.Seed, KeyHeader: d.System.KeyHeader, AttemptHeader: d.System.AttemptHeader,
+		Observe: h.rec.observe, OnDeadLetter: h.rec.deadLetter, Script: h.script,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("external: partner server: %w", err)
+	}
+	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("external: partner server: %w", err)
+	}
+	go func() { _ = h.srv.Serve(l) }()
+	h.base = "http://" + l.Addr().String()
+	h.env = env{
+		"STORMDRILL_PARTNER_URL":     h.base,
+		"STORMDRILL_DEAD_LETTER_URL": h.base + "/dead-letters",
+		"STORMDRILL_ALERT_URL":       h.base + "/alerts",
+		"STORMDRILL_RUN_DIR":         dir,
+	}
+	for k, v := range opt.Env {
+		h.env[k] = v
+	}
+	if len(d.System.Start) > 0 {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			h.srv.Close()
+			return nil, err
+		}
+		h.env["STORMDRILL_INGEST_ADDR"] = addr
+		h.env["STORMDRILL_INGEST_URL"] = "http://" + addr + "/events"
+	}
+	r, err := newRenderer(h.sys)
+	if err != nil {
+		h.srv.Close()
+		return nil, err
+	}
+	switch h.sys.Ingest {
+	case "command":
+		h.ing = &commandIngest{e: h.env, dir: h.workdir, argv: h.sys.IngestCommand, r: r}
+	case "jsonl":
+		j := &jsonlIngest{r: r}
+		if h.sys.JSONLPath != "" {
+			p := h.env.expand(h.sys.JSONLPath)
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(h.workdir, p)
+			}
+			if h.file, err = openJSONL(p); err != nil {
+				h.srv.Close()
+				return nil, fmt.Errorf("external: system.jsonl_path: %w", err)
+			}
+			j.w = func() io.Writer { return h.file }
+		} else {
+			j.w = func() io.Writer {
+				h.procMu.Lock()
+				defer h.procMu.Unlock()
+				if h.proc == nil || h.proc.stdin == nil {
+					return nil
+				}
+				return h.proc.stdin
+			}
+		}
+		h.ing = j
+	default:
+		u := h.env.expand(h.sys.IngestURL)
+		if strings.Contains(u, "${") || u == "" {
+			h.srv.Close()
+			return nil, fmt.Errorf("external: system.ingest_url %q: nothing to expand it with (the harness sets STORMDRILL_INGEST_URL only when it starts the system)", h.sys.IngestURL)
+		}
+		hi := &httpIngest{url: u, r: r, client: &http.Client{Timeout: ingestTimeout}}
+		for _, hd := range h.sys.IngestHeaders {
+			name, val, _ := strings.Cut(hd, ":")
+			hi.headers = append(hi.headers, [2]string{strings.TrimSpace(name), h.env.expand(strings.TrimSpace(val))})
+		}
+		h.ing = hi
+	}
+	return h, nil
+}
+
+func (h *harness) close() {
+	h.procMu.Lock()
+	p := h.proc
+	h.proc = nil
+	h.procMu.Unlock()
+	if p != nil {
+		_ = p.kill(false)
+	}
+	if h.file != nil {
+		h.file.Close()
+	}
+	h.srv.Close()
+}
+
+// build runs system.build once, outside the drill's clock.
+func (h *harness) build() error {
+	if len(h.sys.Build) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := h.env.command(ctx, h.workdir, h.sys.Build)
+	cmd.Stdout, cmd.Stderr = h.log, h.log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("external: system.build %q: %w", strings.Join(h.sys.Build, " "), err)
+	}
+	return nil
+}
+
+// startSystem starts the system (if the drill starts it) and waits for it.
+func (h *harness) startSystem() error {
+	if len(h.sys.Start) == 0 {
+		return nil
+	}
+	withStdin := h.sys.Ingest == "jsonl" && h.sys.JSONLPath == ""
+	p, err := startProcess(h.env, h.workdir, h.sys.Start, withStdin, h.sys.ReadyURL, h.sys.ReadyLog, h.sys.ReadyTimeout.D, h.log)
+	if err != nil {
+		return err
+	}
+	h.procMu.Lock()
+	h.proc = p
+	h.procMu.Unlock()
+	return nil
+}
+
+// stopSystem stops the started system: SIGTERM when graceful, else SIGKILL.
+func (h *harness) stopSystem(graceful bool) error {
+	h.procMu.Lock()
+	p := h.proc
+	h.proc = nil
+	h.procMu.Unlock()
+	if p == nil {
+		if len(h.sys.Start) == 0 {
+			return ErrNeedsProcess
+		}
+		return nil
+	}
+	return p.kill(graceful)
+}
+
+// exited reports an unexpected exit of the started system.
+func (h *harness) exited() error {
+	h.procMu.Lock()
+	p := h.proc
+	h.procMu.Unlock()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return fmt.Errorf("external: the system exited on its own: %v", p.err)
+	default:
+		return nil
+	}
+}
+
+// drillTime is the drill time at wall time t.
+func (h *harness) drillTime(t time.Time) time.Duration { return t.Sub(h.start) }
+
+// script is the partner server's Script hook: verify's scripted answers,
+// by cohort (every member) and by the call's number at that member.
+func (h *harness) script(cohort string, member int, _ string) fakepartner.Scripted {
+	h.scriptMu.Lock()
+	defer h.scriptMu.Unlock()
+	f := h.scripts[cohort]
+	if f == nil {
+		return fakepartner.Scripted{}
+	}
+	k := fmt.Sprintf("%s/%d", cohort, member)
+	h.calls[k]++
+	return f(h.calls[k])
+}
+
+func (h *harness) partnerURL(cohort string, member int) string {
+	return fmt.Sprintf("%s/p/%s/%d", h.base, cohort, member)
+}
+
+// listDeadLetters runs system.dead_letter_command and records what it prints.
+func (h *harness) listDeadLetters() error {
+	if h.sys.DeadLetters != "command" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := h.env.command(ctx, h.workdir, h.sys.DeadLetterCommand)
+	cmd.Stderr = h.log
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("external: system.dead_letter_command: %w", err)
+	}
+	perr := parseDeadLetters(io.LimitReader(out, 1<<30), h.rec.deadLetter)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("external: system.dead_letter_command: %w", err)
+	}
+	return perr
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package external
+
+const raceEnabled = true

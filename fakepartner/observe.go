@@ -1,0 +1,116 @@
+package fakepartner
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Observation is one request a partner saw, as the external mode records
+// it: which subscriber, which delivery (the idempotency key as sent), when
+// it arrived and ended (wall time), and what the partner answered.
+type Observation struct {
+	Cohort  string
+	Member  int
+	Key     string // the idempotency-key header as sent; "" when missing
+	Attempt int    // the attempt header, 0 when missing or not a number
+	Arrived time.Time
+	Done    time.Time
+	// Status is the HTTP status answered, 0 when there was no answer
+	// (reset, held, caller gone, answer dropped).
+	Status    int
+	Reset     bool
+	Held      bool // a timeout outage held it and then dropped the connection
+	Abandoned bool // the caller left before the answer
+	// Commit: the partner processed the delivery (a state change), even if
+	// the caller never saw the answer.
+	Commit    bool
+	Duplicate bool // Commit for a key this partner had already accepted
+	// DroppedAnswer: the partner committed, then dropped the connection
+	// instead of answering (Scripted.DropAnswer).
+	DroppedAnswer bool
+	// Fault is the outage kind in force for this subscriber at arrival
+	// ("" none).
+	Fault      string
+	RetryAfter string // the Retry-After header sent, "" none
+	// InFlight is how many requests to this cohort were being served when
+	// this one arrived, itself included.
+	InFlight int
+}
+
+// Down reports whether the partner was down for this request: an outage
+// other than slow was in force.
+func (o *Observation) Down() bool { return o.Fault != "" && o.Fault != OutageSlow.String() }
+
+// Scripted is an answer scripted for one request (ServerOptions.Script):
+// the release checklist of `stormdrill verify` needs exact answers per
+// delivery, not probabilities.
+type Scripted struct {
+	Status     int    // answer this status instead of the behaviour's; 0 none
+	RetryAfter string // with Status: the Retry-After header sent
+	DropAnswer bool   // process the delivery, then drop the connection unanswered
+}
+
+// DeadLetter is one dead letter a system under drill reported to
+// POST /dead-letters.
+type DeadLetter struct {
+	ID       string    `json:"id"`
+	Reason   string    `json:"reason"`
+	Attempts int       `json:"attempts"`
+	At       time.Time `json:"-"`
+}
+
+// MaxDeadLetterBodyBytes bounds one POST /dead-letters body.
+const MaxDeadLetterBodyBytes = 16 << 10
+
+func (s *Server) keyHeader() string {
+	if s.opts.KeyHeader != "" {
+		return s.opts.KeyHeader
+	}
+	return HeaderIdempotencyKey
+}
+
+func (s *Server) attemptHeader() string {
+	if s.opts.AttemptHeader != "" {
+		return s.opts.AttemptHeader
+	}
+	return HeaderAttempt
+}
+
+// handleDeadLetter takes one dead letter {"id","reason","attempts"} from the
+// system under drill.
+func (s *Server) handleDeadLetter(w http.ResponseWriter, r *http.Request) {
+	var dl DeadLetter
+	if err := decodeJSON(w, r, MaxDeadLetterBodyBytes, &dl); err != nil {
+		writeJSONError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	dl.ID = strings.TrimSpace(dl.ID)
+	switch {
+	case dl.ID == "" || len(dl.ID) > MaxIDBytes:
+		writeJSONError(w, http.StatusBadRequest, "id must be a delivery id (1 to 512 bytes)")
+		return
+	case dl.Attempts < 0:
+		writeJSONError(w, http.StatusBadRequest, "attempts must not be negative")
+		return
+	}
+	if len(dl.Reason) > 200 {
+		dl.Reason = dl.Reason[:200]
+	}
+	dl.At = s.now()
+	s.opts.OnDeadLetter(dl)
+	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true})
+}
+
+// observe passes one finished request to ServerOptions.Observe.
+func (s *Server) observe(c *cohort, member int, id string, attempt int, arrived, done time.Time, out outcome, dup bool, inFlight int) {
+	if s.opts.Observe == nil {
+		return
+	}
+	s.opts.Observe(Observation{
+		Cohort: c.spec.Name, Member: member, Key: id, Attempt: attempt,
+		Arrived: arrived, Done: done, Status: out.status, Reset: out.reset && !out.dropped,
+		Held: out.held, Abandoned: out.abandoned, Commit: out.commit, Duplicate: dup,
+		DroppedAnswer: out.dropped, Fault: out.fault, RetryAfter: out.retryAfter, InFlight: inFlight,
+	})
+}
