@@ -156,8 +156,10 @@ type Cohort struct {
 	// "reset" for attempts that got no answer.
 	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
 	// OldestAgeMaxS is the largest age of the cohort's oldest waiting
-	// delivery (ready or delayed) over the samples; nil when not measured.
-	OldestAgeMaxS *float64 `json:"oldest_age_max_s,omitempty"`
+	// delivery (ready or delayed) over the samples; null when not measured
+	// (live mode: the store has no per-partner oldest age), written either
+	// way so that every mode writes the same keys.
+	OldestAgeMaxS *float64 `json:"oldest_age_max_s"`
 }
 
 // Alert is one DLQ alert as the alert sink received it (live mode).

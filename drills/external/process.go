@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -81,7 +80,7 @@ func (e env) command(ctx context.Context, dir string, argv []string) *exec.Cmd {
 // once when neither is given.
 func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, readyLog string, timeout time.Duration, log io.Writer) (*process, error) {
 	p := &process{cmd: e.command(nil, dir, argv), done: make(chan struct{}), ready: make(chan struct{})}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newProcessGroup(p.cmd)
 	outR, outW := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = outW, outW
 	if withStdin {
@@ -164,21 +163,20 @@ func (p *process) kill(graceful bool) error {
 	if p.stdin != nil {
 		p.stdin.Close()
 	}
-	pgid := -p.cmd.Process.Pid
 	if graceful {
-		_ = syscall.Kill(pgid, syscall.SIGTERM)
+		stopGroup(p.cmd.Process)
 		t := time.NewTimer(stopTimeout)
 		defer t.Stop()
 		select {
 		case <-p.done:
 			return nil
 		case <-t.C:
-			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			killGroup(p.cmd.Process)
 			<-p.done
 			return fmt.Errorf("external: the system did not stop within %v of SIGTERM", stopTimeout)
 		}
 	}
-	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	killGroup(p.cmd.Process)
 	<-p.done
 	return nil
 }
