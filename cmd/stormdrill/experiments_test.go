@@ -98,6 +98,7 @@ func checkBracket(t *testing.T, s capacitySummary) {
 // capacity on a shortened flagship finds a rate boundary, writes its files,
 // and the boundary rises when the worker pool doubles.
 func TestCapacityFindsBoundaryThatMovesWithWorkers(t *testing.T) {
+	skipUnderRace(t, "a capacity search over five seeds")
 	small := capacityOnShortFlagship(t, "16")
 	checkBracket(t, small)
 	if small.Key != "source.rate" || small.Search != "largest" {
@@ -117,6 +118,7 @@ func TestCapacityFindsBoundaryThatMovesWithWorkers(t *testing.T) {
 // --vary dispatcher.workers searches the smallest passing pool, to a step
 // of one.
 func TestCapacityVaryWorkersFindsSmallestPool(t *testing.T) {
+	skipUnderRace(t, "a capacity search over five seeds")
 	s := capacityOnShortFlagship(t, "16", "--vary", "dispatcher.workers", "--set", `source.rate="2/s"`)
 	checkBracket(t, s)
 	if s.Search != "smallest" || *s.Failing != *s.Answer-1 {
@@ -396,5 +398,15 @@ func TestSweepShardFlagRefusesBadShares(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errOut, "--shard") {
 			t.Errorf("--shard %s: exit %d, stderr %q; want 2", v, code, errOut)
 		}
+	}
+}
+
+// skipUnderRace skips a test that only simulates, at length, under the race
+// detector: the plain pass runs it, and the race pass would spend many
+// minutes on code whose goroutines shorter tests already cover.
+func skipUnderRace(t *testing.T, what string) {
+	t.Helper()
+	if raceEnabled {
+		t.Skipf("%s; run by the plain pass, skipped under -race", what)
 	}
 }
