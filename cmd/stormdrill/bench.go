@@ -5,7 +5,6 @@ import (
 	"io"
 	"runtime"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
@@ -115,16 +114,6 @@ func measure(d *drills.Drill) (measurement, error) {
 	m.attempts = run.Summary.Attempts.Total
 	m.drillTime = time.Duration(run.Summary.DrillTimeS * float64(time.Second))
 	return m, nil
-}
-
-// cpuTime is user + system CPU time of this process. It includes the heap
-// sampler, which costs well under 1% of a core.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func splitComma(s string) []string {

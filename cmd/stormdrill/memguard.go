@@ -10,7 +10,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -43,10 +42,9 @@ func memoryCeiling() int64 {
 	if total := machineMemory(); total > 0 {
 		ceiling = total / 4 * 3
 	}
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &rl); err == nil && rl.Cur < math.MaxInt64 {
+	if as := addressSpaceLimit(); as > 0 {
 		// The runtime reserves address space well beyond the heap.
-		if half := int64(rl.Cur / 2); ceiling == 0 || half < ceiling {
+		if half := as / 2; ceiling == 0 || half < ceiling {
 			ceiling = half
 		}
 	}
