@@ -16,12 +16,12 @@ vet: ## go vet and gofmt check
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
-# The race pass runs one package at a time (-p 1): under the race detector
-# the long simulations of cmd and experiments would otherwise share the two
-# cores with the live tests, which measure latency and lease timing. The
-# cross-build of the release targets runs last and alone for the same reason.
+# Both passes run one package at a time (-p 1): the live tests measure
+# latency and lease timing, and another package's simulations on the same two
+# cores (the race detector's above all) would skew them. The cross-build of
+# the release targets runs last and alone for the same reason.
 test: vet ## vet, then every test (-race where there are goroutines), then a cross-build of the release targets
-	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -timeout 20m -p 1 ./...
 	$(GO) test -count=1 -timeout 30m -race -p 1 $(RACE_PKGS)
 	STORMDRILL_CROSS_BUILD=1 $(GO) test -count=1 -timeout 30m -run '^TestCrossBuildReleaseTargets$$' ./cmd/stormdrill/
 
