@@ -17,7 +17,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// fanoutInput is the DESIGN.md sketch: 2 events/s to 200 subscribers, one
+// fanoutInput is the flagship sketch: 2 events/s to 200 subscribers, one
 // of them (acme) down for 20 minutes.
 func fanoutInput() PlanInput {
 	return PlanInput{

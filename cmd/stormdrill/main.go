@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Exit statuses, as DESIGN.md fixes them.
+// Exit statuses, as the README documents them.
 const (
 	exitOK       = 0 // every gate holds
 	exitGateFail = 1 // a gate (or a comparison tolerance) failed
