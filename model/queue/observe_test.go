@@ -48,15 +48,17 @@ func TestObserve(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sm.Ready != 2 || sm.Delayed != 1 || !sm.OldestDelayed.Equal(at(0)) || !sm.OldestReady.Equal(at(0)) {
-			t.Errorf("Sample without held = %+v", sm)
+		want = Sample{Ready: 2, InFlight: 1, Delayed: 1, Delivered: 1, Dead: 1,
+			OldestReady: at(0).UTC(), OldestDelayed: at(0).UTC()}
+		if sm != want {
+			t.Errorf("Sample without held = %+v\nwant                 %+v", sm, want)
 		}
 		// Before anything is due or created: all zero but the totals.
 		sm, err = s.Sample(ctx, at(-sec), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sm.Ready != 0 || sm.InFlight != 0 || sm.Delayed != 0 || !sm.OldestReady.IsZero() || !sm.OldestDelayed.IsZero() {
+		if want := (Sample{Delivered: 1, Dead: 1}); sm != want {
 			t.Errorf("Sample before anything = %+v", sm)
 		}
 		lds, err := s.LeasedDue(ctx, now)

@@ -390,3 +390,55 @@ func BenchmarkSQLiteClaimBacklog(b *testing.B) {
 	}
 	b.ReportMetric(float64(claimed)/b.Elapsed().Seconds(), "deliveries/s")
 }
+
+// BenchmarkSQLiteSample reads a Sample of a store holding 50,000 due
+// deliveries and 50,000 delivered ones while another connection (the
+// dispatcher, in a live run) writes between two samples, as the live
+// recorder does every sample interval.
+func BenchmarkSQLiteSample(b *testing.B) {
+	s, path := openTemp(b)
+	defer s.Close()
+	other, err := OpenSQLite(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	const backlog = 50000
+	for start := 0; start < 2*backlog; start += 1000 {
+		ds := make([]Delivery, 1000)
+		for i := range ds {
+			ds[i] = delivery(fmt.Sprintf("evt-%07d:acme-0", start+i), t0.Add(time.Duration(start+i)*time.Microsecond))
+		}
+		if _, err := s.Enqueue(ctx, ds); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for done := 0; done < backlog; {
+		got, err := s.Claim(ctx, "bench", t0.Add(time.Hour), time.Minute, 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs := make([]Completion, len(got))
+		for i, d := range got {
+			cs[i] = Completion{ID: d.ID, Owner: "bench", Kind: KindAck, At: t0, Attempt: 1}
+		}
+		if _, err := s.Complete(ctx, cs); err != nil {
+			b.Fatal(err)
+		}
+		done += len(got)
+	}
+	now := t0.Add(time.Hour)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		if _, err := other.Enqueue(ctx, []Delivery{delivery(fmt.Sprintf("late-%07d:acme-0", i), now.Add(time.Hour))}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		sm, err := s.Sample(ctx, now, nil)
+		if err != nil || sm.Ready != backlog || sm.Delivered != backlog {
+			b.Fatalf("sample %+v, %v", sm, err)
+		}
+	}
+}
