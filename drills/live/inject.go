@@ -70,8 +70,11 @@ type injector struct {
 	unwrittenEvents, unwrittenPart int64
 	unwrittenSince                 time.Duration
 
-	batch   []queue.Delivery
-	rejects []queue.Delivery // dead-lettered as queue-full at the next flush
+	batch []queue.Delivery
+	// batchSince is when the batch's first event was taken (wall; zero
+	// while empty): it is written once insertWindow has passed.
+	batchSince time.Time
+	rejects    []queue.Delivery // dead-lettered as queue-full at the next flush
 	// rejectAt is when the latest of rejects was turned away (drill
 	// time), and no earlier than any of their created times: the batch's
 	// dead_at.
@@ -144,8 +147,12 @@ func (in *injector) run(ctx context.Context) error {
 		cur = a.at
 		wallAt := r.clock.WallAt(r.clock.Start.Add(a.at))
 		if wait := time.Until(wallAt); wait > 0 {
-			if err := in.flush(); err != nil {
-				return err
+			// Write what is batched unless this arrival comes within the
+			// window of the batch's start: then it joins it.
+			if in.batchSince.IsZero() || wallAt.Sub(in.batchSince) >= insertWindow {
+				if err := in.flush(); err != nil {
+					return err
+				}
 			}
 			if wait = time.Until(wallAt); wait > 0 {
 				timer.Reset(wait)
@@ -207,7 +214,11 @@ func (in *injector) run(ctx context.Context) error {
 			in.events++
 			// due is bounded too: an event always adds to it, even one that
 			// fans out to no subscriber.
-			if len(in.batch) >= MaxInsertBatch || len(in.due) >= MaxInsertBatch || len(in.rejects) >= MaxInsertBatch {
+			if in.batchSince.IsZero() {
+				in.batchSince = time.Now()
+			}
+			if len(in.batch) >= MaxInsertBatch || len(in.due) >= MaxInsertBatch || len(in.rejects) >= MaxInsertBatch ||
+				time.Since(in.batchSince) >= insertWindow {
 				if err := in.flush(); err != nil {
 					return err
 				}
@@ -366,6 +377,7 @@ func (in *injector) flush() error {
 	clear(in.batch)
 	clear(in.rejects)
 	in.batch, in.due, in.rejects = in.batch[:0], in.due[:0], in.rejects[:0]
+	in.batchSince = time.Time{}
 	in.rejectAt = time.Time{}
 	return nil
 }

@@ -34,8 +34,15 @@ const (
 	BootMargin = 500 * time.Millisecond
 	// readyTimeout bounds a dispatcher's start-up.
 	readyTimeout = 20 * time.Second
-	// MaxInsertBatch bounds the deliveries one injection transaction holds.
-	MaxInsertBatch = 5000
+	// MaxInsertBatch bounds the deliveries one injection transaction
+	// holds: the write lock it takes is one the dispatchers wait for.
+	MaxInsertBatch = 512
+	// insertWindow is how long the injector lets due events gather before
+	// it writes them (group commit): at high rates one transaction per
+	// event took the write lock thousands of times a second, away from
+	// the dispatchers; at low rates, where the next event is further off
+	// than this, each event is written as it comes, with no added lateness.
+	insertWindow = time.Millisecond
 	// stopGrace is added to the attempt timeout when waiting for a
 	// dispatcher to stop after SIGTERM, before it is killed.
 	stopGrace = 10 * time.Second

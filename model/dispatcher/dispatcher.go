@@ -143,6 +143,16 @@ type dispatcher struct {
 	held     map[string]*heldRow
 	wallTO   time.Duration
 	pending  []queue.Completion
+	// sent is the batch of transitions the store goroutine is writing
+	// (nil while it is idle); pending and sent swap backing arrays.
+	sent     []queue.Completion
+	// storeBusy is set while the store goroutine has a request; leftHeld
+	// names the deliveries that left held meanwhile (their transition not
+	// stored yet). If one had let its lease run out, that request's claim
+	// may hand it back to us; its stored transition ends it, so it must
+	// not be started again.
+	storeBusy bool
+	leftHeld  map[string]struct{}
 	client   *http.Client
 	events   io.Writer
 	eventsMu sync.Mutex
@@ -218,7 +228,7 @@ func newDispatcher(cfg Config) (*dispatcher, error) {
 		cfg.Clock.Start = time.Now()
 	}
 	ds := &dispatcher{
-		cfg: cfg, byName: map[string]int32{}, held: map[string]*heldRow{},
+		cfg: cfg, byName: map[string]int32{}, held: map[string]*heldRow{}, leftHeld: map[string]struct{}{},
 		rng:    sim.NewRand(cfg.Seed, "dispatcher/"+cfg.Owner),
 		wallTO: cfg.Clock.Wall(cfg.AttemptTimeout),
 		events: cfg.Events, logw: cfg.Log, alerts: map[alertKey]*alertAgg{},
@@ -349,6 +359,49 @@ func (ds *dispatcher) run(ctx context.Context) (Stats, error) {
 	return ds.stats, err
 }
 
+// storeReq is one turn of the store goroutine: write cs (the
+// transitions, in order), then, if they were written and claim > 0,
+// claim up to claim deliveries at now.
+type storeReq struct {
+	cs    []queue.Completion
+	claim int
+	now   time.Time
+}
+
+// storeResp is what one storeReq did.
+type storeResp struct {
+	res      queue.CompleteResult
+	flushErr error
+	claimed  bool // a claim was made
+	rows     []queue.Delivery
+	claimErr error
+}
+
+// storeLoop runs the store calls one request at a time, so the dispatcher
+// loop keeps starting attempts and collecting results while a transaction
+// commits: with the calls inline, every worker that finished during a
+// commit sat idle until it ended.
+func (ds *dispatcher) storeLoop(reqs <-chan storeReq, resps chan<- storeResp) {
+	for q := range reqs {
+		var p storeResp
+		if len(q.cs) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+			p.res, p.flushErr = ds.cfg.Store.Complete(ctx, q.cs)
+			cancel()
+		}
+		// Persist before claiming: a delivery that just ended has left
+		// held, and if its lease had run out a claim before its
+		// transition would hand it back to us as new.
+		if q.claim > 0 && p.flushErr == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+			p.claimed = true
+			p.rows, p.claimErr = ds.cfg.Store.Claim(ctx, ds.cfg.Owner, q.now, ds.cfg.LeaseTimeout, q.claim)
+			cancel()
+		}
+		resps <- p
+	}
+}
+
 func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan result) error {
 	poll := ds.cfg.ClaimPoll
 	alertEvery := ds.alertEvery
@@ -365,15 +418,24 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 	stopping := false
 	// Transitions are written in batches, at most flushEvery apart (or
 	// flushBatch at a time), rather than after every wake-up: each store
-	// transaction costs about as much as a few hundred rows in one, and
-	// the dispatcher's loop waits for it.
+	// transaction costs about as much as a few hundred rows in one. One
+	// store goroutine writes them (and claims) while this loop goes on;
+	// what ends during a write goes with the next one (group commit).
+	reqs := make(chan storeReq)
+	resps := make(chan storeResp, 1)
+	storeDone := make(chan struct{})
+	go func() {
+		defer close(storeDone)
+		ds.storeLoop(reqs, resps)
+	}()
+	defer func() {
+		close(reqs)
+		<-storeDone
+	}()
+	claimLimit := 0
 	lastFlush := time.Now()
 	flushDue := func(wallNow time.Time) bool {
-		return len(ds.pending) >= flushBatch || wallNow.Sub(lastFlush) >= flushEvery || stopping
-	}
-	flush := func(wallNow time.Time) error {
-		lastFlush = wallNow
-		return ds.flush()
+		return len(ds.pending) > 0 && (len(ds.pending) >= flushBatch || wallNow.Sub(lastFlush) >= flushEvery || stopping)
 	}
 	nextMetrics := time.Now()
 	ds.event(EventReady, ds.cfg.Owner)
@@ -389,40 +451,25 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		if !stopping {
 			ds.pump(now, jobs)
 		}
-		claimNow := !stopping && !wallNow.Before(nextClaim) && !ds.enoughClaimed()
-		// Persist before claiming: a delivery that just ended has left
-		// held, and if its lease had run out a claim before the flush
-		// would hand it back to us as new.
-		if claimNow || flushDue(wallNow) {
-			if err := flush(wallNow); err != nil {
-				return err
-			}
-		}
-		if claimNow {
-			full, err := ds.claim(now)
-			if err != nil {
-				ds.logf("claim: %v", err)
-				nextClaim = wallNow.Add(50 * time.Millisecond) // the store is busy or gone; back off
-			} else if full {
-				nextClaim = wallNow
-			} else {
-				nextClaim = wallNow.Add(poll)
-			}
-		} else if !stopping && !wallNow.Before(nextClaim) {
-			nextClaim = wallNow.Add(poll) // enough in hand: look again after a poll, or when a result comes
-		}
 		if !wallNow.Before(nextRenew) {
 			nextRenew = wallNow.Add(renewEvery)
 			if ds.renew(now) {
 				nextRenew = wallNow // more to renew: the next batch right after this one
 			}
 		}
-		if !stopping {
-			ds.pump(now, jobs)
-		}
-		if flushDue(wallNow) {
-			if err := flush(wallNow); err != nil {
-				return err
+		if !ds.storeBusy {
+			claimNow := !stopping && !wallNow.Before(nextClaim) && !ds.enoughClaimed()
+			if !claimNow && !stopping && !wallNow.Before(nextClaim) {
+				nextClaim = wallNow.Add(poll) // enough in hand: look again after a poll, or when a result comes
+			}
+			claimLimit = 0
+			if claimNow {
+				claimLimit = min(ds.cfg.ClaimBatch, ds.cfg.HeldLimit-len(ds.held))
+			}
+			if claimLimit > 0 || flushDue(wallNow) {
+				ds.sent, ds.pending = ds.pending, ds.sent[:0]
+				reqs <- storeReq{cs: ds.sent, claim: claimLimit, now: now}
+				ds.storeBusy, lastFlush = true, wallNow
 			}
 		}
 		if !wallNow.Before(nextAlert) {
@@ -434,17 +481,19 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 				nextAlert = ready
 			}
 		}
-		if stopping && ds.core.InFlight() == 0 {
+		if stopping && ds.core.InFlight() == 0 && !ds.storeBusy {
 			break
 		}
 		// Sleep until the next thing to do: a claim, a wake-up of the core,
-		// an alert, or a result.
+		// an alert, a result or the store's answer.
 		wait := min(time.Until(nextAlert), time.Until(nextRenew))
-		if len(ds.pending) > 0 {
+		if !ds.storeBusy && len(ds.pending) > 0 {
 			wait = min(wait, time.Until(lastFlush.Add(flushEvery)))
 		}
 		if !stopping {
-			wait = min(wait, time.Until(nextClaim))
+			if !ds.storeBusy {
+				wait = min(wait, time.Until(nextClaim))
+			}
 			if w, ok := ds.core.NextWake(); ok {
 				wait = min(wait, ds.cfg.Clock.Wall(w.Sub(ds.cfg.Clock.Now())))
 			}
@@ -460,6 +509,22 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 					ds.complete(r)
 				default:
 					more = false
+				}
+			}
+		case p := <-resps:
+			ds.storeBusy = false
+			if err := ds.stored(p, claimLimit, time.Now()); err != nil {
+				return err
+			}
+			if p.claimed {
+				switch {
+				case p.claimErr != nil:
+					ds.logf("claim: %v", p.claimErr)
+					nextClaim = time.Now().Add(50 * time.Millisecond) // the store is busy or gone; back off
+				case len(p.rows) == claimLimit:
+					nextClaim = time.Now() // the store may have more due right now
+				default:
+					nextClaim = time.Now().Add(poll)
 				}
 			}
 		case <-timer.C:
@@ -482,6 +547,42 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		return fmt.Errorf("dispatch: releasing leases: %w", err)
 	}
 	return nil
+}
+
+// stored takes the store goroutine's answer: a batch that could not be
+// written goes back before the transitions queued since (they may follow
+// from it), and claimed rows go to the core.
+func (ds *dispatcher) stored(p storeResp, limit int, wallNow time.Time) error {
+	sent := ds.sent
+	if p.flushErr != nil {
+		if len(sent)+len(ds.pending) > MaxPendingCompletions {
+			return fmt.Errorf("dispatch: %d transitions could not be stored: %w", len(sent)+len(ds.pending), p.flushErr)
+		}
+		ds.logf("complete: %v (will retry)", p.flushErr)
+		merged := append(sent, ds.pending...)
+		clear(ds.pending)
+		ds.pending, ds.sent = merged, ds.pending[:0]
+		return nil
+	}
+	if p.res.Stale > 0 {
+		ds.logf("%d completions were stale (lease taken over)", p.res.Stale)
+	}
+	ds.stats.Stale += int64(p.res.Stale)
+	clear(sent)
+	ds.sent = sent[:0]
+	if p.claimed && p.claimErr == nil {
+		ds.claimed(p.rows, ds.cfg.Clock.At(wallNow))
+	}
+	clear(ds.leftHeld)
+	return nil
+}
+
+// unhold drops a delivery whose turn ended from held (see leftHeld).
+func (ds *dispatcher) unhold(id string) {
+	delete(ds.held, id)
+	if ds.storeBusy {
+		ds.leftHeld[id] = struct{}{}
+	}
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {
@@ -508,19 +609,9 @@ func (ds *dispatcher) enoughClaimed() bool {
 	return ds.unstarted >= ds.cfg.ClaimBatch && ds.core.InFlight() >= ds.cfg.Workers
 }
 
-// claim leases due deliveries and hands the new ones to the core. full
-// reports that the store may have more due right now.
-func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
-	limit := min(ds.cfg.ClaimBatch, ds.cfg.HeldLimit-len(ds.held))
-	if limit <= 0 {
-		return false, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	rows, err := ds.cfg.Store.Claim(ctx, ds.cfg.Owner, now, ds.cfg.LeaseTimeout, limit)
-	if err != nil {
-		return false, err
-	}
+// claimed hands the newly claimed rows to the core; now is when they
+// arrived.
+func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 	fresh := 0
 	for i := range rows {
 		r := &rows[i]
@@ -528,6 +619,11 @@ func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
 			// Already ours (its lease had run out while we kept it): the
 			// claim renewed the lease and nothing else changes.
 			h.leaseUntil, h.updated = r.LeaseUntil, now
+			continue
+		}
+		if _, ok := ds.leftHeld[r.ID]; ok {
+			// Ours, and ended while the claim ran: the transition queued
+			// for it is stored with the next batch (the lease is ours).
 			continue
 		}
 		si, ok := ds.byName[r.Partner]
@@ -551,7 +647,6 @@ func (ds *dispatcher) claim(now time.Time) (full bool, err error) {
 		fresh++
 	}
 	ds.stats.Claimed += int64(fresh)
-	return len(rows) == limit, nil
 }
 
 // renew queues a lease renewal (KindHold with the row's stored values and
@@ -699,7 +794,7 @@ func (ds *dispatcher) complete(r result) {
 		c.Kind = queue.KindAck
 		ds.stats.Acked++
 		ds.cfg.Metrics.delivered(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
-		delete(ds.held, it.ID)
+		ds.unhold(it.ID)
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
 		// The core keeps the delivery until it is due; the row keeps our
@@ -719,7 +814,7 @@ func (ds *dispatcher) complete(r result) {
 }
 
 func (ds *dispatcher) deadLetter(it *dispatch.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
-	delete(ds.held, it.ID)
+	ds.unhold(it.ID)
 	ds.stats.DeadLettered++
 	ds.cfg.Metrics.deadLettered(reason)
 	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
