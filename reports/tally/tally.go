@@ -125,6 +125,7 @@ type Tally struct {
 	attempts, first                   int64
 	byOrdinal                         []int64
 	duplicates, retryAfterIgnored     int64
+	lostAcks                          int64
 	reasons                           map[string]int64
 	cohorts                           []cohortCount
 
@@ -276,6 +277,10 @@ func (t *Tally) RetryAfterIgnored() { t.retryAfterIgnored++ }
 // already accepted.
 func (t *Tally) Duplicates(n int64) { t.duplicates += n }
 
+// LostAck counts a success the partner recorded and whose answer it
+// dropped on purpose (lost-ack).
+func (t *Tally) LostAck() { t.lostAcks++ }
+
 // Delivered counts a delivery to sub, created at created, accepted at at.
 func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
 	s := &t.l.Subscribers[sub]
@@ -420,8 +425,10 @@ func statusKey(o model.Outcome) string {
 	switch o.Err {
 	case model.ErrTimeout:
 		return "timeout"
-	case model.ErrReset, model.ErrRefused:
+	case model.ErrReset:
 		return "reset"
+	case model.ErrRefused:
+		return "refused"
 	}
 	return "no answer"
 }
