@@ -13,7 +13,9 @@
 // the job (permanent); a 429 with Retry-After snoozes it that long. River's
 // discarded jobs (attempts exhausted) and cancelled ones are the dead-letter
 // queue: each is POSTed to --dead-letter-url as {"id","reason","attempts"},
-// and an alert goes to --alert-url.
+// and an alert goes to --alert-url, both with "Authorization: Bearer
+// $STORMDRILL_PARTNER_TOKEN" when that is set (a partner server reachable
+// from other machines requires its token there).
 //
 // --defect exists for the test suite only: it breaks the sender in one
 // named way so that `stormdrill verify` can be shown to catch it.
@@ -227,7 +229,7 @@ func run() error {
 	ended, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
 		Kinds: []river.EventKind{river.EventKindJobFailed, river.EventKindJobCancelled}, ChanSize: 10_000})
 	defer cancelSub()
-	dlq := &deadLetters{url: *deadURL, alertURL: *alertURL, client: &http.Client{Timeout: 5 * time.Second}}
+	dlq := &deadLetters{url: *deadURL, alertURL: *alertURL, token: os.Getenv("STORMDRILL_PARTNER_TOKEN"), client: &http.Client{Timeout: 5 * time.Second}}
 	dlqDone := make(chan struct{})
 	go func() { defer close(dlqDone); dlq.forward(ended) }()
 
@@ -292,6 +294,7 @@ func ingest(w http.ResponseWriter, r *http.Request, client *river.Client[*sql.Tx
 // deadLetters reports River's discarded and cancelled jobs.
 type deadLetters struct {
 	url, alertURL string
+	token         string // the partner server's token, when it requires one
 	client        *http.Client
 }
 
@@ -323,7 +326,16 @@ func (d *deadLetters) post(url string, v any) {
 		return
 	}
 	b, _ := json.Marshal(v)
-	resp, err := d.client.Post(url, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "river-sender: reporting a dead letter:", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
+	}
+	resp, err := d.client.Do(req)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "river-sender: reporting a dead letter:", err)
 		return
