@@ -20,5 +20,8 @@
 // Time: every time the dispatcher and the store hold is drill time, on a
 // dispatcher.Clock that runs Speed times faster than the wall clock from
 // Start. The policy's durations therefore need no scaling, and the store's
-// run_at, created and updated columns read directly as drill time.
+// run_at, created and updated columns read directly as drill time. The run
+// records that clock in the store (queue.Clock), so `stormdrill dlq` shows
+// the wall-clock instants of the run. Retry-After crosses the wire in wall
+// seconds (see the fakepartner package).
 package live
