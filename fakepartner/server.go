@@ -78,11 +78,12 @@ type ServerOptions struct {
 	// been answered (or dropped), from the request's goroutine.
 	OnAttempt func(Attempt)
 	// ControlToken, when set, is required as "Authorization: Bearer TOKEN"
-	// on the control API and the alert sink (see guardControl).
+	// on the control API, the alert sink and the dead-letter endpoint (see
+	// guardControl); it is what lets Serve take a non-loopback listener.
 	ControlToken string
 	// ControlHosts are Host names (or host:port) accepted by the control
-	// API besides loopback ones: the name a non-loopback listener is
-	// reached by.
+	// API besides loopback ones when no token is set (with a token, the
+	// Host is not checked), and in an Origin.
 	ControlHosts []string
 
 	// External mode. KeyHeader and AttemptHeader name the headers that
@@ -337,9 +338,14 @@ func (s *Server) since(began, now time.Time) time.Duration {
 	return time.Duration(float64(now.Sub(began)) * s.speed)
 }
 
-// Serve serves on l (see ListenLoopback) until Close. It returns
-// http.ErrServerClosed after Close.
+// Serve serves on l (see Listen) until Close. It returns
+// http.ErrServerClosed after Close. A listener on a non-loopback address
+// is refused unless ServerOptions.ControlToken is set.
 func (s *Server) Serve(l net.Listener) error {
+	if a, ok := l.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && s.opts.ControlToken == "" {
+		l.Close()
+		return fmt.Errorf("partner server: %s is not a loopback address and no control token is set", a)
+	}
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadTimeout:       s.opts.ReadTimeout,

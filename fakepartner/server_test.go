@@ -554,6 +554,95 @@ func TestListenLoopback(t *testing.T) {
 	}
 }
 
+// A non-loopback listen is opt-in: without a token it is refused by
+// CheckListen, before anything is bound; with a valid token it is allowed.
+// Nothing here binds a socket.
+func TestCheckListen(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	tests := []struct {
+		addr, token string
+		want        string // "" ok; else a piece of the error
+		bind        string // the address to bind when ok
+	}{
+		{"127.0.0.1:8080", "", "", "127.0.0.1:8080"},
+		{"localhost:0", "", "", "127.0.0.1:0"},
+		{"[::1]:9", "", "", "[::1]:9"},
+		{"127.0.0.1:8080", tok, "", "127.0.0.1:8080"},
+		{"0.0.0.0:8080", "", "not a loopback address", ""},
+		{":8080", "", "not a loopback address", ""},
+		{"[::]:8080", "", "not a loopback address", ""},
+		{"192.0.2.10:8080", "", "not a loopback address", ""},
+		{"partner.example:8080", "", "not a loopback address", ""},
+		{"0.0.0.0:8080", tok, "", "0.0.0.0:8080"},
+		{"192.0.2.10:8080", tok, "", "192.0.2.10:8080"},
+		{"partner.example:8080", tok, "", "partner.example:8080"},
+		{"0.0.0.0:8080", "short", "16 to 256 characters", ""},
+		{"127.0.0.1:8080", "short", "16 to 256 characters", ""},
+		{"0.0.0.0:8080", "has a space in it, 16+", "printable ASCII", ""},
+		{"0.0.0.0", tok, "missing port", ""},
+	}
+	for _, tt := range tests {
+		got, err := CheckListen(tt.addr, tt.token)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckListen(%q, %q): %v, want ok", tt.addr, tt.token, err)
+		case tt.want == "" && got != tt.bind:
+			t.Errorf("CheckListen(%q, %q) = %q, want %q", tt.addr, tt.token, got, tt.bind)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("CheckListen(%q, %q): %v, want an error with %q", tt.addr, tt.token, err, tt.want)
+		}
+	}
+	// The refusal names the way out.
+	_, err := CheckListen("0.0.0.0:8080", "")
+	if err == nil || !strings.Contains(err.Error(), TokenEnv) || !strings.Contains(err.Error(), "--token") {
+		t.Errorf("refusal %v should name --token and $%s", err, TokenEnv)
+	}
+}
+
+// fakeAddrListener claims a non-loopback address without binding one.
+type fakeAddrListener struct{ net.Listener }
+
+func (fakeAddrListener) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8080}
+}
+
+// Serve itself refuses a non-loopback listener when no token is set, so no
+// caller can skip the check; with a token it serves.
+func TestServeRefusesRemoteWithoutToken(t *testing.T) {
+	inner, err := ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer([]Spec{quickSpec("acme")}, ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(fakeAddrListener{inner}); err == nil || !strings.Contains(err.Error(), "no control token") {
+		t.Fatalf("Serve on a non-loopback listener without a token: %v, want a refusal", err)
+	}
+	if _, err := inner.Accept(); err == nil {
+		t.Error("the refused listener was left open")
+	}
+	inner, err = ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = NewServer([]Spec{quickSpec("acme")}, ServerOptions{ControlToken: "0123456789abcdef0123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(fakeAddrListener{inner}) }()
+	a := post(client(5*time.Second), "http://"+inner.Addr().String()+"/p/acme", "evt-1:acme-0", "{}")
+	s.Close()
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve with a token returned %v", err)
+	}
+	if a.status != 200 {
+		t.Errorf("partner call through the tokened server: %d %v, want 200", a.status, a.err)
+	}
+}
+
 // With MaxConns 1 a second connection is not accepted until the first closes.
 func TestLimitListener(t *testing.T) {
 	inner, err := ListenLoopback("127.0.0.1:0")
