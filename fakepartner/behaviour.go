@@ -65,7 +65,8 @@ type Behaviour struct {
 	rng      *rand.Rand
 	dataSeed uint64 // decides with a delivery's key whether it is bad data
 
-	free []time.Duration // min-heap of server-free times; nil when unlimited
+	free    []time.Duration // min-heap of server-free times; nil when unlimited
+	latency distSampler     // spec.Latency
 
 	lastWrite time.Duration // contended: drill time of the latest successful write
 	wrote     bool
@@ -87,7 +88,7 @@ func NewBehaviour(spec *Spec, rng *rand.Rand, dataSeed uint64) *Behaviour {
 }
 
 func (b *Behaviour) init(spec *Spec, rng *rand.Rand, dataSeed uint64) {
-	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62}
+	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62, latency: newDistSampler(&spec.Latency)}
 	if c := spec.Concurrency; c > 0 {
 		b.free = make([]time.Duration, min(c, MaxConcurrency))
 	}
@@ -135,7 +136,7 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 		}
 		start = max(arrive, earliest)
 	}
-	service := scaleDuration(spec.Latency.Sample(b.rng), factor)
+	service := scaleDuration(b.latency.sample(b.rng), factor)
 	if b.free != nil {
 		b.free[0] = start + service
 		b.siftDownFree()
