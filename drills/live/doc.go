@@ -9,6 +9,10 @@
 // queue.Store interface only. The dispatcher itself lives in
 // model/dispatcher and never reads the drill format.
 //
+// Each event goes to the subscribers source.fanout picks for its number
+// (drills.Fanout), the simulation's pick, so both modes make the same
+// deliveries.
+//
 // The injector honours dispatcher.queue_capacity and on_full against the
 // store's non-terminal deliveries (block: the source is held back and that
 // is reported; reject: queue-full dead letters). The dispatcher renews the
