@@ -36,7 +36,7 @@ var Keys = []KeyDoc{
 	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
 	{"source.at", "duration", `"0s"`, "When a burst is released."},
 	{"source.to", "array of strings", "all cohorts", "Cohorts (partner names) each event fans out to."},
-	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). Simulation only for now."},
+	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). The same subscribers per event in every mode."},
 	{"source.k", "integer", "—", "k: how many distinct subscribers each event goes to."},
 	{"source.degree[].n", "integer", "—", "degree: rows `{ n = 3, p = 0.2 }`: an event goes to n distinct subscribers with probability p."},
 	{"source.degree[].p", "number", "—", "degree: the probability of the row's n; the rows' p add up to 1."},

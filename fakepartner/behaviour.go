@@ -1,8 +1,10 @@
 package fakepartner
 
 import (
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -29,6 +31,19 @@ func (c WallClock) At(t time.Duration) time.Time {
 		return c.Epoch.Add(t)
 	}
 	return c.Epoch.Add(time.Duration(float64(t) / c.Speed))
+}
+
+// RetryAfterSeconds renders a Retry-After of secs drill seconds as the
+// wire carries it: wall seconds, secs / Speed rounded up. The system under
+// drill sleeps on the wall clock, so this is the wait that lasts secs of
+// drill time; rounding up keeps it from retrying early, and any positive
+// wait stays at least one second (the header's resolution), which at a
+// high speed is Speed drill seconds.
+func (c WallClock) RetryAfterSeconds(secs uint64) uint64 {
+	if c.Speed == 0 || c.Speed == 1 || secs == 0 {
+		return secs
+	}
+	return uint64(math.Ceil(float64(secs)/c.Speed - 1e-9))
 }
 
 // simClock is the simulation's wall clock: drill time 0 is SimEpoch.
@@ -188,7 +203,11 @@ func (b *Behaviour) retryAfter(spec string, now time.Duration, clock WallClock) 
 	}
 	switch mode {
 	case retryAfterSeconds:
-		return spec
+		if clock.Speed == 0 || clock.Speed == 1 {
+			return spec
+		}
+		secs, _ := strconv.ParseUint(spec, 10, 32) // checked by parseRetryAfter
+		return strconv.FormatUint(clock.RetryAfterSeconds(secs), 10)
 	case retryAfterGarbage:
 		return GarbageRetryAfter
 	case retryAfterDate:
