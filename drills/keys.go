@@ -130,6 +130,10 @@ var Keys = []KeyDoc{
 	{"system.key_header", "string", `"Idempotency-Key"`, "External: the header that identifies a delivery in every attempt."},
 	{"system.attempt_header", "string", "—", "External: a header carrying the attempt number, if the system sends one."},
 
+	{"partner_server.listen", "string", `"127.0.0.1:0"`, "External: where the harness's partner server listens. An address other machines can reach (`\"0.0.0.0:8080\"`, a host name) needs a token in the environment variable `token_env`, a fixed port and `url`; the control API, `/alerts` and `/dead-letters` then require `Authorization: Bearer TOKEN`, and the partner paths stay open."},
+	{"partner_server.url", "string", "http:// and the address bound", "External: the base URL the system under drill reaches the partner server by (`${STORMDRILL_PARTNER_URL}` and each delivery's URL), like `\"http://drill:8080\"`; required with a listen address that is not loopback."},
+	{"partner_server.token_env", "string", `"STORMDRILL_PARTNER_TOKEN"`, "External: the environment variable holding the partner server's token (16 to 256 characters; never in the drill file). When it is set, the token is required, and a started system gets it as `$STORMDRILL_PARTNER_TOKEN` to report dead letters with."},
+
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 
 	{"gates", "array of strings", "", "Pass/fail conditions such as `\"lost == 0\"` or `\"healthy.latency.p99 < 30m\"`; a failed gate makes the run exit with 1."},
