@@ -1,4 +1,4 @@
--- 0002: the claim index also carries partner and created, so a sample of
+-- 0003: the claim index also carries partner and created, so a sample of
 -- the pending rows (ready and leased: counts by due and held partner, the
 -- oldest created) reads the index alone and looks up no table row; under
 -- overload the due backlog is tens of thousands of rows, read every sample.
