@@ -139,17 +139,17 @@ type Alert struct {
 }
 
 type dispatcher struct {
-	cfg      Config
-	eps      []endpoint
-	byName   map[string]int32
-	core     *dispatch.Core
-	rng      *rand.Rand
-	held     map[string]*heldRow
-	wallTO   time.Duration
-	pending  []queue.Completion
+	cfg     Config
+	eps     []endpoint
+	byName  map[string]int32
+	core    *dispatch.Core
+	rng     *rand.Rand
+	held    map[string]*heldRow
+	wallTO  time.Duration
+	pending []queue.Completion
 	// sent is the batch of transitions the store goroutine is writing
 	// (nil while it is idle); pending and sent swap backing arrays.
-	sent     []queue.Completion
+	sent []queue.Completion
 	// storeBusy is set while the store goroutine has a request; leftHeld
 	// names the deliveries that left held meanwhile (their transition not
 	// stored yet). If one had let its lease run out, that request's claim
@@ -157,13 +157,13 @@ type dispatcher struct {
 	// not be started again.
 	storeBusy bool
 	leftHeld  map[string]struct{}
-	client   *http.Client
-	events   io.Writer
-	eventsMu sync.Mutex
-	logw     io.Writer
-	stats    Stats
-	alerts   map[alertKey]*alertAgg
-	alertCh  chan []Alert
+	client    *http.Client
+	events    io.Writer
+	eventsMu  sync.Mutex
+	logw      io.Writer
+	stats     Stats
+	alerts    map[alertKey]*alertAgg
+	alertCh   chan []Alert
 	// alertBusy is set while a batch waits in alertCh or is being posted;
 	// alertReadyNS (wall unix ns) is when the poster finished the last
 	// batch plus AlertInterval. No new batch is handed over before both
