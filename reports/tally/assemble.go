@@ -34,6 +34,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		SLOS:                  float64(cfg.SLO) / 1e9,
 		DeadLetterReasons:     map[string]int64{},
 		Duplicates:            t.duplicates,
+		LostAcks:              t.lostAcks,
 		BreakerTransitions:    append([]reports.BreakerTransition{}, t.transitions...),
 		RetryAfterIgnored:     t.retryAfterIgnored,
 		SourceHeldBackS:       t.heldBackS,
@@ -92,9 +93,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		if len(c.reasons) > 0 {
 			rc.DeadLetters = c.reasons
 		}
-		if len(c.codes) > 0 {
-			rc.StatusCodes = c.codes
-		}
+		rc.StatusCodes = c.codeMap()
 		if t.cohortColumns() && ci < MaxCohortColumns {
 			oldest := c.oldestMaxS
 			rc.OldestAgeMaxS = &oldest
