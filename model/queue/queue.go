@@ -25,8 +25,8 @@ const (
 
 // Bounds on what one call reads or writes, so no call is unbounded.
 const (
-	MaxClaim           = 10000      // most deliveries one Claim hands out
-	MaxList            = 100000     // most rows DeadLetters, Audit or Attempts return
+	MaxClaim           = 10000                    // most deliveries one Claim hands out
+	MaxList            = 100000                   // most rows DeadLetters, Audit or Attempts return
 	MaxReplayBatch     = model.MaxReplayBatch     // most dead letters one replay transaction moves
 	MaxRejectBatch     = 10000                    // most deliveries one Reject call writes
 	DefaultReplayBatch = model.DefaultReplayBatch // replay batch size when none is given
