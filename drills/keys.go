@@ -36,7 +36,7 @@ var Keys = []KeyDoc{
 	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
 	{"source.at", "duration", `"0s"`, "When a burst is released."},
 	{"source.to", "array of strings", "all cohorts", "Cohorts (partner names) each event fans out to."},
-	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). Simulation only for now."},
+	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). The same subscribers per event in every mode."},
 	{"source.k", "integer", "—", "k: how many distinct subscribers each event goes to."},
 	{"source.degree[].n", "integer", "—", "degree: rows `{ n = 3, p = 0.2 }`: an event goes to n distinct subscribers with probability p."},
 	{"source.degree[].p", "number", "—", "degree: the probability of the row's n; the rows' p add up to 1."},
@@ -138,6 +138,10 @@ var Keys = []KeyDoc{
 	{"system.dead_letter_command", "array of strings", "—", "External, command: prints one JSON dead letter per line at the end."},
 	{"system.key_header", "string", `"Idempotency-Key"`, "External: the header that identifies a delivery in every attempt."},
 	{"system.attempt_header", "string", "—", "External: a header carrying the attempt number, if the system sends one."},
+
+	{"partner_server.listen", "string", `"127.0.0.1:0"`, "External: where the harness's partner server listens. An address other machines can reach (`\"0.0.0.0:8080\"`, a host name) needs a token in the environment variable `token_env`, a fixed port and `url`; the control API, `/alerts` and `/dead-letters` then require `Authorization: Bearer TOKEN`, and the partner paths stay open."},
+	{"partner_server.url", "string", "http:// and the address bound", "External: the base URL the system under drill reaches the partner server by (`${STORMDRILL_PARTNER_URL}` and each delivery's URL), like `\"http://drill:8080\"`; required with a listen address that is not loopback."},
+	{"partner_server.token_env", "string", `"STORMDRILL_PARTNER_TOKEN"`, "External: the environment variable holding the partner server's token (16 to 256 characters; never in the drill file). When it is set, the token is required, and a started system gets it as `$STORMDRILL_PARTNER_TOKEN` to report dead letters with."},
 
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 

@@ -24,6 +24,13 @@ func (d *Drill) NewTally(specs []fakepartner.Spec, mode string, speed float64, i
 	if pol, err := d.ModelPolicy(); err == nil {
 		cfg.Classifier = &pol.Classifier
 	}
+	if d.IsExternal() {
+		// The system under drill has its own policy and breakers, which
+		// the harness cannot see: no echo of the drill's, no breaker
+		// columns.
+		cfg.Breakers = false
+		return tally.New(cfg)
+	}
 	for _, kv := range d.PolicyEcho() {
 		cfg.Policy = append(cfg.Policy, reports.KV{Key: kv[0], Value: kv[1]})
 	}

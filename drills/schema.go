@@ -33,6 +33,9 @@ type Drill struct {
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
 	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
+
+	// PartnerServer is where an external drill's partner server listens.
+	PartnerServer PartnerServer `toml:"partner_server"`
 }
 
 // Source is the event arrival process. Each event fans out to one delivery

@@ -259,6 +259,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 
 	ps = append(ps, validateActions(d, has, names)...)
 	validateSystem(d, has, bad, kind)
+	validatePartnerServer(d, has, bad)
 	positive("slo.delivery_latency", d.SLO.DeliveryLatency)
 
 	for i, expr := range d.Gates {

@@ -1,8 +1,10 @@
 package fakepartner
 
 import (
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -31,6 +33,19 @@ func (c WallClock) At(t time.Duration) time.Time {
 	return c.Epoch.Add(time.Duration(float64(t) / c.Speed))
 }
 
+// RetryAfterSeconds renders a Retry-After of secs drill seconds as the
+// wire carries it: wall seconds, secs / Speed rounded up. The system under
+// drill sleeps on the wall clock, so this is the wait that lasts secs of
+// drill time; rounding up keeps it from retrying early, and any positive
+// wait stays at least one second (the header's resolution), which at a
+// high speed is Speed drill seconds.
+func (c WallClock) RetryAfterSeconds(secs uint64) uint64 {
+	if c.Speed == 0 || c.Speed == 1 || secs == 0 {
+		return secs
+	}
+	return uint64(math.Ceil(float64(secs)/c.Speed - 1e-9))
+}
+
 // simClock is the simulation's wall clock: drill time 0 is SimEpoch.
 var simClock = WallClock{Epoch: SimEpoch, Speed: 1}
 
@@ -50,7 +65,8 @@ type Behaviour struct {
 	rng      *rand.Rand
 	dataSeed uint64 // decides with a delivery's key whether it is bad data
 
-	free []time.Duration // min-heap of server-free times; nil when unlimited
+	free    []time.Duration // min-heap of server-free times; nil when unlimited
+	latency distSampler     // spec.Latency
 
 	lastWrite time.Duration // contended: drill time of the latest successful write
 	wrote     bool
@@ -72,7 +88,7 @@ func NewBehaviour(spec *Spec, rng *rand.Rand, dataSeed uint64) *Behaviour {
 }
 
 func (b *Behaviour) init(spec *Spec, rng *rand.Rand, dataSeed uint64) {
-	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62}
+	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62, latency: newDistSampler(&spec.Latency)}
 	if c := spec.Concurrency; c > 0 {
 		b.free = make([]time.Duration, min(c, MaxConcurrency))
 	}
@@ -120,7 +136,7 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 		}
 		start = max(arrive, earliest)
 	}
-	service := scaleDuration(spec.Latency.Sample(b.rng), factor)
+	service := scaleDuration(b.latency.sample(b.rng), factor)
 	if b.free != nil {
 		b.free[0] = start + service
 		b.siftDownFree()
@@ -187,7 +203,11 @@ func (b *Behaviour) retryAfter(spec string, now time.Duration, clock WallClock) 
 	}
 	switch mode {
 	case retryAfterSeconds:
-		return spec
+		if clock.Speed == 0 || clock.Speed == 1 {
+			return spec
+		}
+		secs, _ := strconv.ParseUint(spec, 10, 32) // checked by parseRetryAfter
+		return strconv.FormatUint(clock.RetryAfterSeconds(secs), 10)
 	case retryAfterGarbage:
 		return GarbageRetryAfter
 	case retryAfterDate:

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -78,26 +80,105 @@ func TestControlAPIRefusesCrossSite(t *testing.T) {
 	}
 }
 
-// With a token, control requests need it; ControlHosts admits the name a
-// non-loopback listener is reached by.
+// With a token, every control, alert and dead-letter request needs it: none
+// gets 401, a wrong one 401, the right one 2xx. The token replaces the
+// loopback-Host check (a remote caller names the server by another name),
+// and is checked first, so an unauthenticated request learns nothing else.
+// The partner paths stay open.
 func TestControlAPIToken(t *testing.T) {
-	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{ControlToken: "s3cret", ControlHosts: []string{"drill.internal"}})
+	const tok = "s3cret-0123456789abcdef"
+	var dead []DeadLetter
+	var mu sync.Mutex
+	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{ControlToken: tok,
+		OnDeadLetter: func(d DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }})
 	json := "application/json"
-	for _, tt := range []struct {
-		name string
-		hdr  map[string]string
-		want int
-	}{
-		{"no token", map[string]string{"Content-Type": json}, 401},
-		{"wrong token", map[string]string{"Content-Type": json, "Authorization": "Bearer nope"}, 401},
-		{"token without Bearer", map[string]string{"Content-Type": json, "Authorization": "s3cret"}, 401},
-		{"token", map[string]string{"Content-Type": json, "Authorization": "Bearer s3cret"}, 200},
-		{"allowed host", map[string]string{"Content-Type": json, "Authorization": "Bearer s3cret", "Host": "drill.internal:8080", "Origin": "http://drill.internal:8080"}, 200},
-		{"other host", map[string]string{"Content-Type": json, "Authorization": "Bearer s3cret", "Host": "other.internal"}, 421},
+	outage := `{"partner":"acme","kind":"unavailable","for":"1s","members":1}`
+	for _, ep := range []struct{ method, path, body string }{
+		{"GET", "/control/partners", ""},
+		{"POST", "/control/outage", outage},
+		{"DELETE", "/control/outage?partner=acme", ""},
+		{"POST", "/alerts", `{"count":1,"reason":"max-attempts"}`},
+		{"POST", "/dead-letters", `{"id":"evt-1:acme-0","reason":"max-attempts","attempts":3}`},
 	} {
-		if got := controlReq(t, "GET", base+"/control/partners", "", tt.hdr); got != tt.want {
-			t.Errorf("%s: status %d, want %d", tt.name, got, tt.want)
+		for _, tt := range []struct {
+			name string
+			hdr  map[string]string
+			ok   bool
+		}{
+			{"no token", map[string]string{"Content-Type": json}, false},
+			{"no token, text/plain", map[string]string{"Content-Type": "text/plain"}, false},
+			{"wrong token", map[string]string{"Content-Type": json, "Authorization": "Bearer " + tok[:len(tok)-1] + "x"}, false},
+			{"token without Bearer", map[string]string{"Content-Type": json, "Authorization": tok}, false},
+			{"Basic", map[string]string{"Content-Type": json, "Authorization": "Basic " + tok}, false},
+			{"token, remote Host", map[string]string{"Content-Type": json, "Authorization": "Bearer " + tok, "Host": "partner.internal:8080"}, true},
+			{"token", map[string]string{"Content-Type": json, "Authorization": "Bearer " + tok}, true},
+		} {
+			got := controlReq(t, ep.method, base+ep.path, ep.body, tt.hdr)
+			if want := 401; !tt.ok && got != want {
+				t.Errorf("%s %s, %s: status %d, want %d", ep.method, ep.path, tt.name, got, want)
+			}
+			if tt.ok && (got < 200 || got > 299) {
+				t.Errorf("%s %s, %s: status %d, want 2xx", ep.method, ep.path, tt.name, got)
+			}
 		}
+	}
+	mu.Lock()
+	if len(dead) != 2 {
+		t.Errorf("%d dead letters recorded, want the 2 sent with the token", len(dead))
+	}
+	mu.Unlock()
+	// The token does not lift the cross-site checks.
+	if got := controlReq(t, "POST", base+"/control/outage", outage, map[string]string{"Content-Type": json, "Authorization": "Bearer " + tok, "Origin": "https://evil.example"}); got != 403 {
+		t.Errorf("foreign Origin with the token: %d, want 403", got)
+	}
+	// The partner paths need no token.
+	c := client(5 * time.Second)
+	for _, path := range []string{"/p/acme", "/p/acme/0"} {
+		if a := post(c, base+path, "evt-2:acme-0", "{}"); a.err != nil || a.status != 200 {
+			t.Errorf("partner path %s without the token: %d %v, want 200", path, a.status, a.err)
+		}
+	}
+}
+
+// ControlHosts admits, without a token, the name a loopback listener is
+// reached by (a port forward, a proxy); other names stay refused.
+func TestControlHosts(t *testing.T) {
+	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{ControlHosts: []string{"drill.internal"}})
+	for _, tt := range []struct {
+		host string
+		want int
+	}{{"drill.internal:8080", 200}, {"other.internal", 421}} {
+		if got := controlReq(t, "GET", base+"/control/partners", "", map[string]string{"Host": tt.host}); got != tt.want {
+			t.Errorf("Host %s: status %d, want %d", tt.host, got, tt.want)
+		}
+	}
+}
+
+// RequireToken guards a handler (the /metrics listener) the same way.
+func TestRequireToken(t *testing.T) {
+	const tok = "metrics-token-0123456789"
+	h := RequireToken(tok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	for _, tt := range []struct {
+		auth string
+		want int
+	}{{"", 401}, {"Bearer nope", 401}, {"Bearer " + tok, 204}} {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		if tt.auth != "" {
+			r.Header.Set("Authorization", tt.auth)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("Authorization %q: %d, want %d", tt.auth, w.Code, tt.want)
+		}
+		if tt.want == 401 && !strings.Contains(w.Body.String(), `"error"`) {
+			t.Errorf("401 body %q is not a JSON error", w.Body.String())
+		}
+	}
+	w := httptest.NewRecorder()
+	RequireToken("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if w.Code != 204 {
+		t.Errorf("without a token: %d, want 204 (open)", w.Code)
 	}
 }
 

@@ -298,6 +298,29 @@ func (d *Dist) Expected() time.Duration {
 	return 0
 }
 
+// distSampler is a Dist with the parameters its samples derive from
+// computed once: a lognormal's two logarithms cost as much as the sample.
+// It samples exactly as Dist.Sample does, draw for draw.
+type distSampler struct {
+	d         *Dist
+	mu, sigma float64 // lognormal only
+}
+
+func newDistSampler(d *Dist) distSampler {
+	s := distSampler{d: d}
+	if d.Kind == DistLognormal {
+		s.mu, s.sigma = d.lognormalParams()
+	}
+	return s
+}
+
+func (s *distSampler) sample(rng *rand.Rand) time.Duration {
+	if s.d.Kind == DistLognormal {
+		return clampNs(math.Exp(s.mu + s.sigma*rng.NormFloat64()))
+	}
+	return s.d.Sample(rng)
+}
+
 func (d *Dist) lognormalParams() (mu, sigma float64) {
 	p50, p99 := float64(d.P50), float64(d.P99)
 	if p50 <= 0 {

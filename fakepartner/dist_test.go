@@ -214,3 +214,27 @@ func TestDistSampleAllocs(t *testing.T) {
 		}
 	}
 }
+
+// The Behaviour's sampler, which computes a distribution's parameters once,
+// draws exactly what Dist.Sample draws, value for value, for every kind: a
+// simulation's results must not depend on it.
+func TestDistSamplerMatchesSample(t *testing.T) {
+	dists := []Dist{
+		{Kind: DistConstant, Value: 5 * ms},
+		{Kind: DistUniform, Min: ms, Max: 9 * ms},
+		{Kind: DistNormal, Mean: 20 * ms, Stddev: 15 * ms},
+		{Kind: DistAbsNormal, Mean: 5 * ms, Stddev: 10 * ms},
+		{Kind: DistLognormal, P50: 80 * ms, P99: 600 * ms},
+		{Kind: DistPareto, Alpha: 1.5, P50: 50 * ms},
+		{Kind: DistEmpirical, Quantiles: []Quantile{{0, ms}, {0.5, 10 * ms}, {1, 100 * ms}}},
+	}
+	for _, d := range dists {
+		a, b := rand.New(rand.NewPCG(3, 4)), rand.New(rand.NewPCG(3, 4))
+		s := newDistSampler(&d)
+		for i := range 10_000 {
+			if x, y := d.Sample(a), s.sample(b); x != y {
+				t.Fatalf("%s: draw %d: Sample %v, sampler %v", d.Kind, i, x, y)
+			}
+		}
+	}
+}

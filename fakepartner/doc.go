@@ -16,4 +16,11 @@
 // hash of the delivery id (KeyHash; the Idempotency-Key over HTTP) and the
 // drill seed, so every attempt of a bad delivery is rejected and both modes
 // reject the same deliveries. Transient errors are drawn per call.
+//
+// Time, for the Server at a Speed other than 1: every duration it reads or
+// reports is drill time (the spec, the control API's for, period,
+// retry_after, drill_time_s and ends_in_s, the latency counters); instants
+// (ends_at, first and last seen) are wall-clock ones; on the wire a
+// Retry-After of D drill seconds is sent as D/Speed wall seconds rounded up,
+// because the caller sleeps on the wall clock (WallClock.RetryAfterSeconds).
 package fakepartner

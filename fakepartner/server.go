@@ -59,9 +59,11 @@ type ServerOptions struct {
 	Start time.Time
 	// Now is the wall clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
-	// Speed divides every scripted time: outage starts and lengths, flap
-	// periods and latencies. 0 means 1. Manual outages and Retry-After
-	// delta-seconds are wall time and are not divided.
+	// Speed divides every drill time to place it on the wall clock:
+	// scripted outage starts and lengths, flap periods, latencies, a
+	// manual outage's for and period (the control API speaks drill time
+	// too) and Retry-After, which goes out as wall time (see
+	// WallClock.RetryAfterSeconds). 0 means 1.
 	Speed          float64
 	MaxBodyBytes   int64         // request body limit; 413 beyond it
 	MaxConns       int           // open connections; more wait in Accept
@@ -76,11 +78,12 @@ type ServerOptions struct {
 	// been answered (or dropped), from the request's goroutine.
 	OnAttempt func(Attempt)
 	// ControlToken, when set, is required as "Authorization: Bearer TOKEN"
-	// on the control API and the alert sink (see guardControl).
+	// on the control API, the alert sink and the dead-letter endpoint (see
+	// guardControl); it is what lets Serve take a non-loopback listener.
 	ControlToken string
 	// ControlHosts are Host names (or host:port) accepted by the control
-	// API besides loopback ones: the name a non-loopback listener is
-	// reached by.
+	// API besides loopback ones when no token is set (with a token, the
+	// Host is not checked), and in an Origin.
 	ControlHosts []string
 
 	// External mode. KeyHeader and AttemptHeader name the headers that
@@ -121,8 +124,8 @@ type ReceivedAlert struct {
 	OldestS float64   `json:"oldest_s"`
 }
 
-// LatencyBucket counts requests whose handling took at most UpTo (the last
-// bucket has UpTo 0 and counts the rest).
+// LatencyBucket counts requests whose handling took at most UpTo of drill
+// time (the last bucket has UpTo 0 and counts the rest).
 type LatencyBucket struct {
 	UpTo  time.Duration `json:"up_to_ns"`
 	Count int64         `json:"count"`
@@ -155,7 +158,7 @@ type ActiveOutage struct {
 	Manual    bool    `json:"manual"`
 	Members   int     `json:"members"`   // 0 = all
 	Effective bool    `json:"effective"` // false in a flap's up half
-	EndsInS   float64 `json:"ends_in_s"` // wall seconds
+	EndsInS   float64 `json:"ends_in_s"` // drill seconds, like drill_time_s
 }
 
 // PartnerState is one cohort in GET /control/partners.
@@ -216,8 +219,8 @@ type cohort struct {
 }
 
 type manualOutage struct {
-	o     Outage // Start 0; evaluated on wall time since began
-	began time.Time
+	o     Outage    // Start 0; For and Period are drill time
+	began time.Time // wall; the outage is evaluated on drill time since
 }
 
 // subscriber is one member's Behaviour, stepped under mu by concurrent
@@ -330,9 +333,19 @@ func (s *Server) DrillTime(t time.Time) time.Duration {
 // wall converts a drill duration to wall time.
 func (s *Server) wall(d time.Duration) time.Duration { return time.Duration(float64(d) / s.speed) }
 
-// Serve serves on l (see ListenLoopback) until Close. It returns
-// http.ErrServerClosed after Close.
+// since is the drill time elapsed between the wall instants began and now.
+func (s *Server) since(began, now time.Time) time.Duration {
+	return time.Duration(float64(now.Sub(began)) * s.speed)
+}
+
+// Serve serves on l (see Listen) until Close. It returns
+// http.ErrServerClosed after Close. A listener on a non-loopback address
+// is refused unless ServerOptions.ControlToken is set.
 func (s *Server) Serve(l net.Listener) error {
+	if a, ok := l.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && s.opts.ControlToken == "" {
+		l.Close()
+		return fmt.Errorf("partner server: %s is not a loopback address and no control token is set", a)
+	}
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadTimeout:       s.opts.ReadTimeout,
@@ -431,7 +444,7 @@ func (c *cohort) subscriber(member int, seed uint64) *subscriber {
 func (s *Server) faultAt(c *cohort, member int, now time.Time) (Outage, bool) {
 	c.mu.Lock()
 	for _, m := range c.manual {
-		if m.o.Hits(member) && m.o.EffectiveAt(now.Sub(m.began)) {
+		if m.o.Hits(member) && m.o.EffectiveAt(s.since(m.began, now)) {
 			c.mu.Unlock()
 			return m.o, true
 		}
@@ -647,7 +660,7 @@ func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived t
 		st.Evicted++
 	}
 	st.ByAttempt[min(max(attempt, 1), MaxAttemptBucket)-1]++
-	took := done.Sub(arrived)
+	took := s.since(arrived, done) // drill time, as every figure the server reports
 	b := len(LatencyBucketBounds)
 	for i, ub := range LatencyBucketBounds {
 		if took <= ub {
@@ -741,9 +754,9 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 	for _, c := range s.cohorts {
 		ps := PartnerState{Name: c.spec.Name, Count: c.spec.Count, Active: []ActiveOutage{}}
 		c.mu.Lock()
-		c.pruneManual(now)
+		s.pruneManual(c, now)
 		for _, m := range c.manual {
-			since := now.Sub(m.began)
+			since := s.since(m.began, now)
 			ps.Active = append(ps.Active, ActiveOutage{
 				Kind: m.o.Kind.String(), Manual: true, Members: m.o.Members,
 				Effective: m.o.EffectiveAt(since), EndsInS: (m.o.End() - since).Seconds(),
@@ -757,7 +770,7 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 			if o.ActiveAt(t) && !(cutSet && o.Start <= cut) {
 				ps.Active = append(ps.Active, ActiveOutage{
 					Kind: o.Kind.String(), Members: o.Members,
-					Effective: o.EffectiveAt(t), EndsInS: s.wall(o.End() - t).Seconds(),
+					Effective: o.EffectiveAt(t), EndsInS: (o.End() - t).Seconds(),
 				})
 			}
 		}
@@ -766,11 +779,11 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// pruneManual drops manual outages that have ended; c.mu must be held.
-func (c *cohort) pruneManual(now time.Time) {
+// pruneManual drops c's manual outages that have ended; c.mu must be held.
+func (s *Server) pruneManual(c *cohort, now time.Time) {
 	kept := c.manual[:0]
 	for _, m := range c.manual {
-		if now.Sub(m.began) < m.o.End() {
+		if s.since(m.began, now) < m.o.End() {
 			kept = append(kept, m)
 		}
 	}
@@ -778,7 +791,8 @@ func (c *cohort) pruneManual(now time.Time) {
 	c.manual = kept
 }
 
-// outageRequest is the body of POST /control/outage; durations are wall time.
+// outageRequest is the body of POST /control/outage; durations are drill
+// time, like every duration the control API reads or writes.
 type outageRequest struct {
 	Partner    string  `json:"partner"`
 	Kind       string  `json:"kind"`
@@ -806,12 +820,12 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := Outage{Kind: kind, Members: req.Members, RetryAfter: req.RetryAfter, Factor: req.Factor}
-	if o.For, err = parseWallDuration("for", req.For); err != nil {
+	if o.For, err = parseControlDuration("for", req.For); err != nil {
 		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if req.Period != "" {
-		if o.Period, err = parseWallDuration("period", req.Period); err != nil {
+		if o.Period, err = parseControlDuration("period", req.Period); err != nil {
 			writeJSONError(w, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -822,7 +836,7 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	c.mu.Lock()
-	c.pruneManual(now)
+	s.pruneManual(c, now)
 	if len(c.manual) >= MaxManualOutages {
 		c.mu.Unlock()
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("partner %q already has %d manual outages; end them first", c.spec.Name, MaxManualOutages))
@@ -830,7 +844,9 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 	}
 	c.manual = append(c.manual, manualOutage{o: o, began: now})
 	c.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"partner": c.spec.Name, "kind": kind.String(), "ends_at": now.Add(o.For)})
+	// ends_at is an instant, so it is on the wall clock: when the outage
+	// of o.For drill time will be over.
+	writeJSON(w, http.StatusOK, map[string]any{"partner": c.spec.Name, "kind": kind.String(), "ends_at": now.Add(s.wall(o.For))})
 }
 
 func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
@@ -843,7 +859,7 @@ func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	t := s.DrillTime(now)
 	c.mu.Lock()
-	c.pruneManual(now)
+	s.pruneManual(c, now)
 	n := len(c.manual)
 	c.manual = nil
 	scripted := 0
@@ -860,7 +876,8 @@ func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n + scripted, "ended_manual": n, "ended_scripted": scripted})
 }
 
-func parseWallDuration(key, v string) (time.Duration, error) {
+// parseControlDuration parses a control API duration (drill time).
+func parseControlDuration(key, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 || d > MaxSample {
 		return 0, fmt.Errorf("%s: want a positive duration with a unit, like \"30s\" (got %q)", key, v)

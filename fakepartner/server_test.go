@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -553,6 +554,95 @@ func TestListenLoopback(t *testing.T) {
 	}
 }
 
+// A non-loopback listen is opt-in: without a token it is refused by
+// CheckListen, before anything is bound; with a valid token it is allowed.
+// Nothing here binds a socket.
+func TestCheckListen(t *testing.T) {
+	const tok = "0123456789abcdef0123"
+	tests := []struct {
+		addr, token string
+		want        string // "" ok; else a piece of the error
+		bind        string // the address to bind when ok
+	}{
+		{"127.0.0.1:8080", "", "", "127.0.0.1:8080"},
+		{"localhost:0", "", "", "127.0.0.1:0"},
+		{"[::1]:9", "", "", "[::1]:9"},
+		{"127.0.0.1:8080", tok, "", "127.0.0.1:8080"},
+		{"0.0.0.0:8080", "", "not a loopback address", ""},
+		{":8080", "", "not a loopback address", ""},
+		{"[::]:8080", "", "not a loopback address", ""},
+		{"192.0.2.10:8080", "", "not a loopback address", ""},
+		{"partner.example:8080", "", "not a loopback address", ""},
+		{"0.0.0.0:8080", tok, "", "0.0.0.0:8080"},
+		{"192.0.2.10:8080", tok, "", "192.0.2.10:8080"},
+		{"partner.example:8080", tok, "", "partner.example:8080"},
+		{"0.0.0.0:8080", "short", "16 to 256 characters", ""},
+		{"127.0.0.1:8080", "short", "16 to 256 characters", ""},
+		{"0.0.0.0:8080", "has a space in it, 16+", "printable ASCII", ""},
+		{"0.0.0.0", tok, "missing port", ""},
+	}
+	for _, tt := range tests {
+		got, err := CheckListen(tt.addr, tt.token)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckListen(%q, %q): %v, want ok", tt.addr, tt.token, err)
+		case tt.want == "" && got != tt.bind:
+			t.Errorf("CheckListen(%q, %q) = %q, want %q", tt.addr, tt.token, got, tt.bind)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("CheckListen(%q, %q): %v, want an error with %q", tt.addr, tt.token, err, tt.want)
+		}
+	}
+	// The refusal names the way out.
+	_, err := CheckListen("0.0.0.0:8080", "")
+	if err == nil || !strings.Contains(err.Error(), TokenEnv) || !strings.Contains(err.Error(), "--token") {
+		t.Errorf("refusal %v should name --token and $%s", err, TokenEnv)
+	}
+}
+
+// fakeAddrListener claims a non-loopback address without binding one.
+type fakeAddrListener struct{ net.Listener }
+
+func (fakeAddrListener) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8080}
+}
+
+// Serve itself refuses a non-loopback listener when no token is set, so no
+// caller can skip the check; with a token it serves.
+func TestServeRefusesRemoteWithoutToken(t *testing.T) {
+	inner, err := ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer([]Spec{quickSpec("acme")}, ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(fakeAddrListener{inner}); err == nil || !strings.Contains(err.Error(), "no control token") {
+		t.Fatalf("Serve on a non-loopback listener without a token: %v, want a refusal", err)
+	}
+	if _, err := inner.Accept(); err == nil {
+		t.Error("the refused listener was left open")
+	}
+	inner, err = ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = NewServer([]Spec{quickSpec("acme")}, ServerOptions{ControlToken: "0123456789abcdef0123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(fakeAddrListener{inner}) }()
+	a := post(client(5*time.Second), "http://"+inner.Addr().String()+"/p/acme", "evt-1:acme-0", "{}")
+	s.Close()
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve with a token returned %v", err)
+	}
+	if a.status != 200 {
+		t.Errorf("partner call through the tokened server: %d %v, want 200", a.status, a.err)
+	}
+}
+
 // With MaxConns 1 a second connection is not accepted until the first closes.
 func TestLimitListener(t *testing.T) {
 	inner, err := ListenLoopback("127.0.0.1:0")
@@ -643,5 +733,58 @@ func TestServerFlapAndSlow(t *testing.T) {
 	}
 	if took := time.Since(began); took < 200*time.Millisecond {
 		t.Errorf("slow call took %v, want at least 4 × 50ms", took)
+	}
+}
+
+// TestServerSpeedOneTimeUnit: at speed 60 everything the control API reads
+// and writes is drill time, and a Retry-After of D drill seconds goes out
+// as D/60 wall seconds, rounded up, because the caller sleeps on the wall
+// clock.
+func TestServerSpeedOneTimeUnit(t *testing.T) {
+	const speed = 60
+	scripted := Outage{Start: 10 * time.Minute, For: 20 * time.Minute, Kind: OutageThrottle, RetryAfter: "120"}
+	s, base, clock := startServer(t, []Spec{quickSpec("acme", scripted), quickSpec("beta")}, ServerOptions{Speed: speed})
+	c := client(5 * time.Second)
+
+	// Drill time 15m (15 wall seconds after start): inside the throttle.
+	clock.Set(t0.Add(15 * time.Second))
+	if a := post(c, base+"/p/acme", "a", "{}"); a.status != 429 || a.retryAfter != "2" {
+		t.Errorf("throttled at speed %d: %d, Retry-After %q; want 429 and 2 (120 drill seconds / %d)", speed, a.status, a.retryAfter, speed)
+	}
+	if got := s.DrillTime(clock.Now()); got != 15*time.Minute {
+		t.Fatalf("drill time %v, want 15m", got)
+	}
+
+	// A manual outage of 60 drill seconds, asking for 5 drill seconds of
+	// Retry-After, lasts one wall second, and its Retry-After rounds up
+	// to one wall second.
+	if status, v := doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"beta","kind":"throttle","for":"60s","retry_after":"5"}`); status != 200 {
+		t.Fatalf("start outage: %d %v", status, v)
+	} else if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(v["ends_at"])); err != nil || !at.Equal(clock.Now().Add(time.Second)) {
+		t.Errorf("ends_at %v (%v): want the wall instant one second from now", v["ends_at"], err)
+	}
+	if a := post(c, base+"/p/beta", "b", "{}"); a.status != 429 || a.retryAfter != "1" {
+		t.Errorf("manual throttle: %d, Retry-After %q; want 429 and 1", a.status, a.retryAfter)
+	}
+	clock.Set(clock.Now().Add(500 * time.Millisecond)) // 30 drill seconds in
+	_, v := doJSON(t, http.MethodGet, base+"/control/partners", "")
+	if dt, _ := v["drill_time_s"].(float64); math.Abs(dt-15*60-30) > 1e-6 {
+		t.Errorf("drill_time_s %v, want %v", v["drill_time_s"], 15*60+30)
+	}
+	ends := map[string]float64{}
+	for _, p := range v["partners"].([]any) {
+		pm := p.(map[string]any)
+		for _, a := range pm["active"].([]any) {
+			ends[pm["name"].(string)] = a.(map[string]any)["ends_in_s"].(float64)
+		}
+	}
+	// acme's throttle ends at drill 30m: 14m30s of drill time from now;
+	// beta's manual one 30 drill seconds from now.
+	if math.Abs(ends["acme"]-870) > 1e-6 || math.Abs(ends["beta"]-30) > 1e-6 {
+		t.Errorf("ends_in_s %v: want acme 870 and beta 30 (drill seconds, as drill_time_s)", ends)
+	}
+	clock.Set(clock.Now().Add(500 * time.Millisecond)) // 60 drill seconds in: over
+	if a := post(c, base+"/p/beta", "c", "{}"); a.status != 200 {
+		t.Errorf("after 60 drill seconds (one wall second): %d, want 200", a.status)
 	}
 }

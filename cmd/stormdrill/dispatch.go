@@ -15,6 +15,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
 	"github.com/stormdrill/stormdrill/model/dispatcher"
+	"github.com/stormdrill/stormdrill/model/queue"
 )
 
 const dispatchExamples = `  # deliver what a replay put back into the queue a live run left behind
@@ -119,6 +120,16 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if sp := cfg.Clock.Speed; sp > 0 && sp != 1 && !cfg.Clock.Start.IsZero() {
+		// The store's times will be drill-clock instants: record the
+		// clock, so that `stormdrill dlq` shows them as wall-clock ones.
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := st.SetClock(cctx, queue.Clock{Start: cfg.Clock.Start, Speed: sp})
+		cancel()
+		if err != nil {
+			return runError{err}
+		}
+	}
 	cfg.Store, cfg.Events, cfg.Log = st, stdout, stderr
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()

@@ -15,7 +15,8 @@ import (
 	"github.com/stormdrill/stormdrill/fakepartner"
 )
 
-// metricsServer serves a registry's /metrics on a loopback address.
+// metricsServer serves a registry's /metrics on a loopback address, or,
+// with a token, on any address with the token required.
 type metricsServer struct {
 	srv  *http.Server
 	done chan error
@@ -24,18 +25,29 @@ type metricsServer struct {
 // serveMetrics registers the Go runtime and process collectors besides
 // cs, listens on addr (loopback) and prints the URL to scrape on w.
 func serveMetrics(cmd, addr string, w io.Writer, reg *prometheus.Registry, cs ...prometheus.Collector) (*metricsServer, error) {
+	return serveMetricsToken(cmd, addr, "", w, reg, cs...)
+}
+
+// serveMetricsToken is serveMetrics where, when token is set, addr may be
+// any address (fakepartner.Listen) and GET /metrics requires the token as
+// "Authorization: Bearer TOKEN", which Prometheus sends with
+// `authorization: { credentials_file: ... }` in its scrape config. The
+// metrics are read-only, but they name the drill's partners and its traffic,
+// and with a token set the rule is one: everything but the partner paths
+// needs it.
+func serveMetricsToken(cmd, addr, token string, w io.Writer, reg *prometheus.Registry, cs ...prometheus.Collector) (*metricsServer, error) {
 	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, runError{fmt.Errorf("metrics: %w", err)}
 		}
 	}
-	l, err := fakepartner.ListenLoopback(addr)
+	l, err := fakepartner.Listen(addr, token)
 	if err != nil {
 		return nil, usagef("stormdrill %s: --metrics: %v", cmd, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, Timeout: 10 * time.Second}))
+	mux.Handle("GET /metrics", fakepartner.RequireToken(token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, Timeout: 10 * time.Second})))
 	ms := &metricsServer{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second},
 		done: make(chan error, 1),

@@ -3,9 +3,11 @@ package external
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // TestRiverDrill runs the bundled drills/external-river.toml: the harness
@@ -59,6 +61,44 @@ func TestRiverDrill(t *testing.T) {
 	}
 	if s.DrainTimeS == nil || *s.DrainTimeS < 13 {
 		t.Errorf("drain time %v: deliveries that failed twice wait River's 16 s delay", s.DrainTimeS)
+	}
+	checkExternalKeys(t, d, s)
+}
+
+// checkExternalKeys: an external run's summary has the keys a simulation
+// of the same drill has, with values of the same kinds, plus the external
+// figures and nothing else: one tally assembles every mode's figures.
+func checkExternalKeys(t *testing.T, d *drills.Drill, ext *reports.Summary) {
+	t.Helper()
+	simD := *d
+	simD.Mode, simD.System = "sim", drills.System{}
+	simRun, err := drills.RunSim(&simD, drills.SimOptions{})
+	if err != nil {
+		t.Fatalf("the drill in simulation: %v", err)
+	}
+	simKeys, err := reports.SummaryKeys(simRun.Summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extKeys, err := reports.SummaryKeys(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := 0
+	for k := range extKeys {
+		if k == "external" || strings.HasPrefix(k, "external.") {
+			delete(extKeys, k)
+			extra++
+		}
+	}
+	if extra < 10 {
+		t.Errorf("%d keys under external: the external figures are missing", extra)
+	}
+	if len(simKeys) < 40 {
+		t.Fatalf("%d summary keys in simulation: the walk found too few", len(simKeys))
+	}
+	for _, diff := range reports.KeyDifferences("sim", simKeys, "external", extKeys) {
+		t.Error(diff)
 	}
 }
 

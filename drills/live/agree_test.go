@@ -3,7 +3,6 @@ package live
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
@@ -235,36 +234,12 @@ func checkDLQColumns(t *testing.T, run *reports.Run) {
 }
 
 // checkSameKeys: both summaries have the same keys, with values of the
-// same kind. A null stands for any value ("not applicable") and an empty
-// list for any list: what lies under them is not compared. Keys carry
-// their unit (_s, _per_s, …), so the same keys means the same units. The
-// dead-letter reason maps are data, not keys: left out.
+// same kind (reports.KeyDifferences says what that means).
 func checkSameKeys(t *testing.T, a, b *reports.Summary) {
 	t.Helper()
 	ka, kb := summaryKeys(t, a), summaryKeys(t, b)
-	// under reports whether k lies under a null or an empty list of keys.
-	under := func(k string, keys map[string]string) bool {
-		for p, kind := range keys {
-			if (kind == "null" || kind == "empty") && len(k) > len(p) && strings.HasPrefix(k, p) && (k[len(p)] == '.' || k[len(p)] == '[') {
-				return true
-			}
-		}
-		return false
-	}
-	wild := func(kind string) bool { return kind == "null" || kind == "empty" }
-	for k, kind := range ka {
-		other, ok := kb[k]
-		switch {
-		case !ok && !under(k, kb):
-			t.Errorf("summary key %s: in %s, not in %s", k, a.Mode, b.Mode)
-		case ok && kind != other && !wild(kind) && !wild(other):
-			t.Errorf("summary key %s: %s in %s, %s in %s", k, kind, a.Mode, other, b.Mode)
-		}
-	}
-	for k := range kb {
-		if _, ok := ka[k]; !ok && !under(k, ka) {
-			t.Errorf("summary key %s: in %s, not in %s", k, b.Mode, a.Mode)
-		}
+	for _, d := range reports.KeyDifferences(a.Mode, ka, b.Mode, kb) {
+		t.Error(d)
 	}
 	if len(ka) < 40 {
 		t.Fatalf("%d summary keys: the walk found too few", len(ka))
@@ -273,63 +248,11 @@ func checkSameKeys(t *testing.T, a, b *reports.Summary) {
 
 func summaryKeys(t *testing.T, s *reports.Summary) map[string]string {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := reports.WriteSummaryJSON(&buf, s); err != nil {
+	keys, err := reports.SummaryKeys(s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var v any
-	if err := json.Unmarshal(buf.Bytes(), &v); err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string]string{}
-	var walk func(path string, v any)
-	walk = func(path string, v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			switch {
-			case path == "dead_letter_reasons":
-				return // keyed by reason: data, not keys
-			case strings.HasSuffix(path, ".dead_letters"):
-				// Keyed by reason, and written only for a cohort that has
-				// dead letters.
-				delete(keys, path)
-				return
-			}
-			for k, e := range x {
-				p := k
-				if path != "" {
-					p = path + "." + k
-				}
-				keys[p] = kindOf(e)
-				walk(p, e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(path+"[]", e)
-			}
-		}
-	}
-	walk("", v)
 	return keys
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case float64:
-		return "number"
-	case string:
-		return "string"
-	case bool:
-		return "bool"
-	case []any:
-		if len(v.([]any)) == 0 {
-			return "empty"
-		}
-		return "array"
-	}
-	return "object"
 }
 
 // TestOverlapCheck feeds the partner-record overlap check by hand: records

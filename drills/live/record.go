@@ -204,8 +204,8 @@ func (r *runner) report() (*reports.Run, error) {
 	t.Lateness(lateness)
 	t.SourceHeldBack(r.inj.heldBackSum, r.inj.heldBackMax)
 	r.inj.mu.Unlock()
-	for k, si := range r.fanout {
-		if n := r.inj.unwrittenFor(k); n > 0 {
+	for si := range r.subs {
+		if n := r.inj.unwrittenFor(si); n > 0 {
 			t.Created(si, n)
 			t.Pending(si, r.inj.unwrittenSince, n)
 		}

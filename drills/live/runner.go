@@ -485,6 +485,14 @@ func (r *runner) run() error {
 	if err := r.checkEmpty(); err != nil {
 		return err
 	}
+	// The store's times are drill-clock instants; recording the clock lets
+	// `stormdrill dlq` show them as the wall-clock instants of the run.
+	cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	err = r.st.SetClock(cctx, queue.Clock{Start: r.clock.Start, Speed: r.clock.Speed})
+	ccancel()
+	if err != nil {
+		return fmt.Errorf("live: recording the drill clock: %w", err)
+	}
 	// The injector writes through a store of its own. On SQLite it
 	// retries a busy store itself, every few hundred microseconds, instead
 	// of SQLite's busy handler, which sleeps 10ms and more after a few

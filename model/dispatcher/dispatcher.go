@@ -644,12 +644,14 @@ func (ds *dispatcher) call(j job) result {
 	return res
 }
 
-// retryAfter turns an HTTP-date Retry-After (wall clock) into drill
-// delta-seconds; delta-seconds pass unchanged, read as drill seconds as the
-// simulation reads them.
+// retryAfter turns a Retry-After off the wire, which is wall time (the
+// partner cannot know this dispatcher's clock runs fast), into drill
+// delta-seconds for the policy: delta-seconds are multiplied by the speed,
+// an HTTP-date is measured from the wall clock now. At speed 1 it passes
+// unchanged.
 func (ds *dispatcher) retryAfter(v string, wallNow time.Time) string {
 	v = strings.TrimSpace(v)
-	if v == "" || (v[0] >= '0' && v[0] <= '9') || ds.speed == 1 {
+	if v == "" || ds.speed == 1 {
 		return v
 	}
 	d, ok := model.ParseRetryAfter(v, wallNow)

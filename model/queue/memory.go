@@ -21,6 +21,7 @@ type Memory struct {
 	ended    map[string]time.Time // when a delivered row was acknowledged
 	attempts map[string][]AttemptRecord
 	audit    []ReplayAudit
+	clock    Clock
 }
 
 var _ Store = (*Memory)(nil)
@@ -426,6 +427,28 @@ func (m *Memory) Audit(ctx context.Context) ([]ReplayAudit, error) {
 	}
 	defer m.mu.Unlock()
 	return slices.Clone(m.audit[:min(len(m.audit), MaxList)]), nil
+}
+
+// SetClock implements Store.
+func (m *Memory) SetClock(ctx context.Context, c Clock) error {
+	if err := checkClock(c); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	m.clock = Clock{Start: norm(c.Start), Speed: c.Speed}
+	return nil
+}
+
+// Clock implements Store.
+func (m *Memory) Clock(ctx context.Context) (Clock, error) {
+	if err := m.lock(ctx); err != nil {
+		return Clock{}, err
+	}
+	defer m.mu.Unlock()
+	return m.clock, nil
 }
 
 // Close implements Store; later calls fail.

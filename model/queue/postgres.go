@@ -628,6 +628,32 @@ func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Re
 }
 
 // Audit implements Store.
+// SetClock implements Store.
+func (s *Postgres) SetClock(ctx context.Context, c Clock) error {
+	if err := checkClock(c); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO drill_clock (id, start_ns, speed) VALUES (1, $1, $2)
+		ON CONFLICT (id) DO UPDATE SET start_ns = excluded.start_ns, speed = excluded.speed`, toNS(c.Start), c.Speed); err != nil {
+		return fmt.Errorf("queue: set clock: %w", err)
+	}
+	return nil
+}
+
+// Clock implements Store.
+func (s *Postgres) Clock(ctx context.Context) (Clock, error) {
+	var ns int64
+	var speed float64
+	err := s.pool.QueryRow(ctx, `SELECT start_ns, speed FROM drill_clock WHERE id = 1`).Scan(&ns, &speed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Clock{}, nil
+	}
+	if err != nil {
+		return Clock{}, fmt.Errorf("queue: clock: %w", err)
+	}
+	return Clock{Start: fromNS(ns), Speed: speed}, nil
+}
+
 func (s *Postgres) Audit(ctx context.Context) ([]ReplayAudit, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+auditCols+`
 		FROM replays ORDER BY id LIMIT $1`, MaxList)

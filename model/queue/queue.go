@@ -183,6 +183,49 @@ type ReplayAudit struct {
 	DryRun bool
 }
 
+// Clock is the drill clock a store's times were written on. A live drill
+// runs Speed times as fast as the wall clock from Start, and every time it
+// writes (created, run_at, dead_at, attempt times) is an instant of that
+// clock: Start + (wall - Start) × Speed. Recorded in the store (SetClock),
+// it turns those instants back into the wall-clock instants of the run,
+// which is what a reader of the store after the run wants. The zero Clock
+// means the times are wall-clock instants already.
+type Clock struct {
+	Start time.Time
+	Speed float64 // > 0; 0 reads as 1
+}
+
+func (c Clock) speed() float64 {
+	if c.Speed > 0 {
+		return c.Speed
+	}
+	return 1
+}
+
+// Wall is the wall-clock instant of the store's instant t (zero stays zero).
+func (c Clock) Wall(t time.Time) time.Time {
+	if t.IsZero() || c.speed() == 1 {
+		return t
+	}
+	return c.Start.Add(time.Duration(float64(t.Sub(c.Start)) / c.speed()))
+}
+
+// At is the store's instant for the wall-clock instant w.
+func (c Clock) At(w time.Time) time.Time {
+	if c.speed() == 1 {
+		return w
+	}
+	return c.Start.Add(time.Duration(float64(w.Sub(c.Start)) * c.speed()))
+}
+
+// checkClock refuses a clock SetClock cannot record.
+func checkClock(c Clock) error {
+	if !(c.Speed > 0) || c.Speed > 1e9 || c.Start.IsZero() {
+		return fmt.Errorf("queue: set clock: want a start and a speed above 0 (got %v, %v)", c.Start, c.Speed)
+	}
+	return nil
+}
+
 // Store is a durable (or, for tests, in-memory) delivery queue.
 type Store interface {
 	// Enqueue inserts deliveries as ready in one transaction. A delivery
@@ -226,6 +269,11 @@ type Store interface {
 	Replay(ctx context.Context, f DLQFilter, opts ReplayOptions) (ReplayResult, error)
 	// Audit lists the replay audit records, oldest first.
 	Audit(ctx context.Context) ([]ReplayAudit, error)
+	// SetClock records the drill clock the store's times are written on
+	// (see Clock), replacing any recorded before.
+	SetClock(ctx context.Context, c Clock) error
+	// Clock returns the recorded drill clock, or the zero Clock if none.
+	Clock(ctx context.Context) (Clock, error)
 	Close() error
 }
 

@@ -705,6 +705,32 @@ func (s *SQLite) Audit(ctx context.Context) ([]ReplayAudit, error) {
 	return collect(rows, scanAudit)
 }
 
+// SetClock implements Store.
+func (s *SQLite) SetClock(ctx context.Context, c Clock) error {
+	if err := checkClock(c); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO drill_clock (id, start_ns, speed) VALUES (1, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET start_ns = excluded.start_ns, speed = excluded.speed`, toNS(c.Start), c.Speed); err != nil {
+		return fmt.Errorf("queue: set clock: %w", err)
+	}
+	return nil
+}
+
+// Clock implements Store.
+func (s *SQLite) Clock(ctx context.Context) (Clock, error) {
+	var ns int64
+	var speed float64
+	err := s.db.QueryRowContext(ctx, `SELECT start_ns, speed FROM drill_clock WHERE id = 1`).Scan(&ns, &speed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Clock{}, nil
+	}
+	if err != nil {
+		return Clock{}, fmt.Errorf("queue: clock: %w", err)
+	}
+	return Clock{Start: fromNS(ns), Speed: speed}, nil
+}
+
 // isBusy reports whether err is SQLite's "another connection holds the
 // lock".
 func isBusy(err error) bool {

@@ -95,9 +95,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		if len(c.reasons) > 0 {
 			rc.DeadLetters = c.reasons
 		}
-		if len(c.codes) > 0 {
-			rc.StatusCodes = c.codes
-		}
+		rc.StatusCodes = c.codeMap()
 		if t.cohortColumns() && ci < MaxCohortColumns {
 			oldest := c.oldestMaxS
 			rc.OldestAgeMaxS = &oldest

@@ -107,8 +107,92 @@ type cohortCount struct {
 	deliveries, delivered, dead, pending, attempts, attempted int64
 	hist                                                      *LatencyHist // nil until a delivery lands
 	reasons                                                   map[string]int64
-	codes                                                     map[string]int64 // attempt outcomes by status code
+	codes                                                     []codeCount // attempt outcomes by status code, in order of first sight
 	oldestMaxS                                                float64
+}
+
+// codeKey names an attempt's outcome for the status-code counts without
+// building a string per attempt: an HTTP status, or a kind of failure.
+type codeKey struct {
+	status int
+	kind   uint8 // codeStatus, or the failure without a status
+}
+
+const (
+	codeStatus uint8 = iota
+	codeTimeout
+	codeReset
+	codeNoAnswer
+	codeOther // past MaxStatusCodes distinct keys
+)
+
+type codeCount struct {
+	key codeKey
+	n   int64
+}
+
+// String is the key's name in the summary: the HTTP status, or the kind of
+// failure when there was no answer.
+func (k codeKey) String() string {
+	switch k.kind {
+	case codeStatus:
+		return strconv.Itoa(k.status)
+	case codeTimeout:
+		return "timeout"
+	case codeReset:
+		return "reset"
+	case codeOther:
+		return "other"
+	}
+	return "no answer"
+}
+
+func codeKeyOf(o model.Outcome) codeKey {
+	if o.Status != 0 {
+		return codeKey{status: o.Status}
+	}
+	switch o.Err {
+	case model.ErrTimeout:
+		return codeKey{kind: codeTimeout}
+	case model.ErrReset, model.ErrRefused:
+		return codeKey{kind: codeReset}
+	}
+	return codeKey{kind: codeNoAnswer}
+}
+
+// countCode adds one attempt outcome to c's status-code counts: a short
+// linear scan (a drill sees a handful of codes, at most MaxStatusCodes+1),
+// cheaper per attempt than hashing a string.
+func (c *cohortCount) countCode(k codeKey) {
+	for i := range c.codes {
+		if c.codes[i].key == k {
+			c.codes[i].n++
+			return
+		}
+	}
+	if len(c.codes) >= MaxStatusCodes {
+		k = codeKey{kind: codeOther}
+		for i := range c.codes {
+			if c.codes[i].key == k {
+				c.codes[i].n++
+				return
+			}
+		}
+	}
+	c.codes = append(c.codes, codeCount{key: k, n: 1})
+}
+
+// codeMap is the status-code counts as the summary holds them; nil when
+// there are none.
+func (c *cohortCount) codeMap() map[string]int64 {
+	if len(c.codes) == 0 {
+		return nil
+	}
+	m := make(map[string]int64, len(c.codes))
+	for _, cc := range c.codes {
+		m[cc.key.String()] += cc.n
+	}
+	return m
 }
 
 // track is one outage's drain: the latest terminal time of a delivery to
@@ -263,14 +347,7 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 func (t *Tally) AttemptEnded(at time.Duration, sub int, o model.Outcome) model.Class {
 	cl := t.cfg.Classifier.Classify(o)
 	c := &t.cohorts[t.l.Subscribers[sub].Cohort]
-	if c.codes == nil {
-		c.codes = map[string]int64{}
-	}
-	key := statusKey(o)
-	if _, ok := c.codes[key]; !ok && len(c.codes) >= MaxStatusCodes {
-		key = "other"
-	}
-	c.codes[key]++
+	c.countCode(codeKeyOf(o))
 	iv := t.at(int64(at))
 	switch {
 	case cl == model.ClassSuccess:
@@ -444,18 +521,3 @@ func (t *Tally) Lateness(p reports.Percentiles) { t.lateness = &p }
 
 // End marks the drill time the run ended at; Pending and Run read it.
 func (t *Tally) End(at time.Duration) { t.end = int64(at) }
-
-// statusKey names an attempt's outcome for the status-code counts: the
-// HTTP status, or the kind of failure when there was no answer.
-func statusKey(o model.Outcome) string {
-	if o.Status != 0 {
-		return strconv.Itoa(o.Status)
-	}
-	switch o.Err {
-	case model.ErrTimeout:
-		return "timeout"
-	case model.ErrReset, model.ErrRefused:
-		return "reset"
-	}
-	return "no answer"
-}

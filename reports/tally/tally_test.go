@@ -121,6 +121,38 @@ func TestAttemptEndedUsesTheClassifier(t *testing.T) {
 	}
 }
 
+// Status codes are counted per cohort by name; past MaxStatusCodes distinct
+// names further ones count as "other", so the map stays bounded.
+func TestStatusCodesBounded(t *testing.T) {
+	tl := newTestTally(nil)
+	at := time.Second
+	for i := range MaxStatusCodes + 5 {
+		tl.AttemptEnded(at, 0, model.Outcome{Status: 200 + i})
+		tl.AttemptEnded(at, 0, model.Outcome{Status: 200 + i}) // every code twice
+	}
+	tl.AttemptEnded(at, 2, model.Outcome{Err: model.ErrTimeout})
+	tl.AttemptEnded(at, 2, model.Outcome{Err: model.ErrRefused})
+	tl.AttemptEnded(at, 3, model.Outcome{Err: model.ErrReset})
+	tl.AttemptEnded(at, 3, model.Outcome{})
+	tl.AttemptEnded(at, 3, model.Outcome{Status: 503})
+	tl.End(at)
+	run, err := tl.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := run.Summary.Cohorts[0].StatusCodes
+	if len(ok) != MaxStatusCodes+1 || ok["200"] != 2 || ok["231"] != 2 || ok["other"] != 10 {
+		t.Errorf("cohort ok: %d codes %v, want 200 and 231 (twice each), other 10", len(ok), ok)
+	}
+	if _, kept := ok["232"]; kept {
+		t.Errorf("code 232 counted by name past the bound: %v", ok)
+	}
+	down := run.Summary.Cohorts[1].StatusCodes
+	if len(down) != 4 || down["503"] != 1 || down["timeout"] != 1 || down["reset"] != 2 || down["no answer"] != 1 {
+		t.Errorf("cohort down: %v", down)
+	}
+}
+
 // Drain time: from the outage's end to the last terminal delivery to the
 // hit subscribers created before it; not drained while one is pending or
 // before the outage ended.
