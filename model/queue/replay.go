@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/stormdrill/stormdrill/model"
 )
@@ -27,7 +26,8 @@ func (e *ReplayProblemError) Error() string {
 // path of `stormdrill dlq replay` and of a live drill's dlq-replay action.
 // It checks the request, then moves the selected dead letters back to the
 // queue in batches (see Store.Replay); opts carries who asks, the clock and
-// the per-batch hook, and its Batch and Rate are taken from req.
+// the per-batch hook (the caller passes the clock in: opts.Now or f.Now),
+// and its Batch and Rate are taken from req.
 func RunReplay(ctx context.Context, st Store, req model.ReplayRequest, f DLQFilter, opts ReplayOptions) (ReplayResult, error) {
 	if ps := req.Problems(); len(ps) > 0 {
 		return ReplayResult{}, &ReplayProblemError{Problems: ps}
@@ -37,8 +37,5 @@ func RunReplay(ctx context.Context, st Store, req model.ReplayRequest, f DLQFilt
 	}
 	f.Reason, f.Partner, f.Cohort = req.Reason, req.Partner, req.Cohort
 	opts.Batch, opts.Rate = req.Batch, req.Rate
-	if opts.Now == nil && f.Now.IsZero() {
-		opts.Now = time.Now
-	}
 	return st.Replay(ctx, f, opts)
 }
