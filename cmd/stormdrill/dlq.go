@@ -35,7 +35,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlags("dlq "+sub, "--store sqlite:PATH [flags]", dlqExamples, stdout)
-	store := fs.String("store", "", "the durable queue: sqlite:PATH")
+	store := fs.String("store", "", "the durable queue: sqlite:PATH (a live run writes DIR/queue.db) or postgres://USER:PASS@127.0.0.1:PORT/DB")
 	reason := fs.String("reason", "", "only this dead-letter reason (permanent, max-attempts, window-expired, ...)")
 	partner := fs.String("partner", "", "only this partner (subscriber), e.g. acme-0")
 	olderThan := fs.String("older-than", "", "only entries dead-lettered at least this long ago on the wall clock, e.g. 10m")
@@ -147,9 +147,9 @@ func openStore(cmd, dsn string) (queue.Store, error) {
 	scheme, path, ok := strings.Cut(dsn, ":")
 	switch {
 	case !ok:
-		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, queue.RedactDSN(dsn))
+		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH or postgres://…", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "memory"):
-		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, queue.RedactDSN(dsn))
+		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH or postgres://…", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "sqlite") && path != "":
 		fi, err := os.Stat(path)
 		if err != nil {
