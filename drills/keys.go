@@ -62,13 +62,16 @@ var Keys = []KeyDoc{
 	{"partners[].on_busy", "string", `"queue"`, "When all of a subscriber's servers are busy: `queue` or `reject` (answer 503)."},
 	{"partners[].contended", "bool", "false", "Optimistic concurrency on one row: conflicting writes fail with 409. Needs network_delay."},
 	{"partners[].network_delay", "latency table", "", "Contended partners: the delay of one hop, with the same keys as latency."},
+	{"partners[].faults", "table of numbers", "none", callFaultsDoc()},
+	{"partners[].dribble_over", "duration", "", "faults.dribble: how long the body of a dribbled answer takes after its headers; above 0."},
 	{"partners[].outages[].start", "duration", `"0s"`, "When the outage begins, from the drill's start."},
 	{"partners[].outages[].for", "duration", "required", "How long it lasts; above 0."},
 	{"partners[].outages[].kind", "string", "required", outageKindDoc()},
 	{"partners[].outages[].retry_after", "string", `""`, "throttle: the Retry-After sent: `\"N\"` seconds, `\"date:DUR\"` (an HTTP-date DUR ahead) or `\"garbage\"`; empty sends none."},
 	{"partners[].outages[].factor", "number", "", "slow: latency multiplier, at least 1."},
 	{"partners[].outages[].period", "duration", "", "flap: one down+up cycle; above 0."},
-	{"partners[].outages[].answer_after", "latency table", "", "unavailable, reset, throttle, flap: how long a failing call takes to be answered, with the same keys as latency, or `{ dist = \"partner\" }` for the partner's own latency; not given, it fails at once."},
+	{"partners[].outages[].dribble_over", "duration", "", "dribble: how long the body of each answer takes after its headers; above 0."},
+	{"partners[].outages[].answer_after", "latency table", "", "unavailable, reset, throttle, flap, empty, garbage, truncated, redirect: how long a failing call takes to be answered, with the same keys as latency, or `{ dist = \"partner\" }` for the partner's own latency; not given, it fails at once."},
 	{"partners[].outages[].members", "integer", "0", "How many subscribers of the cohort it hits, at most count; 0 = all."},
 
 	{"policy.retry.max_attempts", "integer", "5", "Attempts per delivery, the first included; 0 = no limit."},
@@ -159,6 +162,15 @@ func outageKindDoc() string {
 	return "What the partner does while the outage lasts: " + joinChoices(parts) + "."
 }
 
+func callFaultsDoc() string {
+	var parts []string
+	for _, n := range fakepartner.PerCallKindNames() {
+		parts = append(parts, "`"+CallFaultKey(n)+"`")
+	}
+	return "Faults that strike single calls outside outages: kind → the probability in [0, 1] that a call meets it, e.g. `{ lost_ack = 0.01 }`; the kinds (as for outages, `_` for `-`): " +
+		joinChoices(parts) + "; at most 1 in all, drawn apart from transient_errors."
+}
+
 func jitterDoc() string {
 	parts := make([]string, len(model.JitterKinds))
 	for i := range model.JitterKinds {
@@ -187,6 +199,24 @@ func KeysMarkdown() string {
 			def = "—"
 		}
 		b.WriteString("| `" + k.Key + "` | " + k.Type + " | " + mdCell(def) + " | " + mdCell(k.Doc) + " |\n")
+	}
+	return b.String()
+}
+
+// OutageKindsMarkdown is the README's table of outage kinds, read off
+// their declarations: what the partner does, what the dispatcher sees of
+// it and how it classes it, and whether the kind can also strike single
+// calls (partners[].faults).
+func OutageKindsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| kind | the partner | the dispatcher sees | per call |\n| --- | --- | --- | --- |\n")
+	for i := range fakepartner.OutageKinds {
+		k := &fakepartner.OutageKinds[i]
+		per := "—"
+		if k.PerCall {
+			per = "`faults." + CallFaultKey(k.Name) + "`"
+		}
+		b.WriteString("| `" + k.Name + "` | " + mdCell(k.Doc) + " | " + mdCell(k.Caller) + " | " + per + " |\n")
 	}
 	return b.String()
 }

@@ -501,12 +501,21 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	var o model.Outcome
 	if f.timedOut {
 		o.Err = model.ErrTimeout
-		if f.call.Processed {
-			it.Accepted = true // a success the timeout hid
-		}
 	} else {
 		res := sub.partner.Finish(&f.call, time.Duration(t))
 		o = outcomeOf(res)
+	}
+	// A success the caller did not see, hidden by the timeout or dropped
+	// by the partner (lost-ack): the partner has the delivery, and saw a
+	// duplicate if it had it already.
+	if hidden := f.call.Processed && (f.timedOut || f.call.AckLost); hidden {
+		if it.Accepted {
+			r.tally.Duplicates(1)
+		}
+		it.Accepted = true
+		if !f.timedOut {
+			r.tally.LostAck()
+		}
 	}
 	f.it = nil
 	r.freeSlots = append(r.freeSlots, ev.slot)

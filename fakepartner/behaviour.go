@@ -75,6 +75,8 @@ type Behaviour struct {
 	dateText   string
 
 	stats SimStats
+
+	callOutage Outage // the per-call fault of the call being begun
 }
 
 // NewBehaviour returns the behaviour of one subscriber of the cohort spec.
@@ -108,6 +110,16 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 	spec := b.spec
 	b.stats.Calls++
 	factor := 1.0
+	if fault == nil && len(spec.CallFaults) > 0 {
+		// A draw only for cohorts with per-call faults, so other drills
+		// keep their streams.
+		if k, ok := spec.callFault(b.rng.Float64()); ok {
+			b.callOutage = Outage{Kind: k, DribbleOver: spec.DribbleOver}
+			fault = &b.callOutage
+		}
+	}
+	var wire Wire
+	var dribble time.Duration
 	if fault != nil {
 		c, f, served := fault.Kind.Info().Answer(fault, b, now, clock)
 		if !served {
@@ -119,7 +131,7 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 			}
 			return c
 		}
-		factor = f
+		factor, wire, dribble = f, c.Wire, c.Dribble
 	}
 
 	// A contended call reaches the partner one network hop after it starts.
@@ -166,8 +178,20 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 		c.ReadAt = start
 		end += spec.NetworkDelay.Sample(b.rng)
 	}
-	c.Latency = end - now
+	c.Wire, c.Dribble = wire, dribble
+	c.Latency = min(end-now+dribble, NoAnswerLatency)
+	b.dropAnswer(&c)
 	return c
+}
+
+// dropAnswer turns a processed call's answer into a reset when the fault
+// governing it drops answers (lost-ack).
+func (b *Behaviour) dropAnswer(c *Call) {
+	if c.Wire == WireDropAnswer && c.Processed && c.Result.Kind == ResultOK {
+		c.Result = Result{Kind: ResultReset}
+		c.AckLost = true
+		b.stats.AcksLost++
+	}
 }
 
 // Finish completes c at drill time now, the Begin time plus c.Latency. For
@@ -191,6 +215,7 @@ func (b *Behaviour) Finish(c *Call, now time.Duration) Result {
 	b.lastWrite, b.wrote = max(b.lastWrite, now), true
 	b.stats.Accepted++
 	c.Processed = true
+	b.dropAnswer(c)
 	return c.Result
 }
 

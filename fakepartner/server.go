@@ -102,17 +102,22 @@ type ServerOptions struct {
 
 // Attempt is one request to a partner as the server saw it.
 type Attempt struct {
-	Cohort    string
-	Member    int
-	ID        string // Idempotency-Key ("" if none)
-	Ordinal   int    // X-Attempt (0 if none)
-	Arrived   time.Time
-	Answered  time.Time // when the server answered, reset or gave up on it
-	Status    int       // HTTP status answered; 0 if none
-	Reset     bool      // the connection was reset on purpose
-	Held      bool      // a timeout outage held it and never answered
-	Abandoned bool      // the caller left before the answer
-	Duplicate bool      // a success for a delivery id already accepted
+	Cohort   string
+	Member   int
+	ID       string // Idempotency-Key ("" if none)
+	Ordinal  int    // X-Attempt (0 if none)
+	Arrived  time.Time
+	Answered time.Time // when the server answered, reset or gave up on it
+	Status   int       // HTTP status answered; 0 if none
+	Reset    bool      // the connection was reset, closed or broken on purpose (reset, empty, garbage, truncated, lost-ack)
+	AckLost  bool      // lost-ack: the delivery was recorded and its answer dropped
+	// Refused: the caller's connection was refused. The partner never
+	// sees such an attempt; the caller reports it (a live run reads the
+	// dispatcher's refused events into these records).
+	Refused   bool
+	Held      bool // a timeout outage held it and never answered
+	Abandoned bool // the caller left before the answer
+	Duplicate bool // a success for a delivery id already accepted
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -193,7 +198,7 @@ type Server struct {
 	alertsDropped int64
 
 	httpMu    sync.Mutex
-	http      *http.Server
+	http      []*http.Server // Serve's, and ServeRefusing's
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -346,7 +351,16 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return fmt.Errorf("partner server: %s is not a loopback address and no control token is set", a)
 	}
-	hs := &http.Server{
+	hs := s.newHTTPServer()
+	if !s.track(hs) {
+		l.Close()
+		return http.ErrServerClosed
+	}
+	return hs.Serve(newLimitListener(l, s.opts.MaxConns))
+}
+
+func (s *Server) newHTTPServer() *http.Server {
+	return &http.Server{
 		Handler:           s.mux,
 		ReadTimeout:       s.opts.ReadTimeout,
 		ReadHeaderTimeout: s.opts.ReadTimeout,
@@ -354,29 +368,45 @@ func (s *Server) Serve(l net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
+}
+
+// untrack drops hs from the servers Close closes, once it has shut down.
+func (s *Server) untrack(hs *http.Server) {
 	s.httpMu.Lock()
+	defer s.httpMu.Unlock()
+	for i, h := range s.http {
+		if h == hs {
+			s.http = append(s.http[:i], s.http[i+1:]...)
+			return
+		}
+	}
+}
+
+// track adds hs to the servers Close closes; false if closed already.
+func (s *Server) track(hs *http.Server) bool {
+	s.httpMu.Lock()
+	defer s.httpMu.Unlock()
 	select {
 	case <-s.closing:
-		s.httpMu.Unlock()
-		l.Close()
-		return http.ErrServerClosed
+		return false
 	default:
 	}
-	s.http = hs
-	s.httpMu.Unlock()
-	return hs.Serve(newLimitListener(l, s.opts.MaxConns))
+	s.http = append(s.http, hs)
+	return true
 }
 
 // Close stops serving, ends held requests and closes every connection.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.httpMu.Lock()
-	hs := s.http
+	hss := s.http
+	s.http = nil
 	s.httpMu.Unlock()
-	if hs != nil {
-		return hs.Close()
+	var errs []error
+	for _, hs := range hss {
+		errs = append(errs, hs.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Stats returns each cohort's counters, in the order of the specs.
@@ -560,7 +590,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 		hijackClose(w, false) // never answer: drop the connection
 		return outcome{held: true}
 	}
-	latency := s.wall(call.Latency)
+	latency := s.wall(call.Latency - call.Dribble) // a dribble's body comes after
 	began := time.Now()
 	answered := s.wait(ctx, latency)
 	if call.NeedsFinish() {
@@ -579,6 +609,22 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 		return outcome{abandoned: true, commit: call.Processed}
 	}
 	res := call.Result
+	switch {
+	case call.AckLost:
+		// lost-ack: the delivery is recorded; its answer never leaves.
+		if hijackClose(w, true) {
+			return outcome{commit: true, reset: true, dropped: true}
+		}
+	case call.Wire == WireEmpty, call.Wire == WireGarbage, call.Wire == WireTruncated, res.Kind == ResultRefused:
+		// A request that reaches a refused partner came on a connection
+		// opened before the refusal: close it with no answer, the nearest
+		// the server can do (see ServeRefusing).
+		if writeBroken(w, call.Wire) {
+			return outcome{reset: true}
+		}
+		writeJSONError(w, http.StatusServiceUnavailable, "broken answer (connection could not be hijacked)")
+		return outcome{status: http.StatusServiceUnavailable}
+	}
 	if res.Kind == ResultReset {
 		if !hijackClose(w, true) {
 			writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
@@ -591,6 +637,15 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	}
 	if call.Processed && sc.DropAnswer && hijackClose(w, true) {
 		return outcome{commit: true, reset: true, dropped: true}
+	}
+	if res.Status >= 300 && res.Status < 400 {
+		w.Header().Set("Location", "/moved")
+	}
+	if call.Wire == WireDribble {
+		if !s.dribble(ctx, w, res.Status, s.wall(call.Dribble)) {
+			return outcome{abandoned: true, commit: call.Processed}
+		}
+		return outcome{status: res.Status, commit: call.Processed, retryAfter: res.RetryAfter}
 	}
 	if res.Status == http.StatusOK {
 		writeJSON(w, res.Status, map[string]any{"ok": true})
@@ -615,7 +670,7 @@ func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived t
 		// Deferred first, so it runs last: after c.mu is released.
 		defer func() {
 			s.opts.OnAttempt(Attempt{Cohort: c.spec.Name, Member: member, ID: id, Ordinal: attempt, Arrived: arrived, Answered: done,
-				Status: out.status, Reset: out.reset, Held: out.held, Abandoned: out.abandoned, Duplicate: dup})
+				Status: out.status, Reset: out.reset, AckLost: out.dropped, Held: out.held, Abandoned: out.abandoned, Duplicate: dup})
 		}()
 	}
 	if out.commit && id != "" {
@@ -694,6 +749,63 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	case <-s.closing:
 		return false
 	}
+}
+
+// answerBody is the body of an answer: what writeJSON writes.
+func answerBody(status int) []byte {
+	var v any = map[string]any{"ok": true}
+	if status != http.StatusOK {
+		v = map[string]string{"error": http.StatusText(status)}
+	}
+	b, _ := json.Marshal(v)
+	return append(b, '\n')
+}
+
+// dribble writes the headers at once and the body one byte at a time,
+// evenly over d; false if the caller left (or the server closed) first.
+func (s *Server) dribble(ctx context.Context, w http.ResponseWriter, status int, d time.Duration) bool {
+	body := answerBody(status)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return false
+	}
+	step := d / time.Duration(len(body))
+	for i := range body {
+		if !s.wait(ctx, step) {
+			return false
+		}
+		if _, err := w.Write(body[i : i+1]); err != nil || rc.Flush() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// writeBroken takes the connection over and ends it the way wire says:
+// closed with no answer (empty, and a refused partner's stray request),
+// bytes that are not HTTP (garbage) or a 200 whose body stops short of
+// its Content-Length (truncated). false if the connection cannot be
+// hijacked (HTTP/2).
+func writeBroken(w http.ResponseWriter, wire Wire) bool {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	body := answerBody(http.StatusOK)
+	switch wire {
+	case WireGarbage:
+		_, _ = buf.WriteString(GarbageAnswer)
+	case WireTruncated:
+		// Twice the body promised, half of it sent.
+		_, _ = fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 2*len(body))
+		_, _ = buf.Write(body[:len(body)/2])
+	}
+	_ = buf.Flush() // the caller may be gone; nothing to do
+	return true
 }
 
 // hijackClose takes the connection over and closes it, with a TCP RST when

@@ -109,12 +109,17 @@ func init() {
 			value: func(s *Summary) (float64, bool) { return s.HealthyWithinSLO, s.HealthyLatencyS.Count > 0 },
 			na:    naText("no healthy deliveries")},
 		"duplicates": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Duplicates) })},
+		"lost_acks":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.LostAcks) })},
+		// An attempt whose outcome the dispatcher never learned may be
+		// repeated: one in flight when the dispatcher was killed, or one
+		// whose answer the partner dropped (a lost ack). Duplicates beyond
+		// those are the pipeline's own.
 		"duplicates_beyond_in_flight": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 {
-			var inFlight int64
+			unknown := s.LostAcks
 			for _, r := range s.Restarts {
-				inFlight += r.InFlight
+				unknown += r.InFlight
 			}
-			return float64(max(0, s.Duplicates-inFlight))
+			return float64(max(0, s.Duplicates-unknown))
 		})},
 		"retry_after_ignored":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.RetryAfterIgnored) })},
 		"source_held_back":     {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackS })},

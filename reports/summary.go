@@ -35,6 +35,10 @@ type Summary struct {
 
 	DeadLetterReasons map[string]int64 `json:"dead_letter_reasons"`
 	Duplicates        int64            `json:"duplicates"`
+	// LostAcks counts successes a partner recorded and then dropped the
+	// answer of on purpose (the lost-ack fault): each may cause one
+	// duplicate.
+	LostAcks int64 `json:"lost_acks"`
 
 	BreakerTransitions []BreakerTransition `json:"breaker_transitions"`
 
@@ -152,8 +156,8 @@ type Cohort struct {
 	LatencyS      Percentiles      `json:"latency_s"`
 	DeadLetters   map[string]int64 `json:"dead_letters,omitempty"`
 	// StatusCodes counts the attempts' outcomes as the partner answered
-	// them: HTTP status codes ("200", "503", "429") and "timeout" or
-	// "reset" for attempts that got no answer.
+	// them: HTTP status codes ("200", "503", "429") and "timeout",
+	// "reset" or "refused" for attempts that got no answer.
 	StatusCodes map[string]int64 `json:"status_codes,omitempty"`
 	// OldestAgeMaxS is the largest age of the cohort's oldest waiting
 	// delivery (ready or delayed) over the samples; null when not measured

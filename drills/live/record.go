@@ -99,10 +99,15 @@ func (rec *liveRecorder) drain() {
 			o = model.Outcome{Err: model.ErrTimeout}
 		case a.Reset:
 			o = model.Outcome{Err: model.ErrReset}
+		case a.Refused:
+			o = model.Outcome{Err: model.ErrRefused}
 		}
 		t.AttemptEnded(rec.drillTime(a.Answered), sub, o)
 		if a.Duplicate {
 			t.Duplicates(1)
+		}
+		if a.AckLost {
+			t.LostAck()
 		}
 		rec.checkOverlap(a)
 	}

@@ -34,6 +34,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		SLOS:                  float64(cfg.SLO) / 1e9,
 		DeadLetterReasons:     map[string]int64{},
 		Duplicates:            t.duplicates,
+		LostAcks:              t.lostAcks,
 		BreakerTransitions:    append([]reports.BreakerTransition{}, t.transitions...),
 		RetryAfterIgnored:     t.retryAfterIgnored,
 		SourceHeldBackS:       t.heldBackS,

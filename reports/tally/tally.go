@@ -118,6 +118,7 @@ const (
 	codeStatus uint8 = iota
 	codeTimeout
 	codeReset
+	codeRefused
 	codeNoAnswer
 	codeOther // past MaxStatusCodes distinct keys
 )
@@ -137,6 +138,8 @@ func (k codeKey) String() string {
 		return "timeout"
 	case codeReset:
 		return "reset"
+	case codeRefused:
+		return "refused"
 	case codeOther:
 		return "other"
 	}
@@ -150,8 +153,10 @@ func codeKeyOf(o model.Outcome) codeKey {
 	switch o.Err {
 	case model.ErrTimeout:
 		return codeKey{kind: codeTimeout}
-	case model.ErrReset, model.ErrRefused:
+	case model.ErrReset:
 		return codeKey{kind: codeReset}
+	case model.ErrRefused:
+		return codeKey{kind: codeRefused}
 	}
 	return codeKey{kind: codeNoAnswer}
 }
@@ -209,6 +214,7 @@ type Tally struct {
 	attempts, first                   int64
 	byOrdinal                         []int64
 	duplicates, retryAfterIgnored     int64
+	lostAcks                          int64
 	reasons                           map[string]int64
 	cohorts                           []cohortCount
 
@@ -352,6 +358,10 @@ func (t *Tally) RetryAfterIgnored() { t.retryAfterIgnored++ }
 // Duplicates counts n successful attempts for deliveries the partner had
 // already accepted.
 func (t *Tally) Duplicates(n int64) { t.duplicates += n }
+
+// LostAck counts a success the partner recorded and whose answer it
+// dropped on purpose (lost-ack).
+func (t *Tally) LostAck() { t.lostAcks++ }
 
 // Delivered counts a delivery to sub, created at created, accepted at at.
 func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
