@@ -788,3 +788,27 @@ func TestServerSpeedOneTimeUnit(t *testing.T) {
 		t.Errorf("after 60 drill seconds (one wall second): %d, want 200", a.status)
 	}
 }
+
+// FuzzCheckListen: any address and token are answered without a panic, and
+// an address accepted without a token is one to bind on loopback.
+func FuzzCheckListen(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:9", "0.0.0.0:8080", ":80", "[::]:1", "host.example:8080", "127.0.0.1", "[::1", "%zz:1"} {
+		f.Add(s, "")
+		f.Add(s, "0123456789abcdef")
+	}
+	f.Fuzz(func(t *testing.T, addr, token string) {
+		bind, err := CheckListen(addr, token)
+		if err != nil {
+			return
+		}
+		if token != "" && CheckToken(token) != nil {
+			t.Fatalf("CheckListen(%q, %q) accepted an invalid token", addr, token)
+		}
+		if token == "" {
+			host, _, err := net.SplitHostPort(bind)
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				t.Fatalf("CheckListen(%q, \"\") = %q: not a loopback address", addr, bind)
+			}
+		}
+	})
+}
