@@ -116,6 +116,15 @@ var Keys = []KeyDoc{
 	{"faults[].down", "duration", `"10s"`, "How long the dispatcher stays down."},
 	{"faults[].process", "integer", "0", "Live: the dispatcher process (1 to dispatcher.processes) the fault restarts; 0 = every process."},
 
+	{"actions[].kind", "string", "required", actionKindDoc()},
+	{"actions[].at", "duration", "required", "When the operator acts, from the drill's start; at most duration + drain."},
+	{"actions[].reason", "string", "—", "dlq-replay: only dead letters of this reason (`permanent`, `max-attempts`, `window-expired`, `circuit-open`, `budget-exhausted`, `queue-full`); one the drill's policy can never produce is refused."},
+	{"actions[].cohort", "string", "—", "dlq-replay: only dead letters of this cohort; outage-end: whose outage ends (required)."},
+	{"actions[].batch", "integer", "100", "dlq-replay: dead letters moved per batch, 1 to 10000."},
+	{"actions[].rate", "rate", "0", "dlq-replay: batches per unit of time, like `\"1/s\"`; 0 = no pause between batches."},
+	{"actions[].outage", "integer", "0", "outage-end: which of the cohort's outages (1 = the first listed); 0 = the one in force at `at`."},
+	{"actions[].for", "duration", "required for pause-source", "pause-source: how long the source stays paused."},
+
 	{"system.dir", "string", "the drill file's directory", "External: working directory of build, start and the commands, relative to the drill file."},
 	{"system.build", "array of strings", "—", "External: a command run once before the drill, outside its clock (e.g. `go build`)."},
 	{"system.start", "array of strings", "— (already running)", "External: the system as a child process the harness starts, and kills for `restart` faults. `${STORMDRILL_PARTNER_URL}`, `${STORMDRILL_INGEST_URL}`, `${STORMDRILL_INGEST_ADDR}`, `${STORMDRILL_DEAD_LETTER_URL}`, `${STORMDRILL_ALERT_URL}`, `${STORMDRILL_RUN_DIR}`, `${STORMDRILL_STATE_DIR}` (emptied before each run), `${STORMDRILL_EXECUTABLE}` and `${STORMDRILL_PARTNER_LAYOUT}` are expanded here and set in its environment."},

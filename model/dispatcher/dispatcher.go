@@ -848,6 +848,9 @@ func (ds *dispatcher) postAlerts(batch []Alert) {
 		}
 		req.GetBody = nil
 		req.Header.Set("Content-Type", "application/json")
+		if ds.cfg.AlertToken != "" {
+			req.Header.Set("Authorization", "Bearer "+ds.cfg.AlertToken)
+		}
 		resp, err := ds.client.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
