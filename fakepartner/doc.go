@@ -1,8 +1,13 @@
 // Package fakepartner describes how a fake partner behaves (latency
 // distribution, error rates, capacity, a scripted outage timeline, optimistic
 // concurrency) and plays that behaviour either as a simulated partner on a
-// virtual clock (Sim) or as a real HTTP server on loopback (Server). It
-// records what each partner observed.
+// virtual clock (Sim) or as a real HTTP server (Server). It records what
+// each partner observed.
+//
+// The server listens on loopback unless given a control token (Listen,
+// TokenEnv): then it may listen where other machines reach it, and its
+// control API, alert sink and dead-letter endpoint require the token
+// (guardControl), while the partner paths stay open.
 //
 // The behaviour is written once: Behaviour is a pure state machine that
 // decides each call's answer (status, reset or no answer), latency and

@@ -472,7 +472,7 @@ func TestServerControlAPI(t *testing.T) {
 		t.Errorf("end outage of unknown partner: %d, want 400", status)
 	}
 
-	// A manual outage ends by itself after its length of wall time.
+	// A manual outage ends by itself after its length (drill time; at speed 1, wall time).
 	doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"acme","kind":"throttle","for":"10s","retry_after":"7"}`)
 	if a := post(c, base+"/p/acme", "c", "{}"); a.status != 429 || a.retryAfter != "7" {
 		t.Errorf("manual throttle: %d %q", a.status, a.retryAfter)
@@ -787,4 +787,28 @@ func TestServerSpeedOneTimeUnit(t *testing.T) {
 	if a := post(c, base+"/p/beta", "c", "{}"); a.status != 200 {
 		t.Errorf("after 60 drill seconds (one wall second): %d, want 200", a.status)
 	}
+}
+
+// FuzzCheckListen: any address and token are answered without a panic, and
+// an address accepted without a token is one to bind on loopback.
+func FuzzCheckListen(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:9", "0.0.0.0:8080", ":80", "[::]:1", "host.example:8080", "127.0.0.1", "[::1", "%zz:1"} {
+		f.Add(s, "")
+		f.Add(s, "0123456789abcdef")
+	}
+	f.Fuzz(func(t *testing.T, addr, token string) {
+		bind, err := CheckListen(addr, token)
+		if err != nil {
+			return
+		}
+		if token != "" && CheckToken(token) != nil {
+			t.Fatalf("CheckListen(%q, %q) accepted an invalid token", addr, token)
+		}
+		if token == "" {
+			host, _, err := net.SplitHostPort(bind)
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				t.Fatalf("CheckListen(%q, \"\") = %q: not a loopback address", addr, bind)
+			}
+		}
+	})
 }
