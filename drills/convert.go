@@ -3,6 +3,7 @@ package drills
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 )
@@ -34,6 +35,7 @@ func (d *Drill) PartnerSpecs() ([]fakepartner.Spec, error) {
 				errs = append(errs, &Error{Key: key + ".network_delay", Msg: err.Error()})
 			}
 		}
+		s.CallFaults, s.DribbleOver = p.callFaults(), p.DribbleOver.D
 		for j := range p.Outages {
 			if _, err := fakepartner.ParseOutageKind(p.Outages[j].Kind); err != nil {
 				errs = append(errs, &Error{Key: key + ".outages[" + strconv.Itoa(j) + "].kind", Msg: err.Error()})
@@ -44,6 +46,13 @@ func (d *Drill) PartnerSpecs() ([]fakepartner.Spec, error) {
 			errs = append(errs, &Error{Key: key, Msg: err.Error()})
 		}
 		specs = append(specs, s)
+	}
+	// An outage-end action cuts its outage short: every runner, the plan
+	// and the report see the outage the operator ended.
+	for k, at := range d.OutageEnds() {
+		if o := &specs[k[0]].Outages[k[1]]; at > o.Start && at < o.End() {
+			o.For = at - o.Start
+		}
 	}
 	if len(errs) > 0 {
 		return nil, boundErrors(errs)
@@ -85,9 +94,28 @@ func (p *Partner) fakeOutage(o *Outage) fakepartner.Outage {
 		RetryAfter:  o.RetryAfter,
 		Factor:      o.Factor,
 		Period:      o.Period.D,
+		DribbleOver: o.DribbleOver.D,
 		Members:     o.Members,
 		AnswerAfter: p.answerAfter(o),
 	}
+}
+
+// CallFaultKey is how a per-call fault kind is written in the faults
+// table: its name with "_" for "-" (lost_ack).
+func CallFaultKey(kind string) string { return strings.ReplaceAll(kind, "-", "_") }
+
+// callFaults converts the faults table, in the kinds' declaration order
+// so that the draws do not depend on the table's order; names that are
+// no per-call kind are left out (validation reports them).
+func (p *Partner) callFaults() []fakepartner.CallFault {
+	var fs []fakepartner.CallFault
+	for i := range fakepartner.OutageKinds {
+		k := &fakepartner.OutageKinds[i]
+		if pr, ok := p.Faults[CallFaultKey(k.Name)]; ok && k.PerCall && pr > 0 {
+			fs = append(fs, fakepartner.CallFault{Kind: k.Kind, P: pr})
+		}
+	}
+	return fs
 }
 
 // AnswerAfterPartner is the answer_after dist that stands for the

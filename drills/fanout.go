@@ -43,9 +43,6 @@ func validateFanout(d *Drill, cohorts map[string]int, bad func(key, format strin
 		}
 		return
 	}
-	if d.Mode != "" && d.Mode != "sim" && s.Fanout != "" && s.Fanout != FanoutAll {
-		bad("source.fanout", "%q: only all in %s mode for now; the other shapes run in the simulation", s.Fanout, d.Mode)
-	}
 	eligible := 0
 	for _, p := range d.Partners {
 		if len(s.To) == 0 || contains(s.To, p.Name) {

@@ -36,7 +36,7 @@ var Keys = []KeyDoc{
 	{"source.events", "integer", "required for burst", "Events a burst releases at once."},
 	{"source.at", "duration", `"0s"`, "When a burst is released."},
 	{"source.to", "array of strings", "all cohorts", "Cohorts (partner names) each event fans out to."},
-	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). Simulation only for now."},
+	{"source.fanout", "string", "\"all\"", "Which of those subscribers each event goes to: `all`; `one` (uniformly, or by `weights`); `k` (`source.k` distinct ones); `degree` (n distinct ones, n drawn from `source.degree`). The same subscribers per event in every mode."},
 	{"source.k", "integer", "—", "k: how many distinct subscribers each event goes to."},
 	{"source.degree[].n", "integer", "—", "degree: rows `{ n = 3, p = 0.2 }`: an event goes to n distinct subscribers with probability p."},
 	{"source.degree[].p", "number", "—", "degree: the probability of the row's n; the rows' p add up to 1."},
@@ -62,13 +62,16 @@ var Keys = []KeyDoc{
 	{"partners[].on_busy", "string", `"queue"`, "When all of a subscriber's servers are busy: `queue` or `reject` (answer 503)."},
 	{"partners[].contended", "bool", "false", "Optimistic concurrency on one row: conflicting writes fail with 409. Needs network_delay."},
 	{"partners[].network_delay", "latency table", "", "Contended partners: the delay of one hop, with the same keys as latency."},
+	{"partners[].faults", "table of numbers", "none", callFaultsDoc()},
+	{"partners[].dribble_over", "duration", "", "faults.dribble: how long the body of a dribbled answer takes after its headers; above 0."},
 	{"partners[].outages[].start", "duration", `"0s"`, "When the outage begins, from the drill's start."},
 	{"partners[].outages[].for", "duration", "required", "How long it lasts; above 0."},
 	{"partners[].outages[].kind", "string", "required", outageKindDoc()},
 	{"partners[].outages[].retry_after", "string", `""`, "throttle: the Retry-After sent: `\"N\"` seconds, `\"date:DUR\"` (an HTTP-date DUR ahead) or `\"garbage\"`; empty sends none."},
 	{"partners[].outages[].factor", "number", "", "slow: latency multiplier, at least 1."},
 	{"partners[].outages[].period", "duration", "", "flap: one down+up cycle; above 0."},
-	{"partners[].outages[].answer_after", "latency table", "", "unavailable, reset, throttle, flap: how long a failing call takes to be answered, with the same keys as latency, or `{ dist = \"partner\" }` for the partner's own latency; not given, it fails at once."},
+	{"partners[].outages[].dribble_over", "duration", "", "dribble: how long the body of each answer takes after its headers; above 0."},
+	{"partners[].outages[].answer_after", "latency table", "", "unavailable, reset, throttle, flap, empty, garbage, truncated, redirect: how long a failing call takes to be answered, with the same keys as latency, or `{ dist = \"partner\" }` for the partner's own latency; not given, it fails at once."},
 	{"partners[].outages[].members", "integer", "0", "How many subscribers of the cohort it hits, at most count; 0 = all."},
 
 	{"policy.retry.max_attempts", "integer", "5", "Attempts per delivery, the first included; 0 = no limit."},
@@ -113,6 +116,15 @@ var Keys = []KeyDoc{
 	{"faults[].down", "duration", `"10s"`, "How long the dispatcher stays down."},
 	{"faults[].process", "integer", "0", "Live: the dispatcher process (1 to dispatcher.processes) the fault restarts; 0 = every process."},
 
+	{"actions[].kind", "string", "required", actionKindDoc()},
+	{"actions[].at", "duration", "required", "When the operator acts, from the drill's start; at most duration + drain."},
+	{"actions[].reason", "string", "—", "dlq-replay: only dead letters of this reason (`permanent`, `max-attempts`, `window-expired`, `circuit-open`, `budget-exhausted`, `queue-full`); one the drill's policy can never produce is refused."},
+	{"actions[].cohort", "string", "—", "dlq-replay: only dead letters of this cohort; outage-end: whose outage ends (required)."},
+	{"actions[].batch", "integer", "100", "dlq-replay: dead letters moved per batch, 1 to 10000."},
+	{"actions[].rate", "rate", "0", "dlq-replay: batches per unit of time, like `\"1/s\"`; 0 = no pause between batches."},
+	{"actions[].outage", "integer", "0", "outage-end: which of the cohort's outages (1 = the first listed); 0 = the one in force at `at`."},
+	{"actions[].for", "duration", "required for pause-source", "pause-source: how long the source stays paused."},
+
 	{"system.dir", "string", "the drill file's directory", "External: working directory of build, start and the commands, relative to the drill file."},
 	{"system.build", "array of strings", "—", "External: a command run once before the drill, outside its clock (e.g. `go build`)."},
 	{"system.start", "array of strings", "— (already running)", "External: the system as a child process the harness starts, and kills for `restart` faults. `${STORMDRILL_PARTNER_URL}`, `${STORMDRILL_INGEST_URL}`, `${STORMDRILL_INGEST_ADDR}`, `${STORMDRILL_DEAD_LETTER_URL}`, `${STORMDRILL_ALERT_URL}` and `${STORMDRILL_RUN_DIR}` are expanded here and set in its environment."},
@@ -129,6 +141,10 @@ var Keys = []KeyDoc{
 	{"system.dead_letter_command", "array of strings", "—", "External, command: prints one JSON dead letter per line at the end."},
 	{"system.key_header", "string", `"Idempotency-Key"`, "External: the header that identifies a delivery in every attempt."},
 	{"system.attempt_header", "string", "—", "External: a header carrying the attempt number, if the system sends one."},
+
+	{"partner_server.listen", "string", `"127.0.0.1:0"`, "External: where the harness's partner server listens. An address other machines can reach (`\"0.0.0.0:8080\"`, a host name) needs a token in the environment variable `token_env`, a fixed port and `url`; the control API, `/alerts` and `/dead-letters` then require `Authorization: Bearer TOKEN`, and the partner paths stay open."},
+	{"partner_server.url", "string", "http:// and the address bound", "External: the base URL the system under drill reaches the partner server by (`${STORMDRILL_PARTNER_URL}` and each delivery's URL), like `\"http://drill:8080\"`; required with a listen address that is not loopback."},
+	{"partner_server.token_env", "string", `"STORMDRILL_PARTNER_TOKEN"`, "External: the environment variable holding the partner server's token (16 to 256 characters; never in the drill file). When it is set, the token is required, and a started system gets it as `$STORMDRILL_PARTNER_TOKEN` to report dead letters with."},
 
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 
@@ -153,6 +169,15 @@ func outageKindDoc() string {
 		parts[i] = "`" + k.Name + "` (" + k.Doc + ")"
 	}
 	return "What the partner does while the outage lasts: " + joinChoices(parts) + "."
+}
+
+func callFaultsDoc() string {
+	var parts []string
+	for _, n := range fakepartner.PerCallKindNames() {
+		parts = append(parts, "`"+CallFaultKey(n)+"`")
+	}
+	return "Faults that strike single calls outside outages: kind → the probability in [0, 1] that a call meets it, e.g. `{ lost_ack = 0.01 }`; the kinds (as for outages, `_` for `-`): " +
+		joinChoices(parts) + "; at most 1 in all, drawn apart from transient_errors."
 }
 
 func jitterDoc() string {
@@ -183,6 +208,24 @@ func KeysMarkdown() string {
 			def = "—"
 		}
 		b.WriteString("| `" + k.Key + "` | " + k.Type + " | " + mdCell(def) + " | " + mdCell(k.Doc) + " |\n")
+	}
+	return b.String()
+}
+
+// OutageKindsMarkdown is the README's table of outage kinds, read off
+// their declarations: what the partner does, what the dispatcher sees of
+// it and how it classes it, and whether the kind can also strike single
+// calls (partners[].faults).
+func OutageKindsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| kind | the partner | the dispatcher sees | per call |\n| --- | --- | --- | --- |\n")
+	for i := range fakepartner.OutageKinds {
+		k := &fakepartner.OutageKinds[i]
+		per := "—"
+		if k.PerCall {
+			per = "`faults." + CallFaultKey(k.Name) + "`"
+		}
+		b.WriteString("| `" + k.Name + "` | " + mdCell(k.Doc) + " | " + mdCell(k.Caller) + " | " + per + " |\n")
 	}
 	return b.String()
 }

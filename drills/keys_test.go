@@ -81,6 +81,14 @@ const (
 // TestREADMEKeys checks that README.md carries KeysMarkdown() between the
 // markers; with -update it rewrites that section and nothing else.
 func TestREADMEKeys(t *testing.T) {
+	readmeSection(t, keysBegin, keysEnd, KeysMarkdown())
+	readmeSection(t, "<!-- outagekinds:begin -->", "<!-- outagekinds:end -->", OutageKindsMarkdown())
+}
+
+// readmeSection checks that README.md's text between the markers is body;
+// with -update it rewrites it.
+func readmeSection(t *testing.T, keysBegin, keysEnd, body string) {
+	t.Helper()
 	path := filepath.Join("..", "README.md")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -92,13 +100,13 @@ func TestREADMEKeys(t *testing.T) {
 	if b < 0 || e < b {
 		t.Fatal("README.md has no " + keysBegin + " … " + keysEnd + " section")
 	}
-	want := keysBegin + "\n" + KeysMarkdown() + keysEnd
+	want := keysBegin + "\n" + body + keysEnd
 	got := text[b : e+len(keysEnd)]
 	if got == want {
 		return
 	}
 	if !*update {
-		t.Fatalf("README.md key table is stale; run: go test ./drills -run TestREADMEKeys -update")
+		t.Fatalf("README.md %s table is stale; run: go test ./drills -run TestREADMEKeys -update", keysBegin)
 	}
 	if err := os.WriteFile(path, []byte(text[:b]+want+text[e+len(keysEnd):]), 0o644); err != nil {
 		t.Fatal(err)

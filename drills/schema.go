@@ -28,10 +28,14 @@ type Drill struct {
 	Policy     Policy     `toml:"policy"`
 	Dispatcher Dispatcher `toml:"dispatcher"`
 	Faults     []Fault    `toml:"faults"`
-	System     System     `toml:"system"` // external mode: the system under drill
+	Actions    []Action   `toml:"actions"` // scripted operator actions (actions.go)
+	System     System     `toml:"system"`  // external mode: the system under drill
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
 	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
+
+	// PartnerServer is where an external drill's partner server listens.
+	PartnerServer PartnerServer `toml:"partner_server"`
 }
 
 // Source is the event arrival process. Each event fans out to one delivery
@@ -63,6 +67,10 @@ type Partner struct {
 	Contended       bool     `toml:"contended"`     // optimistic concurrency on one row
 	NetworkDelay    Latency  `toml:"network_delay"` // contended: per hop
 	Outages         []Outage `toml:"outages"`
+	// Faults: per-call fault kind (a PerCall outage kind, "-" written "_")
+	// → the probability that a call outside outages meets it.
+	Faults      map[string]float64 `toml:"faults"`
+	DribbleOver Duration           `toml:"dribble_over"` // faults.dribble: how long a body takes
 }
 
 // Latency is a latency distribution.
@@ -97,7 +105,8 @@ type Outage struct {
 	// AnswerAfter is how long a failing call takes to be answered: a
 	// latency table, or dist = "partner" for the partner's own latency;
 	// empty answers at once.
-	AnswerAfter Latency `toml:"answer_after"`
+	AnswerAfter Latency  `toml:"answer_after"`
+	DribbleOver Duration `toml:"dribble_over"` // dribble: how long each answer's body takes
 }
 
 // Policy is the retry policy with its breaker and budget.

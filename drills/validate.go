@@ -3,6 +3,7 @@ package drills
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -257,7 +258,9 @@ func validate(d *Drill, has func(string) bool) []problem {
 		}
 	}
 
+	ps = append(ps, validateActions(d, has, names)...)
 	validateSystem(d, has, bad, kind)
+	validatePartnerServer(d, has, bad)
 	positive("slo.delivery_latency", d.SLO.DeliveryLatency)
 
 	for i, expr := range d.Gates {
@@ -330,6 +333,7 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 	if p.TransientErrors+p.PermanentErrors > 1 {
 		bad("permanent_errors", "transient_errors + permanent_errors is %v; at most 1", p.TransientErrors+p.PermanentErrors)
 	}
+	ps = append(ps, validateCallFaults(p, pre)...)
 	ps = append(ps, validateLatency(pre+"latency", &p.Latency)...)
 	if p.Concurrency < 0 {
 		bad("concurrency", "must be 0 (unlimited) or more (got %d)", p.Concurrency)
@@ -381,6 +385,56 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 			}
 			bad(okey+pr.Key, "%s", pr.Msg)
 		}
+	}
+	return ps
+}
+
+// validateCallFaults checks the faults table and dribble_over.
+func validateCallFaults(p *Partner, pre string) []problem {
+	var ps []problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, problem{pre + key, fmt.Sprintf(format, args...)})
+	}
+	var keys []string
+	for _, n := range fakepartner.PerCallKindNames() {
+		keys = append(keys, CallFaultKey(n))
+	}
+	names := make([]string, 0, len(p.Faults))
+	for n := range p.Faults {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	total := 0.0
+	for _, n := range names {
+		pr := p.Faults[n]
+		switch {
+		case !oneOf(n, keys...):
+			hint := ""
+			if k, err := fakepartner.ParseOutageKind(strings.ReplaceAll(n, "_", "-")); err == nil {
+				if k.Info().PerCall {
+					hint = fmt.Sprintf(" (write %s)", CallFaultKey(k.String()))
+				} else {
+					hint = fmt.Sprintf(" (%s strikes only as an outage: partners[].outages)", k)
+				}
+			}
+			bad("faults."+n, "%q is not a per-call fault%s; per call: %s", clip(n), hint, choices(keys...))
+		case !(pr >= 0 && pr <= 1):
+			bad("faults."+n, "must be a probability in [0, 1] (got %v)", pr)
+		default:
+			total += pr
+		}
+	}
+	if total > 1 {
+		bad("faults", "the per-call probabilities add up to %.4g; at most 1 (one fault at most strikes a call)", total)
+	}
+	dribble := p.Faults[CallFaultKey(fakepartner.OutageDribble.String())] > 0
+	switch {
+	case dribble && !p.DribbleOver.Set:
+		bad("dribble_over", "required with faults.dribble: how long the body of a dribbled answer takes")
+	case p.DribbleOver.Set && !dribble:
+		bad("dribble_over", "only with faults.dribble above 0")
+	case p.DribbleOver.Set && (p.DribbleOver.D <= 0 || p.DribbleOver.D > fakepartner.MaxSample):
+		bad("dribble_over", "must be above 0 and at most %v (got %v)", fakepartner.MaxSample, p.DribbleOver.D)
 	}
 	return ps
 }

@@ -1,8 +1,10 @@
 package fakepartner
 
 import (
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -29,6 +31,19 @@ func (c WallClock) At(t time.Duration) time.Time {
 		return c.Epoch.Add(t)
 	}
 	return c.Epoch.Add(time.Duration(float64(t) / c.Speed))
+}
+
+// RetryAfterSeconds renders a Retry-After of secs drill seconds as the
+// wire carries it: wall seconds, secs / Speed rounded up. The system under
+// drill sleeps on the wall clock, so this is the wait that lasts secs of
+// drill time; rounding up keeps it from retrying early, and any positive
+// wait stays at least one second (the header's resolution), which at a
+// high speed is Speed drill seconds.
+func (c WallClock) RetryAfterSeconds(secs uint64) uint64 {
+	if c.Speed == 0 || c.Speed == 1 || secs == 0 {
+		return secs
+	}
+	return uint64(math.Ceil(float64(secs)/c.Speed - 1e-9))
 }
 
 // simClock is the simulation's wall clock: drill time 0 is SimEpoch.
@@ -60,6 +75,8 @@ type Behaviour struct {
 	dateText   string
 
 	stats SimStats
+
+	callOutage Outage // the per-call fault of the call being begun
 }
 
 // NewBehaviour returns the behaviour of one subscriber of the cohort spec.
@@ -93,6 +110,16 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 	spec := b.spec
 	b.stats.Calls++
 	factor := 1.0
+	if fault == nil && len(spec.CallFaults) > 0 {
+		// A draw only for cohorts with per-call faults, so other drills
+		// keep their streams.
+		if k, ok := spec.callFault(b.rng.Float64()); ok {
+			b.callOutage = Outage{Kind: k, DribbleOver: spec.DribbleOver}
+			fault = &b.callOutage
+		}
+	}
+	var wire Wire
+	var dribble time.Duration
 	if fault != nil {
 		c, f, served := fault.Kind.Info().Answer(fault, b, now, clock)
 		if !served {
@@ -104,7 +131,7 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 			}
 			return c
 		}
-		factor = f
+		factor, wire, dribble = f, c.Wire, c.Dribble
 	}
 
 	// A contended call reaches the partner one network hop after it starts.
@@ -151,8 +178,20 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 		c.ReadAt = start
 		end += spec.NetworkDelay.Sample(b.rng)
 	}
-	c.Latency = end - now
+	c.Wire, c.Dribble = wire, dribble
+	c.Latency = min(end-now+dribble, NoAnswerLatency)
+	b.dropAnswer(&c)
 	return c
+}
+
+// dropAnswer turns a processed call's answer into a reset when the fault
+// governing it drops answers (lost-ack).
+func (b *Behaviour) dropAnswer(c *Call) {
+	if c.Wire == WireDropAnswer && c.Processed && c.Result.Kind == ResultOK {
+		c.Result = Result{Kind: ResultReset}
+		c.AckLost = true
+		b.stats.AcksLost++
+	}
 }
 
 // Finish completes c at drill time now, the Begin time plus c.Latency. For
@@ -176,6 +215,7 @@ func (b *Behaviour) Finish(c *Call, now time.Duration) Result {
 	b.lastWrite, b.wrote = max(b.lastWrite, now), true
 	b.stats.Accepted++
 	c.Processed = true
+	b.dropAnswer(c)
 	return c.Result
 }
 
@@ -188,7 +228,11 @@ func (b *Behaviour) retryAfter(spec string, now time.Duration, clock WallClock) 
 	}
 	switch mode {
 	case retryAfterSeconds:
-		return spec
+		if clock.Speed == 0 || clock.Speed == 1 {
+			return spec
+		}
+		secs, _ := strconv.ParseUint(spec, 10, 32) // checked by parseRetryAfter
+		return strconv.FormatUint(clock.RetryAfterSeconds(secs), 10)
 	case retryAfterGarbage:
 		return GarbageRetryAfter
 	case retryAfterDate:

@@ -64,3 +64,21 @@ func TestSimAndServerAnswerAlike(t *testing.T) {
 		}
 	}
 }
+
+func TestRetryAfterSecondsOnTheWire(t *testing.T) {
+	for _, tc := range []struct {
+		speed      float64
+		secs, want uint64
+	}{
+		{1, 5, 5}, {0, 5, 5}, // speed 1: unchanged
+		{60, 0, 0},   // zero stays zero
+		{60, 5, 1},   // rounds up: never earlier than asked
+		{60, 120, 2}, // exact
+		{60, 121, 3}, // a part of a second is a second
+		{0.1, 5, 50}, // slowed down: longer on the wall
+	} {
+		if got := (WallClock{Speed: tc.speed}).RetryAfterSeconds(tc.secs); got != tc.want {
+			t.Errorf("speed %v: %d drill seconds -> %d wall seconds, want %d", tc.speed, tc.secs, got, tc.want)
+		}
+	}
+}

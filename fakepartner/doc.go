@@ -1,8 +1,13 @@
 // Package fakepartner describes how a fake partner behaves (latency
 // distribution, error rates, capacity, a scripted outage timeline, optimistic
 // concurrency) and plays that behaviour either as a simulated partner on a
-// virtual clock (Sim) or as a real HTTP server on loopback (Server). It
-// records what each partner observed.
+// virtual clock (Sim) or as a real HTTP server (Server). It records what
+// each partner observed.
+//
+// The server listens on loopback unless given a control token (Listen,
+// TokenEnv): then it may listen where other machines reach it, and its
+// control API, alert sink and dead-letter endpoint require the token
+// (guardControl), while the partner paths stay open.
 //
 // The behaviour is written once: Behaviour is a pure state machine that
 // decides each call's answer (status, reset or no answer), latency and
@@ -16,4 +21,11 @@
 // hash of the delivery id (KeyHash; the Idempotency-Key over HTTP) and the
 // drill seed, so every attempt of a bad delivery is rejected and both modes
 // reject the same deliveries. Transient errors are drawn per call.
+//
+// Time, for the Server at a Speed other than 1: every duration it reads or
+// reports is drill time (the spec, the control API's for, period,
+// retry_after, drill_time_s and ends_in_s, the latency counters); instants
+// (ends_at, first and last seen) are wall-clock ones; on the wire a
+// Retry-After of D drill seconds is sent as D/Speed wall seconds rounded up,
+// because the caller sleeps on the wall clock (WallClock.RetryAfterSeconds).
 package fakepartner

@@ -25,6 +25,13 @@ const (
 	OutageThrottle                      // 429 with Retry-After
 	OutageSlow                          // latency × Factor
 	OutageFlap                          // 503 for the first half of each Period, normal for the second
+	OutageEmpty                         // the connection closes with no answer
+	OutageGarbage                       // bytes that are not HTTP, then close
+	OutageTruncated                     // a 200 whose body is cut short
+	OutageDribble                       // headers at once, the body over DribbleOver
+	OutageRefused                       // the connection is refused
+	OutageLostAck                       // served and recorded; the answer is dropped (reset)
+	OutageRedirect                      // 307 Temporary Redirect
 )
 
 // OutageKindInfo declares one outage kind.
@@ -49,6 +56,13 @@ type OutageKindInfo struct {
 	// Effect is what the outage does to the attempts it governs, for the
 	// analytic plan.
 	Effect func(o *Outage) OutageEffect
+	// PerCall: the kind can also strike single calls at random, with a
+	// probability (partners[].faults); the keys it uses are then the
+	// cohort's (Spec.DribbleOver).
+	PerCall bool
+	// Caller is what the dispatcher sees of an answer of this kind and how
+	// it classes it; one line for the README's table of kinds.
+	Caller string
 }
 
 // OutageEffect is what an outage does to the attempts it governs, as the
@@ -76,13 +90,23 @@ func (p Problem) Error() string { return p.Key + ": " + p.Msg }
 
 func fastAnswer(r Result) Call { return Call{Latency: FastAnswerLatency, Result: r} }
 
+// wireAnswer is a fast failing answer that the HTTP server writes as w.
+func wireAnswer(w Wire) Call {
+	return Call{Latency: FastAnswerLatency, Result: Result{Kind: ResultReset}, Wire: w}
+}
+
+// failEffect is the plan's effect of a kind that fails every call it
+// governs at once (or after answer_after).
+func failEffect(*Outage) OutageEffect { return OutageEffect{FailShare: 1, LatencyFactor: 1} }
+
 // OutageKinds declares every outage kind, indexed by OutageKind.
 var OutageKinds = [...]OutageKindInfo{
 	OutageUnavailable: {
 		Kind: OutageUnavailable, Name: "unavailable",
-		Doc:   "every call is answered 503 (at once, or after answer_after)",
-		Uses:  []string{"answer_after"},
-		Check: checkAnswerAfter,
+		Doc:    "every call is answered 503 (at once, or after answer_after)",
+		Caller: "HTTP 503: `5xx`, retryable",
+		Uses:   []string{"answer_after"},
+		Check:  checkAnswerAfter,
 		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
 			return fastAnswer(Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}), 0, false
 		},
@@ -90,7 +114,9 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageTimeout: {
 		Kind: OutageTimeout, Name: "timeout",
-		Doc: "calls are never answered; the caller's attempt timeout fires",
+		Doc:     "calls are never answered; the caller's attempt timeout fires",
+		Caller:  "its attempt timeout: `timeout`, retryable",
+		PerCall: true,
 		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
 			return Call{Latency: NoAnswerLatency, NoAnswer: true, Result: Result{Kind: ResultTimeout}}, 0, false
 		},
@@ -98,9 +124,11 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageReset: {
 		Kind: OutageReset, Name: "reset",
-		Doc:   "every connection is reset (at once, or after answer_after)",
-		Uses:  []string{"answer_after"},
-		Check: checkAnswerAfter,
+		Doc:     "every connection is reset (at once, or after answer_after)",
+		Caller:  "connection reset by peer: `reset`, retryable",
+		PerCall: true,
+		Uses:    []string{"answer_after"},
+		Check:   checkAnswerAfter,
 		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
 			return fastAnswer(Result{Kind: ResultReset}), 0, false
 		},
@@ -108,8 +136,9 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageThrottle: {
 		Kind: OutageThrottle, Name: "throttle",
-		Doc:  "every call is answered 429, with the Retry-After of retry_after (at once, or after answer_after)",
-		Uses: []string{"retry_after", "answer_after"},
+		Doc:    "every call is answered 429, with the Retry-After of retry_after (at once, or after answer_after)",
+		Caller: "HTTP 429: `429`, retryable, its Retry-After a lower bound on the delay",
+		Uses:   []string{"retry_after", "answer_after"},
 		Check: func(o *Outage) []Problem {
 			if _, _, err := parseRetryAfter(o.RetryAfter); err != nil {
 				return append(checkAnswerAfter(o), Problem{"retry_after", err.Error()})
@@ -124,8 +153,9 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageSlow: {
 		Kind: OutageSlow, Name: "slow",
-		Doc:  "calls are served as usual, with the latency multiplied by factor",
-		Uses: []string{"factor"},
+		Doc:    "calls are served as usual, with the latency multiplied by factor",
+		Caller: "the usual answers, later; `timeout` when past the attempt timeout",
+		Uses:   []string{"factor"},
 		Check: func(o *Outage) []Problem {
 			if !(o.Factor >= 1 && o.Factor <= MaxSlowFactor) {
 				return []Problem{{"factor", fmt.Sprintf("slow outages need a factor of at least 1 and at most %.0f (got %v)", float64(MaxSlowFactor), o.Factor)}}
@@ -139,8 +169,9 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageFlap: {
 		Kind: OutageFlap, Name: "flap",
-		Doc:  "503 in the first half of each period (at once, or after answer_after), served as usual in the second",
-		Uses: []string{"period", "answer_after"},
+		Doc:    "503 in the first half of each period (at once, or after answer_after), served as usual in the second",
+		Caller: "HTTP 503 or the usual answer: `5xx`, retryable",
+		Uses:   []string{"period", "answer_after"},
 		Check: func(o *Outage) []Problem {
 			if o.Period < 2 {
 				return append(checkAnswerAfter(o), Problem{"period", "flap outages need a period of at least 2ns (one down+up cycle, e.g. \"10s\")"})
@@ -154,6 +185,96 @@ var OutageKinds = [...]OutageKindInfo{
 			return fastAnswer(Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}), 0, false
 		},
 		Effect: func(*Outage) OutageEffect { return OutageEffect{FailShare: 0.5, LatencyFactor: 1} },
+	},
+	OutageEmpty: {
+		Kind: OutageEmpty, Name: "empty",
+		Doc:     "the connection is closed with no answer at all (at once, or after answer_after)",
+		Caller:  "EOF before any answer: `reset`, retryable",
+		PerCall: true,
+		Uses:    []string{"answer_after"},
+		Check:   checkAnswerAfter,
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return wireAnswer(WireEmpty), 0, false
+		},
+		Effect: failEffect,
+	},
+	OutageGarbage: {
+		Kind: OutageGarbage, Name: "garbage",
+		Doc:     "the answer is bytes that are not HTTP, then the connection closes (at once, or after answer_after)",
+		Caller:  "a malformed HTTP response: `reset`, retryable",
+		PerCall: true,
+		Uses:    []string{"answer_after"},
+		Check:   checkAnswerAfter,
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return wireAnswer(WireGarbage), 0, false
+		},
+		Effect: failEffect,
+	},
+	OutageTruncated: {
+		Kind: OutageTruncated, Name: "truncated",
+		Doc:     "a 200 whose body is cut short (Content-Length promises more), then the connection closes; the delivery is not recorded (at once, or after answer_after)",
+		Caller:  "unexpected EOF reading the body: `reset`, retryable, never a success",
+		PerCall: true,
+		Uses:    []string{"answer_after"},
+		Check:   checkAnswerAfter,
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return wireAnswer(WireTruncated), 0, false
+		},
+		Effect: failEffect,
+	},
+	OutageDribble: {
+		Kind: OutageDribble, Name: "dribble",
+		Doc:     "calls are served as usual, but the body of the answer is spread over dribble_over after the headers",
+		Caller:  "the usual answer once the body is in; `timeout` when that is past the attempt timeout",
+		PerCall: true,
+		Uses:    []string{"dribble_over"},
+		Check: func(o *Outage) []Problem {
+			if o.DribbleOver <= 0 || o.DribbleOver > MaxSample {
+				return []Problem{{"dribble_over", fmt.Sprintf("dribble outages need dribble_over, above 0 and at most %v (got %v)", MaxSample, o.DribbleOver)}}
+			}
+			return nil
+		},
+		Answer: func(o *Outage, _ *Behaviour, _ time.Duration, _ WallClock) (Call, float64, bool) {
+			return Call{Wire: WireDribble, Dribble: o.DribbleOver}, 1, true
+		},
+		Effect: func(*Outage) OutageEffect { return OutageEffect{LatencyFactor: 1} },
+	},
+	OutageRefused: {
+		Kind: OutageRefused, Name: "refused",
+		Doc:    "connections are refused; over HTTP the cohort gets a listener of its own, closed while the outage lasts, so it hits the whole cohort",
+		Caller: "connection refused: `refused`, retryable",
+		Check: func(o *Outage) []Problem {
+			if o.Members != 0 {
+				return []Problem{{"members", "a refused outage hits the whole cohort (its listener is closed); put the subscribers it hits in a cohort of their own"}}
+			}
+			return nil
+		},
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return fastAnswer(Result{Kind: ResultRefused}), 0, false
+		},
+		Effect: failEffect,
+	},
+	OutageLostAck: {
+		Kind: OutageLostAck, Name: "lost-ack",
+		Doc:     "calls are served and recorded as usual, but a success's answer is dropped (the connection is reset), so the retry is a duplicate",
+		Caller:  "connection reset by peer: `reset`, retryable; the partner has the delivery",
+		PerCall: true,
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return Call{Wire: WireDropAnswer}, 1, true
+		},
+		Effect: failEffect,
+	},
+	OutageRedirect: {
+		Kind: OutageRedirect, Name: "redirect",
+		Doc:     "every call is answered 307 Temporary Redirect (at once, or after answer_after); the dispatcher does not follow it",
+		Caller:  "HTTP 307: `other`, permanent by default (dead-lettered `permanent`; `policy.retry.retryable_status = [307]` makes it retryable)",
+		PerCall: true,
+		Uses:    []string{"answer_after"},
+		Check:   checkAnswerAfter,
+		Answer: func(*Outage, *Behaviour, time.Duration, WallClock) (Call, float64, bool) {
+			return fastAnswer(Result{Status: http.StatusTemporaryRedirect, Kind: ResultHTTP}), 0, false
+		},
+		Effect: failEffect,
 	},
 }
 
@@ -213,12 +334,25 @@ func ParseOutageKind(s string) (OutageKind, error) {
 
 // outageKeys are the outage keys that only some kinds use, with whether
 // the outage gives them.
-func outageKeys(o *Outage) [4]struct {
+func outageKeys(o *Outage) [5]struct {
 	key   string
 	given bool
 } {
-	return [4]struct {
+	return [5]struct {
 		key   string
 		given bool
-	}{{"retry_after", o.RetryAfter != ""}, {"factor", o.Factor != 0}, {"period", o.Period != 0}, {"answer_after", o.AnswerAfter != nil}}
+	}{{"retry_after", o.RetryAfter != ""}, {"factor", o.Factor != 0}, {"period", o.Period != 0}, {"answer_after", o.AnswerAfter != nil},
+		{"dribble_over", o.DribbleOver != 0}}
+}
+
+// PerCallKindNames lists the kinds that can strike single calls
+// (OutageKindInfo.PerCall), in declaration order.
+func PerCallKindNames() []string {
+	var names []string
+	for i := range OutageKinds {
+		if OutageKinds[i].PerCall {
+			names = append(names, OutageKinds[i].Name)
+		}
+	}
+	return names
 }

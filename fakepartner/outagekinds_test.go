@@ -49,6 +49,13 @@ func TestOutageKindEffects(t *testing.T) {
 		{Outage{Kind: OutageThrottle, RetryAfter: "5"}, OutageEffect{FailShare: 1, LatencyFactor: 1, RetryAfter: true}},
 		{Outage{Kind: OutageSlow, Factor: 4}, OutageEffect{FailShare: 0, LatencyFactor: 4}},
 		{Outage{Kind: OutageFlap, Period: time.Second}, OutageEffect{FailShare: 0.5, LatencyFactor: 1}},
+		{Outage{Kind: OutageEmpty}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
+		{Outage{Kind: OutageGarbage}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
+		{Outage{Kind: OutageTruncated}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
+		{Outage{Kind: OutageDribble, DribbleOver: time.Second}, OutageEffect{LatencyFactor: 1}},
+		{Outage{Kind: OutageRefused}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
+		{Outage{Kind: OutageLostAck}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
+		{Outage{Kind: OutageRedirect}, OutageEffect{FailShare: 1, LatencyFactor: 1}},
 	}
 	if len(tests) != len(OutageKinds) {
 		t.Errorf("%d kinds tested, %d declared: add the new kind here", len(tests), len(OutageKinds))

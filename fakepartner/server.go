@@ -59,9 +59,11 @@ type ServerOptions struct {
 	Start time.Time
 	// Now is the wall clock; nil means time.Now. Tests inject a fake one.
 	Now func() time.Time
-	// Speed divides every scripted time: outage starts and lengths, flap
-	// periods and latencies. 0 means 1. Manual outages and Retry-After
-	// delta-seconds are wall time and are not divided.
+	// Speed divides every drill time to place it on the wall clock:
+	// scripted outage starts and lengths, flap periods, latencies, a
+	// manual outage's for and period (the control API speaks drill time
+	// too) and Retry-After, which goes out as wall time (see
+	// WallClock.RetryAfterSeconds). 0 means 1.
 	Speed          float64
 	MaxBodyBytes   int64         // request body limit; 413 beyond it
 	MaxConns       int           // open connections; more wait in Accept
@@ -100,17 +102,22 @@ type ServerOptions struct {
 
 // Attempt is one request to a partner as the server saw it.
 type Attempt struct {
-	Cohort    string
-	Member    int
-	ID        string // Idempotency-Key ("" if none)
-	Ordinal   int    // X-Attempt (0 if none)
-	Arrived   time.Time
-	Answered  time.Time // when the server answered, reset or gave up on it
-	Status    int       // HTTP status answered; 0 if none
-	Reset     bool      // the connection was reset on purpose
-	Held      bool      // a timeout outage held it and never answered
-	Abandoned bool      // the caller left before the answer
-	Duplicate bool      // a success for a delivery id already accepted
+	Cohort   string
+	Member   int
+	ID       string // Idempotency-Key ("" if none)
+	Ordinal  int    // X-Attempt (0 if none)
+	Arrived  time.Time
+	Answered time.Time // when the server answered, reset or gave up on it
+	Status   int       // HTTP status answered; 0 if none
+	Reset    bool      // the connection was reset, closed or broken on purpose (reset, empty, garbage, truncated, lost-ack)
+	AckLost  bool      // lost-ack: the delivery was recorded and its answer dropped
+	// Refused: the caller's connection was refused. The partner never
+	// sees such an attempt; the caller reports it (a live run reads the
+	// dispatcher's refused events into these records).
+	Refused   bool
+	Held      bool // a timeout outage held it and never answered
+	Abandoned bool // the caller left before the answer
+	Duplicate bool // a success for a delivery id already accepted
 }
 
 // ReceivedAlert is one alert posted to /alerts.
@@ -122,8 +129,8 @@ type ReceivedAlert struct {
 	OldestS float64   `json:"oldest_s"`
 }
 
-// LatencyBucket counts requests whose handling took at most UpTo (the last
-// bucket has UpTo 0 and counts the rest).
+// LatencyBucket counts requests whose handling took at most UpTo of drill
+// time (the last bucket has UpTo 0 and counts the rest).
 type LatencyBucket struct {
 	UpTo  time.Duration `json:"up_to_ns"`
 	Count int64         `json:"count"`
@@ -156,7 +163,7 @@ type ActiveOutage struct {
 	Manual    bool    `json:"manual"`
 	Members   int     `json:"members"`   // 0 = all
 	Effective bool    `json:"effective"` // false in a flap's up half
-	EndsInS   float64 `json:"ends_in_s"` // wall seconds
+	EndsInS   float64 `json:"ends_in_s"` // drill seconds, like drill_time_s
 }
 
 // PartnerState is one cohort in GET /control/partners.
@@ -191,7 +198,7 @@ type Server struct {
 	alertsDropped int64
 
 	httpMu    sync.Mutex
-	http      *http.Server
+	http      []*http.Server // Serve's, and ServeRefusing's
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -217,8 +224,8 @@ type cohort struct {
 }
 
 type manualOutage struct {
-	o     Outage // Start 0; evaluated on wall time since began
-	began time.Time
+	o     Outage    // Start 0; For and Period are drill time
+	began time.Time // wall; the outage is evaluated on drill time since
 }
 
 // subscriber is one member's Behaviour, stepped under mu by concurrent
@@ -331,6 +338,11 @@ func (s *Server) DrillTime(t time.Time) time.Duration {
 // wall converts a drill duration to wall time.
 func (s *Server) wall(d time.Duration) time.Duration { return time.Duration(float64(d) / s.speed) }
 
+// since is the drill time elapsed between the wall instants began and now.
+func (s *Server) since(began, now time.Time) time.Duration {
+	return time.Duration(float64(now.Sub(began)) * s.speed)
+}
+
 // Serve serves on l (see Listen) until Close. It returns
 // http.ErrServerClosed after Close. A listener on a non-loopback address
 // is refused unless ServerOptions.ControlToken is set.
@@ -339,7 +351,16 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 		return fmt.Errorf("partner server: %s is not a loopback address and no control token is set", a)
 	}
-	hs := &http.Server{
+	hs := s.newHTTPServer()
+	if !s.track(hs) {
+		l.Close()
+		return http.ErrServerClosed
+	}
+	return hs.Serve(newLimitListener(l, s.opts.MaxConns))
+}
+
+func (s *Server) newHTTPServer() *http.Server {
+	return &http.Server{
 		Handler:           s.mux,
 		ReadTimeout:       s.opts.ReadTimeout,
 		ReadHeaderTimeout: s.opts.ReadTimeout,
@@ -347,29 +368,45 @@ func (s *Server) Serve(l net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
+}
+
+// untrack drops hs from the servers Close closes, once it has shut down.
+func (s *Server) untrack(hs *http.Server) {
 	s.httpMu.Lock()
+	defer s.httpMu.Unlock()
+	for i, h := range s.http {
+		if h == hs {
+			s.http = append(s.http[:i], s.http[i+1:]...)
+			return
+		}
+	}
+}
+
+// track adds hs to the servers Close closes; false if closed already.
+func (s *Server) track(hs *http.Server) bool {
+	s.httpMu.Lock()
+	defer s.httpMu.Unlock()
 	select {
 	case <-s.closing:
-		s.httpMu.Unlock()
-		l.Close()
-		return http.ErrServerClosed
+		return false
 	default:
 	}
-	s.http = hs
-	s.httpMu.Unlock()
-	return hs.Serve(newLimitListener(l, s.opts.MaxConns))
+	s.http = append(s.http, hs)
+	return true
 }
 
 // Close stops serving, ends held requests and closes every connection.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.httpMu.Lock()
-	hs := s.http
+	hss := s.http
+	s.http = nil
 	s.httpMu.Unlock()
-	if hs != nil {
-		return hs.Close()
+	var errs []error
+	for _, hs := range hss {
+		errs = append(errs, hs.Close())
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Stats returns each cohort's counters, in the order of the specs.
@@ -437,7 +474,7 @@ func (c *cohort) subscriber(member int, seed uint64) *subscriber {
 func (s *Server) faultAt(c *cohort, member int, now time.Time) (Outage, bool) {
 	c.mu.Lock()
 	for _, m := range c.manual {
-		if m.o.Hits(member) && m.o.EffectiveAt(now.Sub(m.began)) {
+		if m.o.Hits(member) && m.o.EffectiveAt(s.since(m.began, now)) {
 			c.mu.Unlock()
 			return m.o, true
 		}
@@ -553,7 +590,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 		hijackClose(w, false) // never answer: drop the connection
 		return outcome{held: true}
 	}
-	latency := s.wall(call.Latency)
+	latency := s.wall(call.Latency - call.Dribble) // a dribble's body comes after
 	began := time.Now()
 	answered := s.wait(ctx, latency)
 	if call.NeedsFinish() {
@@ -572,6 +609,22 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 		return outcome{abandoned: true, commit: call.Processed}
 	}
 	res := call.Result
+	switch {
+	case call.AckLost:
+		// lost-ack: the delivery is recorded; its answer never leaves.
+		if hijackClose(w, true) {
+			return outcome{commit: true, reset: true, dropped: true}
+		}
+	case call.Wire == WireEmpty, call.Wire == WireGarbage, call.Wire == WireTruncated, res.Kind == ResultRefused:
+		// A request that reaches a refused partner came on a connection
+		// opened before the refusal: close it with no answer, the nearest
+		// the server can do (see ServeRefusing).
+		if writeBroken(w, call.Wire) {
+			return outcome{reset: true}
+		}
+		writeJSONError(w, http.StatusServiceUnavailable, "broken answer (connection could not be hijacked)")
+		return outcome{status: http.StatusServiceUnavailable}
+	}
 	if res.Kind == ResultReset {
 		if !hijackClose(w, true) {
 			writeJSONError(w, http.StatusServiceUnavailable, "reset (connection could not be hijacked)")
@@ -584,6 +637,15 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	}
 	if call.Processed && sc.DropAnswer && hijackClose(w, true) {
 		return outcome{commit: true, reset: true, dropped: true}
+	}
+	if res.Status >= 300 && res.Status < 400 {
+		w.Header().Set("Location", "/moved")
+	}
+	if call.Wire == WireDribble {
+		if !s.dribble(ctx, w, res.Status, s.wall(call.Dribble)) {
+			return outcome{abandoned: true, commit: call.Processed}
+		}
+		return outcome{status: res.Status, commit: call.Processed, retryAfter: res.RetryAfter}
 	}
 	if res.Status == http.StatusOK {
 		writeJSON(w, res.Status, map[string]any{"ok": true})
@@ -608,7 +670,7 @@ func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived t
 		// Deferred first, so it runs last: after c.mu is released.
 		defer func() {
 			s.opts.OnAttempt(Attempt{Cohort: c.spec.Name, Member: member, ID: id, Ordinal: attempt, Arrived: arrived, Answered: done,
-				Status: out.status, Reset: out.reset, Held: out.held, Abandoned: out.abandoned, Duplicate: dup})
+				Status: out.status, Reset: out.reset, AckLost: out.dropped, Held: out.held, Abandoned: out.abandoned, Duplicate: dup})
 		}()
 	}
 	if out.commit && id != "" {
@@ -653,7 +715,7 @@ func (s *Server) finish(c *cohort, member int, id string, attempt int, arrived t
 		st.Evicted++
 	}
 	st.ByAttempt[min(max(attempt, 1), MaxAttemptBucket)-1]++
-	took := done.Sub(arrived)
+	took := s.since(arrived, done) // drill time, as every figure the server reports
 	b := len(LatencyBucketBounds)
 	for i, ub := range LatencyBucketBounds {
 		if took <= ub {
@@ -687,6 +749,63 @@ func (s *Server) wait(ctx context.Context, d time.Duration) bool {
 	case <-s.closing:
 		return false
 	}
+}
+
+// answerBody is the body of an answer: what writeJSON writes.
+func answerBody(status int) []byte {
+	var v any = map[string]any{"ok": true}
+	if status != http.StatusOK {
+		v = map[string]string{"error": http.StatusText(status)}
+	}
+	b, _ := json.Marshal(v)
+	return append(b, '\n')
+}
+
+// dribble writes the headers at once and the body one byte at a time,
+// evenly over d; false if the caller left (or the server closed) first.
+func (s *Server) dribble(ctx context.Context, w http.ResponseWriter, status int, d time.Duration) bool {
+	body := answerBody(status)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return false
+	}
+	step := d / time.Duration(len(body))
+	for i := range body {
+		if !s.wait(ctx, step) {
+			return false
+		}
+		if _, err := w.Write(body[i : i+1]); err != nil || rc.Flush() != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// writeBroken takes the connection over and ends it the way wire says:
+// closed with no answer (empty, and a refused partner's stray request),
+// bytes that are not HTTP (garbage) or a 200 whose body stops short of
+// its Content-Length (truncated). false if the connection cannot be
+// hijacked (HTTP/2).
+func writeBroken(w http.ResponseWriter, wire Wire) bool {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	body := answerBody(http.StatusOK)
+	switch wire {
+	case WireGarbage:
+		_, _ = buf.WriteString(GarbageAnswer)
+	case WireTruncated:
+		// Twice the body promised, half of it sent.
+		_, _ = fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 2*len(body))
+		_, _ = buf.Write(body[:len(body)/2])
+	}
+	_ = buf.Flush() // the caller may be gone; nothing to do
+	return true
 }
 
 // hijackClose takes the connection over and closes it, with a TCP RST when
@@ -747,9 +866,9 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 	for _, c := range s.cohorts {
 		ps := PartnerState{Name: c.spec.Name, Count: c.spec.Count, Active: []ActiveOutage{}}
 		c.mu.Lock()
-		c.pruneManual(now)
+		s.pruneManual(c, now)
 		for _, m := range c.manual {
-			since := now.Sub(m.began)
+			since := s.since(m.began, now)
 			ps.Active = append(ps.Active, ActiveOutage{
 				Kind: m.o.Kind.String(), Manual: true, Members: m.o.Members,
 				Effective: m.o.EffectiveAt(since), EndsInS: (m.o.End() - since).Seconds(),
@@ -763,7 +882,7 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 			if o.ActiveAt(t) && !(cutSet && o.Start <= cut) {
 				ps.Active = append(ps.Active, ActiveOutage{
 					Kind: o.Kind.String(), Members: o.Members,
-					Effective: o.EffectiveAt(t), EndsInS: s.wall(o.End() - t).Seconds(),
+					Effective: o.EffectiveAt(t), EndsInS: (o.End() - t).Seconds(),
 				})
 			}
 		}
@@ -772,11 +891,11 @@ func (s *Server) handleControlPartners(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// pruneManual drops manual outages that have ended; c.mu must be held.
-func (c *cohort) pruneManual(now time.Time) {
+// pruneManual drops c's manual outages that have ended; c.mu must be held.
+func (s *Server) pruneManual(c *cohort, now time.Time) {
 	kept := c.manual[:0]
 	for _, m := range c.manual {
-		if now.Sub(m.began) < m.o.End() {
+		if s.since(m.began, now) < m.o.End() {
 			kept = append(kept, m)
 		}
 	}
@@ -784,15 +903,17 @@ func (c *cohort) pruneManual(now time.Time) {
 	c.manual = kept
 }
 
-// outageRequest is the body of POST /control/outage; durations are wall time.
+// outageRequest is the body of POST /control/outage; durations are drill
+// time, like every duration the control API reads or writes.
 type outageRequest struct {
-	Partner    string  `json:"partner"`
-	Kind       string  `json:"kind"`
-	For        string  `json:"for"`
-	Members    int     `json:"members"`
-	RetryAfter string  `json:"retry_after"`
-	Factor     float64 `json:"factor"`
-	Period     string  `json:"period"`
+	Partner     string  `json:"partner"`
+	Kind        string  `json:"kind"`
+	For         string  `json:"for"`
+	Members     int     `json:"members"`
+	RetryAfter  string  `json:"retry_after"`
+	Factor      float64 `json:"factor"`
+	Period      string  `json:"period"`
+	DribbleOver string  `json:"dribble_over"`
 }
 
 func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
@@ -812,12 +933,18 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := Outage{Kind: kind, Members: req.Members, RetryAfter: req.RetryAfter, Factor: req.Factor}
-	if o.For, err = parseWallDuration("for", req.For); err != nil {
+	if o.For, err = parseControlDuration("for", req.For); err != nil {
 		writeJSONError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if req.Period != "" {
-		if o.Period, err = parseWallDuration("period", req.Period); err != nil {
+		if o.Period, err = parseControlDuration("period", req.Period); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	if req.DribbleOver != "" {
+		if o.DribbleOver, err = parseControlDuration("dribble_over", req.DribbleOver); err != nil {
 			writeJSONError(w, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -828,7 +955,7 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	c.mu.Lock()
-	c.pruneManual(now)
+	s.pruneManual(c, now)
 	if len(c.manual) >= MaxManualOutages {
 		c.mu.Unlock()
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("partner %q already has %d manual outages; end them first", c.spec.Name, MaxManualOutages))
@@ -836,7 +963,9 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 	}
 	c.manual = append(c.manual, manualOutage{o: o, began: now})
 	c.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"partner": c.spec.Name, "kind": kind.String(), "ends_at": now.Add(o.For)})
+	// ends_at is an instant, so it is on the wall clock: when the outage
+	// of o.For drill time will be over.
+	writeJSON(w, http.StatusOK, map[string]any{"partner": c.spec.Name, "kind": kind.String(), "ends_at": now.Add(s.wall(o.For))})
 }
 
 func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
@@ -849,7 +978,7 @@ func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	t := s.DrillTime(now)
 	c.mu.Lock()
-	c.pruneManual(now)
+	s.pruneManual(c, now)
 	n := len(c.manual)
 	c.manual = nil
 	scripted := 0
@@ -866,7 +995,8 @@ func (s *Server) handleEndOutage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"partner": name, "ended": n + scripted, "ended_manual": n, "ended_scripted": scripted})
 }
 
-func parseWallDuration(key, v string) (time.Duration, error) {
+// parseControlDuration parses a control API duration (drill time).
+func parseControlDuration(key, v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 || d > MaxSample {
 		return 0, fmt.Errorf("%s: want a positive duration with a unit, like \"30s\" (got %q)", key, v)

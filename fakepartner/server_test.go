@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -471,7 +472,7 @@ func TestServerControlAPI(t *testing.T) {
 		t.Errorf("end outage of unknown partner: %d, want 400", status)
 	}
 
-	// A manual outage ends by itself after its length of wall time.
+	// A manual outage ends by itself after its length (drill time; at speed 1, wall time).
 	doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"acme","kind":"throttle","for":"10s","retry_after":"7"}`)
 	if a := post(c, base+"/p/acme", "c", "{}"); a.status != 429 || a.retryAfter != "7" {
 		t.Errorf("manual throttle: %d %q", a.status, a.retryAfter)
@@ -733,4 +734,81 @@ func TestServerFlapAndSlow(t *testing.T) {
 	if took := time.Since(began); took < 200*time.Millisecond {
 		t.Errorf("slow call took %v, want at least 4 × 50ms", took)
 	}
+}
+
+// TestServerSpeedOneTimeUnit: at speed 60 everything the control API reads
+// and writes is drill time, and a Retry-After of D drill seconds goes out
+// as D/60 wall seconds, rounded up, because the caller sleeps on the wall
+// clock.
+func TestServerSpeedOneTimeUnit(t *testing.T) {
+	const speed = 60
+	scripted := Outage{Start: 10 * time.Minute, For: 20 * time.Minute, Kind: OutageThrottle, RetryAfter: "120"}
+	s, base, clock := startServer(t, []Spec{quickSpec("acme", scripted), quickSpec("beta")}, ServerOptions{Speed: speed})
+	c := client(5 * time.Second)
+
+	// Drill time 15m (15 wall seconds after start): inside the throttle.
+	clock.Set(t0.Add(15 * time.Second))
+	if a := post(c, base+"/p/acme", "a", "{}"); a.status != 429 || a.retryAfter != "2" {
+		t.Errorf("throttled at speed %d: %d, Retry-After %q; want 429 and 2 (120 drill seconds / %d)", speed, a.status, a.retryAfter, speed)
+	}
+	if got := s.DrillTime(clock.Now()); got != 15*time.Minute {
+		t.Fatalf("drill time %v, want 15m", got)
+	}
+
+	// A manual outage of 60 drill seconds, asking for 5 drill seconds of
+	// Retry-After, lasts one wall second, and its Retry-After rounds up
+	// to one wall second.
+	if status, v := doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"beta","kind":"throttle","for":"60s","retry_after":"5"}`); status != 200 {
+		t.Fatalf("start outage: %d %v", status, v)
+	} else if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(v["ends_at"])); err != nil || !at.Equal(clock.Now().Add(time.Second)) {
+		t.Errorf("ends_at %v (%v): want the wall instant one second from now", v["ends_at"], err)
+	}
+	if a := post(c, base+"/p/beta", "b", "{}"); a.status != 429 || a.retryAfter != "1" {
+		t.Errorf("manual throttle: %d, Retry-After %q; want 429 and 1", a.status, a.retryAfter)
+	}
+	clock.Set(clock.Now().Add(500 * time.Millisecond)) // 30 drill seconds in
+	_, v := doJSON(t, http.MethodGet, base+"/control/partners", "")
+	if dt, _ := v["drill_time_s"].(float64); math.Abs(dt-15*60-30) > 1e-6 {
+		t.Errorf("drill_time_s %v, want %v", v["drill_time_s"], 15*60+30)
+	}
+	ends := map[string]float64{}
+	for _, p := range v["partners"].([]any) {
+		pm := p.(map[string]any)
+		for _, a := range pm["active"].([]any) {
+			ends[pm["name"].(string)] = a.(map[string]any)["ends_in_s"].(float64)
+		}
+	}
+	// acme's throttle ends at drill 30m: 14m30s of drill time from now;
+	// beta's manual one 30 drill seconds from now.
+	if math.Abs(ends["acme"]-870) > 1e-6 || math.Abs(ends["beta"]-30) > 1e-6 {
+		t.Errorf("ends_in_s %v: want acme 870 and beta 30 (drill seconds, as drill_time_s)", ends)
+	}
+	clock.Set(clock.Now().Add(500 * time.Millisecond)) // 60 drill seconds in: over
+	if a := post(c, base+"/p/beta", "c", "{}"); a.status != 200 {
+		t.Errorf("after 60 drill seconds (one wall second): %d, want 200", a.status)
+	}
+}
+
+// FuzzCheckListen: any address and token are answered without a panic, and
+// an address accepted without a token is one to bind on loopback.
+func FuzzCheckListen(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:9", "0.0.0.0:8080", ":80", "[::]:1", "host.example:8080", "127.0.0.1", "[::1", "%zz:1"} {
+		f.Add(s, "")
+		f.Add(s, "0123456789abcdef")
+	}
+	f.Fuzz(func(t *testing.T, addr, token string) {
+		bind, err := CheckListen(addr, token)
+		if err != nil {
+			return
+		}
+		if token != "" && CheckToken(token) != nil {
+			t.Fatalf("CheckListen(%q, %q) accepted an invalid token", addr, token)
+		}
+		if token == "" {
+			host, _, err := net.SplitHostPort(bind)
+			if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+				t.Fatalf("CheckListen(%q, \"\") = %q: not a loopback address", addr, bind)
+			}
+		}
+	})
 }

@@ -48,6 +48,23 @@ type Result struct {
 	RetryAfter string // the Retry-After header, "" if none
 }
 
+// Wire is how the HTTP server puts an answer on the wire when it is not an
+// ordinary response; the caller's view of it is the Call's Result.
+type Wire uint8
+
+// Wire forms.
+const (
+	WireNormal     Wire = iota // an HTTP response (or, for ResultReset, a TCP reset)
+	WireEmpty                  // the connection is closed with no response
+	WireGarbage                // bytes that are not HTTP, then close
+	WireTruncated              // a 200 whose body stops short of its Content-Length, then close
+	WireDribble                // the response's body spread over Call.Dribble
+	WireDropAnswer             // a processed call's answer is dropped: the connection is reset
+)
+
+// GarbageAnswer is what a garbage answer writes: not an HTTP status line.
+const GarbageAnswer = "\x00\x17 this is not HTTP \xff\r\n\r\n"
+
 // Call is a planned call to a simulated partner, returned by Begin.
 type Call struct {
 	// Latency is the time from Begin until the answer reaches the caller;
@@ -61,6 +78,13 @@ type Call struct {
 	// up before the answer arrives. For a contended partner it is decided in
 	// Finish.
 	Processed bool
+	// Wire is how the server writes the answer; Dribble (WireDribble) is
+	// how long the body takes after the headers, included in Latency.
+	Wire    Wire
+	Dribble time.Duration
+	// AckLost: the partner processed the call and dropped its answer on
+	// purpose (lost-ack): the caller sees a reset.
+	AckLost bool
 
 	contended bool // a contended write still to be decided in Finish
 }
@@ -78,6 +102,7 @@ type SimStats struct {
 	Rejected  int64 // 503s because every server was busy
 	Errors    int64 // 422s and 503s drawn from the error rates
 	Conflicts int64 // contended writes that lost (409)
+	AcksLost  int64 // processed calls whose answer a lost-ack fault dropped
 }
 
 // Sim is one simulated subscriber: its Behaviour stepped in virtual time,

@@ -27,6 +27,29 @@ type Spec struct {
 	Contended       bool    // optimistic concurrency on one row: conflicting writes fail with 409
 	NetworkDelay    Dist    // contended: one hop (caller→partner, and read→write)
 	Outages         []Outage
+	// CallFaults strike single calls outside outages, each with its
+	// probability (a kind whose declaration has PerCall); at most one per
+	// call, drawn in list order. DribbleOver is their dribble's duration.
+	CallFaults  []CallFault
+	DribbleOver time.Duration
+}
+
+// CallFault is a fault kind that strikes a call with probability P.
+type CallFault struct {
+	Kind OutageKind
+	P    float64
+}
+
+// callFault picks the per-call fault that u, uniform in [0, 1), draws;
+// false for none.
+func (s *Spec) callFault(u float64) (OutageKind, bool) {
+	for _, f := range s.CallFaults {
+		if u < f.P {
+			return f.Kind, true
+		}
+		u -= f.P
+	}
+	return 0, false
 }
 
 // Outage is one scripted fault: from Start for For, in drill time.
@@ -44,6 +67,7 @@ type Outage struct {
 	// (a partner that fails slowly holds the caller's worker); nil answers
 	// at once (FastAnswerLatency).
 	AnswerAfter *Dist
+	DribbleOver time.Duration // dribble: how long the body of an answer takes
 }
 
 // GarbageRetryAfter is the Retry-After value sent for RetryAfter "garbage":
@@ -207,6 +231,28 @@ func (s *Spec) Validate() error {
 	if err := s.NetworkDelay.Validate(); err != nil {
 		bad("network_delay: %v", err)
 	}
+	total := 0.0
+	for i, f := range s.CallFaults {
+		info := f.Kind.Info()
+		switch {
+		case !info.PerCall:
+			bad("faults: %s cannot strike single calls (per call: %s)", f.Kind, strings.Join(PerCallKindNames(), ", "))
+		case !(f.P >= 0 && f.P <= 1):
+			bad("faults.%s must be a probability in [0, 1] (got %v)", f.Kind, f.P)
+		}
+		for _, g := range s.CallFaults[:i] {
+			if g.Kind == f.Kind {
+				bad("faults: %s is given twice", f.Kind)
+			}
+		}
+		total += f.P
+	}
+	if total > 1 {
+		bad("faults: the per-call probabilities add up to %.4g; at most 1 (one fault at most strikes a call)", total)
+	}
+	if s.hasCallFault(OutageDribble) != (s.DribbleOver != 0) || s.DribbleOver < 0 || s.DribbleOver > MaxSample {
+		bad("dribble_over (%v) is needed with faults.dribble, above 0 and at most %v, and only with it", s.DribbleOver, MaxSample)
+	}
 	if len(s.Outages) > MaxOutages {
 		bad("too many outages (%d; at most %d)", len(s.Outages), MaxOutages)
 	}
@@ -216,6 +262,15 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (s *Spec) hasCallFault(k OutageKind) bool {
+	for _, f := range s.CallFaults {
+		if f.Kind == k && f.P > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Faulty reports whether the cohort has any scripted outage.

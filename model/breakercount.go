@@ -17,10 +17,11 @@ const (
 	Count429                              // 429 Too Many Requests
 	Count4xx                              // any other 4xx status (408, 409, 422, ...)
 	CountTimeout                          // no answer before the attempt timeout
-	CountReset                            // connection reset
+	CountReset                            // a connection with no whole answer: reset, closed, not HTTP, a body cut short
 	CountRefused                          // connection refused
 	// CountOther is a failure that is none of the above: an unexpected
-	// status (1xx, 3xx) or no status and no error kind.
+	// status (1xx, 3xx: a redirect, which is not followed) or no status
+	// and no error kind.
 	CountOther
 
 	// CountAll counts every failure: the default.

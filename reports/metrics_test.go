@@ -17,14 +17,17 @@ func TestMetricNames(t *testing.T) {
 		"created": Count, "delivered": Count, "dead_lettered": Count, "pending": Count, "lost": Count,
 		"attempts": Count, "first_attempts": Count, "retries": Count, "amplification": Ratio,
 		"drain_time": Duration, "oldest_ready_age": Duration, "oldest_delayed_age": Duration,
-		"healthy_within_slo": Fraction, "duplicates": Count, "duplicates_beyond_in_flight": Count,
+		"healthy_within_slo": Fraction, "duplicates": Count, "duplicates_beyond_in_flight": Count, "lost_acks": Count,
 		"retry_after_ignored": Count, "source_held_back": Duration, "source_held_back_max": Duration,
 		"peak_attempts_per_s": Ratio, "peak_pending": Count, "breaker_transitions": Count,
 		"lateness.p99": Duration, "faulty.amplification": Ratio, "faulty.dead_lettered": Count,
+		"replay.replayed": Count, "replay.delivered": Count, "replay.dead_lettered": Count, "replay.pending": Count,
+		"replay.amplification": Ratio, "replay.drain_time": Duration, "replay.load_peak_per_s": Ratio,
 	}
 	for _, q := range []string{"p50", "p90", "p99", "p999", "max"} {
 		want["healthy.latency."+q] = Duration
 		want["healthy.outage.latency."+q] = Duration
+		want["replay.healthy.latency."+q] = Duration
 	}
 	for _, r := range DeadLetterReasons {
 		want["dlq."+r] = Count
@@ -68,6 +71,15 @@ func TestMetricValues(t *testing.T) {
 		if err != nil || ok != tt.ok || (ok && v != tt.v) {
 			t.Errorf("Metric(%q) = %v, %v, %v; want %v, %v", tt.name, v, ok, err, tt.v, tt.ok)
 		}
+	}
+	// Lost acks are attempts whose outcome the dispatcher never learned,
+	// like those in flight at a restart: 7 − 4 − 2.
+	s.LostAcks = 2
+	if v, _, _ := s.Metric("duplicates_beyond_in_flight"); v != 1 {
+		t.Errorf("duplicates_beyond_in_flight with 2 lost acks = %v, want 1", v)
+	}
+	if v, _, _ := s.Metric("lost_acks"); v != 2 {
+		t.Errorf("lost_acks = %v, want 2", v)
 	}
 	// More in flight than duplicates: never negative.
 	s.Restarts = append(s.Restarts, Restart{InFlight: 100})

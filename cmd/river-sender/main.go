@@ -1,5 +1,6 @@
 // Command river-sender is a small webhook sender built on River
-// (github.com/riverqueue/river) with its SQLite driver: a third-party
+// (github.com/riverqueue/river) with its SQLite driver, or on PostgreSQL
+// when --db is a postgres:// URL (River's database/sql driver): a third-party
 // delivery pipeline whose retry logic is River's, not stormdrill's. The test
 // suite and drills/external-river.toml drill it from outside with
 // `mode = "external"` and `stormdrill verify`.
@@ -13,7 +14,9 @@
 // the job (permanent); a 429 with Retry-After snoozes it that long. River's
 // discarded jobs (attempts exhausted) and cancelled ones are the dead-letter
 // queue: each is POSTed to --dead-letter-url as {"id","reason","attempts"},
-// and an alert goes to --alert-url.
+// and an alert goes to --alert-url, both with "Authorization: Bearer
+// $STORMDRILL_PARTNER_TOKEN" when that is set (a partner server reachable
+// from other machines requires its token there).
 //
 // --defect exists for the test suite only: it breaks the sender in one
 // named way so that `stormdrill verify` can be shown to catch it.
@@ -39,7 +42,10 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
@@ -169,7 +175,7 @@ func run() error {
 		defDB = filepath.Join(runDir, "river.db")
 	}
 	listen := flag.String("listen", envOr("STORMDRILL_INGEST_ADDR", "127.0.0.1:8090"), "ingest address (POST /events)")
-	dbPath := flag.String("db", defDB, "SQLite file of River's queue (default $STORMDRILL_RUN_DIR/river.db)")
+	dbPath := flag.String("db", envOr("RIVER_SENDER_DB", defDB), "River's queue: an SQLite file, or a postgres://USER:PASS@HOST:PORT/DB URL (default $RIVER_SENDER_DB, else $STORMDRILL_RUN_DIR/river.db)")
 	deadURL := flag.String("dead-letter-url", os.Getenv("STORMDRILL_DEAD_LETTER_URL"), "POST each dead letter here; empty: none")
 	alertURL := flag.String("alert-url", os.Getenv("STORMDRILL_ALERT_URL"), "POST an alert per dead letter here; empty: none")
 	maxAttempts := flag.Int("max-attempts", river.MaxAttemptsDefault, "River's max attempts per job")
@@ -192,42 +198,15 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	db, err := sql.Open("sqlite", "file:"+*dbPath+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	client, db, err := startRiver(ctx, *dbPath, riverOptions{workers: *workers, maxAttempts: *maxAttempts, timeout: *timeout, defect: *defect})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	// River's SQLite driver works best on one connection (see riversqlite).
-	db.SetMaxOpenConns(1)
-	driver := riversqlite.New(db)
-	migrator, err := rivermigrate.New(driver, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrating River's schema: %w", err)
-	}
-
-	workersReg := river.NewWorkers()
-	river.AddWorker(workersReg, &deliveryWorker{client: &http.Client{Timeout: *timeout}, defect: *defect})
-	client, err := river.NewClient(driver, &river.Config{
-		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: *workers}},
-		// SQLite has no LISTEN/NOTIFY: River polls. Polling often keeps the
-		// first attempt prompt; it does not touch the retry schedule.
-		FetchCooldown:     20 * time.Millisecond,
-		FetchPollInterval: 50 * time.Millisecond,
-		MaxAttempts:       *maxAttempts,
-		JobTimeout:        *timeout + 5*time.Second,
-		Workers:           workersReg,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		return err
-	}
 	ended, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{
 		Kinds: []river.EventKind{river.EventKindJobFailed, river.EventKindJobCancelled}, ChanSize: 10_000})
 	defer cancelSub()
-	dlq := &deadLetters{url: *deadURL, alertURL: *alertURL, client: &http.Client{Timeout: 5 * time.Second}}
+	dlq := &deadLetters{url: *deadURL, alertURL: *alertURL, token: os.Getenv("STORMDRILL_PARTNER_TOKEN"), client: &http.Client{Timeout: 5 * time.Second}}
 	dlqDone := make(chan struct{})
 	go func() { defer close(dlqDone); dlq.forward(ended) }()
 
@@ -253,6 +232,64 @@ func run() error {
 	cancelSub()
 	<-dlqDone
 	return err
+}
+
+// riverOptions are the sender's settings of River.
+type riverOptions struct {
+	workers, maxAttempts int
+	timeout              time.Duration
+	defect               string
+}
+
+// startRiver opens River's queue and migrates it: a postgres:// URL is
+// River's own home, PostgreSQL (through database/sql and pgx); anything else
+// is an SQLite file. The client is not started.
+func startRiver(ctx context.Context, dbPath string, o riverOptions) (*river.Client[*sql.Tx], *sql.DB, error) {
+	var db *sql.DB
+	var driver riverdriver.Driver[*sql.Tx]
+	var err error
+	if strings.HasPrefix(dbPath, "postgres://") || strings.HasPrefix(dbPath, "postgresql://") {
+		if db, err = sql.Open("pgx", dbPath); err != nil {
+			return nil, nil, err
+		}
+		db.SetMaxOpenConns(o.workers + 5)
+		driver = riverdatabasesql.New(db)
+	} else {
+		if db, err = sql.Open("sqlite", "file:"+dbPath+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)"); err != nil {
+			return nil, nil, err
+		}
+		// River's SQLite driver works best on one connection (see riversqlite).
+		db.SetMaxOpenConns(1)
+		driver = riversqlite.New(db)
+	}
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("migrating River's schema: %w", err)
+	}
+	workersReg := river.NewWorkers()
+	river.AddWorker(workersReg, &deliveryWorker{client: &http.Client{Timeout: o.timeout}, defect: o.defect})
+	client, err := river.NewClient(driver, &river.Config{
+		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.workers}},
+		// Neither driver here has LISTEN/NOTIFY: River polls. Polling often
+		// keeps the first attempt prompt; it does not touch the retry
+		// schedule.
+		FetchCooldown:     20 * time.Millisecond,
+		FetchPollInterval: 50 * time.Millisecond,
+		MaxAttempts:       o.maxAttempts,
+		JobTimeout:        o.timeout + 5*time.Second,
+		Workers:           workersReg,
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return client, db, nil
 }
 
 func envOr(name, def string) string {
@@ -292,6 +329,7 @@ func ingest(w http.ResponseWriter, r *http.Request, client *river.Client[*sql.Tx
 // deadLetters reports River's discarded and cancelled jobs.
 type deadLetters struct {
 	url, alertURL string
+	token         string // the partner server's token, when it requires one
 	client        *http.Client
 }
 
@@ -323,7 +361,16 @@ func (d *deadLetters) post(url string, v any) {
 		return
 	}
 	b, _ := json.Marshal(v)
-	resp, err := d.client.Post(url, "application/json", bytes.NewReader(b))
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "river-sender: reporting a dead letter:", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if d.token != "" {
+		req.Header.Set("Authorization", "Bearer "+d.token)
+	}
+	resp, err := d.client.Do(req)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "river-sender: reporting a dead letter:", err)
 		return

@@ -23,6 +23,7 @@ func execute(args []string, stdout, stderr io.Writer) error {
 	root := newRootCommand(stdout, stderr, &delegated)
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	refuseUnknownShell(root)
 	if name := args[0]; !strings.HasPrefix(name, "-") && !strings.HasPrefix(name, "__") {
 		if c, _, err := root.Find(args[:1]); err != nil || c == root {
 			fmt.Fprintf(stderr, "stormdrill: unknown command %q\n\n", name)
@@ -39,6 +40,31 @@ func execute(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Errorf("stormdrill: %w", err)}
 	}
 	return err
+}
+
+// refuseUnknownShell makes `completion SHELL` with a shell cobra has no
+// script for a usage error (exit 2) naming the shells it has; cobra alone
+// prints the completion command's help and exits 0, which a script piping
+// the output into a file would not notice.
+func refuseUnknownShell(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sc := range c.Commands() {
+			if sc.IsAvailableCommand() {
+				shells = append(shells, sc.Name())
+			}
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("stormdrill completion: name a shell: %s", strings.Join(shells, ", "))
+			}
+			return usagef("stormdrill completion: unknown shell %q; want one of %s", clipText(args[0], 40), strings.Join(shells, ", "))
+		}
+	}
 }
 
 // errSilent is a usage error whose message has already been printed.

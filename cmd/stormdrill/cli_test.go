@@ -49,6 +49,14 @@ func TestCompletionScriptsForEveryShell(t *testing.T) {
 			t.Errorf("completion %s: exit %d, stderr %q; script lacks %q", shell, code, errOut, marker)
 		}
 	}
+	// A shell with no script is a usage error naming the valid ones, not
+	// the completion command's help with exit 0.
+	for _, args := range [][]string{{"completion", "nosuchshell"}, {"completion"}} {
+		code, out, errOut := stormdrill(t, args...)
+		if code != exitUsage || out != "" || !strings.Contains(errOut, "bash, fish, powershell, zsh") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2, nothing on stdout and the valid shells", args, code, out, errOut)
+		}
+	}
 	// The scripts call back into the binary; it offers each command's own
 	// flags, read from the flag set the command parses with.
 	_, out, _ := stormdrill(t, "__complete", "dlq", "replay", "--d")

@@ -14,7 +14,9 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/dispatcher"
+	"github.com/stormdrill/stormdrill/model/queue"
 )
 
 const dispatchExamples = `  # deliver what a replay put back into the queue a live run left behind
@@ -38,7 +40,7 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	partners := fs.String("partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080; overrides the file's partners_url")
 	host, _ := os.Hostname()
 	owner := fs.String("owner", fmt.Sprintf("%s-%d", host, os.Getpid()), "lease owner name; unique per running dispatcher")
-	alertURL := fs.String("alert-url", "", "POST dead-letter alerts here (loopback); overrides the file's alert_url; empty: no alerts")
+	alertURL := fs.String("alert-url", "", "POST dead-letter alerts here (loopback), with $"+fakepartner.TokenEnv+" as a bearer token when set; overrides the file's alert_url; empty: no alerts")
 	speed := fs.Float64("speed", 0, "drill time runs this much faster than the wall clock (default: the file's or the drill's speed)")
 	start := fs.Int64("start", 0, "wall time of drill time 0 in unix nanoseconds (default: now); needed with --speed other than 1")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this loopback address, e.g. 127.0.0.1:9464 (GET /metrics); empty: none")
@@ -90,6 +92,8 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	if *alertURL != "" {
 		cfg.AlertURL = *alertURL
 	}
+	// A partner server started with a token requires it on /alerts.
+	cfg.AlertToken = os.Getenv(fakepartner.TokenEnv)
 	if *speed > 0 {
 		cfg.Clock.Speed = *speed
 	}
@@ -119,6 +123,16 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	if sp := cfg.Clock.Speed; sp > 0 && sp != 1 && !cfg.Clock.Start.IsZero() {
+		// The store's times will be drill-clock instants: record the
+		// clock, so that `stormdrill dlq` shows them as wall-clock ones.
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := st.SetClock(cctx, queue.Clock{Start: cfg.Clock.Start, Speed: sp})
+		cancel()
+		if err != nil {
+			return runError{err}
+		}
+	}
 	cfg.Store, cfg.Events, cfg.Log = st, stdout, stderr
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/queue"
 )
 
@@ -35,10 +36,11 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	}
 	sub, args := args[0], args[1:]
 	fs := newFlags("dlq "+sub, "--store sqlite:PATH [flags]", dlqExamples, stdout)
-	store := fs.String("store", "", "the durable queue: sqlite:PATH")
+	store := fs.String("store", "", "the durable queue: sqlite:PATH (a live run writes DIR/queue.db) or postgres://USER:PASS@127.0.0.1:PORT/DB")
 	reason := fs.String("reason", "", "only this dead-letter reason (permanent, max-attempts, window-expired, ...)")
 	partner := fs.String("partner", "", "only this partner (subscriber), e.g. acme-0")
-	olderThan := fs.String("older-than", "", "only entries dead-lettered at least this long ago, e.g. 10m")
+	cohort := fs.String("cohort", "", "only this cohort (the drill's partner name), e.g. acme")
+	olderThan := fs.String("older-than", "", "only entries dead-lettered at least this long ago on the wall clock, e.g. 10m")
 	limit := fs.Int("limit", 0, "at most this many entries (0: no limit beyond the store's)")
 	asJSON := fs.Bool("json", false, "JSON output for scripts")
 	var batch *int
@@ -68,7 +70,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 		return usagef("stormdrill dlq %s: unexpected argument %q", sub, pos[0])
 	}
 	if sub == "replay" {
-		if err := checkReplayScope(*reason, *all); err != nil {
+		if err := checkReplayScope(*reason, *partner, *cohort, *all); err != nil {
 			return err
 		}
 	}
@@ -78,9 +80,9 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	if *limit < 0 {
 		return usagef("stormdrill dlq: --limit %d: must not be negative", *limit)
 	}
-	f := queue.DLQFilter{Reason: *reason, Partner: *partner, Now: time.Now(), Limit: *limit}
+	var older time.Duration
 	if *olderThan != "" {
-		if f.OlderThan, err = drills.ParseDuration(*olderThan); err != nil {
+		if older, err = drills.ParseDuration(*olderThan); err != nil {
 			return usagef("stormdrill dlq: --older-than: %v", err)
 		}
 	}
@@ -91,11 +93,22 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	defer st.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A live run at a speed other than 1 writes drill-clock instants; the
+	// clock it recorded turns them into the wall-clock instants of the run,
+	// which is what this command shows and what --older-than measures
+	// from: the DLQ outlives the run, whose drill clock has stopped.
+	clock, err := st.Clock(ctx)
+	if err != nil {
+		return runError{err}
+	}
+	f := queue.DLQFilter{Reason: *reason, Partner: *partner, Cohort: *cohort, Limit: *limit}
+	now := time.Now()
+	f.Now, f.OlderThan = clock.At(now), clock.At(now).Sub(clock.At(now.Add(-older)))
 	switch sub {
 	case "list":
-		return dlqList(ctx, st, f, *asJSON, stdout)
+		return dlqList(ctx, st, clock, f, *asJSON, stdout)
 	case "show":
-		return dlqShow(ctx, st, pos[0], *asJSON, stdout)
+		return dlqShow(ctx, st, clock, pos[0], *asJSON, stdout)
 	}
 	if *batch < 1 || *batch > queue.MaxReplayBatch {
 		return usagef("stormdrill dlq replay: --batch %d: must be between 1 and %d", *batch, queue.MaxReplayBatch)
@@ -107,9 +120,13 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	if who == "" {
 		who = "stormdrill"
 	}
-	res, err := st.Replay(ctx, f, queue.ReplayOptions{Batch: *batch, Rate: *rate, DryRun: *dryRun, Who: who, Now: time.Now})
+	// Replayed deliveries run from now on the store's clock.
+	req := model.ReplayRequest{Reason: *reason, Partner: *partner, Cohort: *cohort, All: *all, Batch: *batch, Rate: *rate}
+	res, err := queue.RunReplay(ctx, st, req, f, queue.ReplayOptions{DryRun: *dryRun, Who: who,
+		Now: func() time.Time { return clock.At(time.Now()) }})
 	if err != nil {
-		if strings.Contains(err.Error(), "rate") {
+		var pe *queue.ReplayProblemError
+		if errors.As(err, &pe) || strings.Contains(err.Error(), "rate") {
 			return usageError{err}
 		}
 		return runError{err}
@@ -134,9 +151,9 @@ func openStore(cmd, dsn string) (queue.Store, error) {
 	scheme, path, ok := strings.Cut(dsn, ":")
 	switch {
 	case !ok:
-		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH", cmd, queue.RedactDSN(dsn))
+		return nil, usagef("stormdrill %s: --store %q: want sqlite:PATH or postgres://…", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "memory"):
-		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH", cmd, queue.RedactDSN(dsn))
+		return nil, usagef("stormdrill %s: --store %q: an in-memory store starts empty; want sqlite:PATH or postgres://…", cmd, queue.RedactDSN(dsn))
 	case strings.EqualFold(scheme, "sqlite") && path != "":
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -154,17 +171,11 @@ func openStore(cmd, dsn string) (queue.Store, error) {
 }
 
 func knownReason(r string) bool {
-	for _, n := range reasonNames() {
-		if n == r {
-			return true
-		}
-	}
-	return false
+	_, ok := model.ParseReason(r)
+	return ok
 }
 
-func reasonNames() []string {
-	return []string{"permanent", "max-attempts", "window-expired", "circuit-open", "budget-exhausted", "queue-full"}
-}
+func reasonNames() []string { return model.ReasonNames() }
 
 type dlqEntryJSON struct {
 	ID        string    `json:"id"`
@@ -184,10 +195,19 @@ func entryJSON(d queue.DeadLetter) dlqEntryJSON {
 		Attempts: d.Attempts, Created: d.Created, FirstSeen: d.FirstSeen, DeadAt: d.DeadAt}
 }
 
-func dlqList(ctx context.Context, st queue.Store, f queue.DLQFilter, asJSON bool, stdout io.Writer) error {
+// onWall turns a dead letter's times into wall-clock instants.
+func onWall(c queue.Clock, d queue.DeadLetter) queue.DeadLetter {
+	d.Created, d.FirstSeen, d.DeadAt = c.Wall(d.Created), c.Wall(d.FirstSeen), c.Wall(d.DeadAt)
+	return d
+}
+
+func dlqList(ctx context.Context, st queue.Store, clock queue.Clock, f queue.DLQFilter, asJSON bool, stdout io.Writer) error {
 	ds, err := st.DeadLetters(ctx, f)
 	if err != nil {
 		return runError{err}
+	}
+	for i := range ds {
+		ds[i] = onWall(clock, ds[i])
 	}
 	if asJSON {
 		out := make([]dlqEntryJSON, 0, len(ds))
@@ -208,7 +228,7 @@ func dlqList(ctx context.Context, st queue.Store, f queue.DLQFilter, asJSON bool
 	return nil
 }
 
-func dlqShow(ctx context.Context, st queue.Store, id string, asJSON bool, stdout io.Writer) error {
+func dlqShow(ctx context.Context, st queue.Store, clock queue.Clock, id string, asJSON bool, stdout io.Writer) error {
 	ds, err := st.DeadLetters(ctx, queue.DLQFilter{})
 	if err != nil {
 		return runError{err}
@@ -223,6 +243,7 @@ func dlqShow(ctx context.Context, st queue.Store, id string, asJSON bool, stdout
 	if found == nil {
 		return usagef("stormdrill dlq show: %q is not in the dead-letter queue", id)
 	}
+	*found = onWall(clock, *found)
 	hist, err := st.Attempts(ctx, id)
 	if err != nil {
 		return runError{err}
@@ -242,7 +263,7 @@ func dlqShow(ctx context.Context, st queue.Store, id string, asJSON bool, stdout
 			History      []attempt `json:"attempts_history"`
 		}{dlqEntryJSON: entryJSON(*found), PayloadBytes: len(found.Payload), History: []attempt{}}
 		for _, a := range hist {
-			out.History = append(out.History, attempt{a.Ordinal, a.Started, a.Ended, a.Status, a.Error, a.Owner})
+			out.History = append(out.History, attempt{a.Ordinal, clock.Wall(a.Started), clock.Wall(a.Ended), a.Status, a.Error, a.Owner})
 		}
 		return writeJSONOut(stdout, out)
 	}
@@ -252,7 +273,8 @@ func dlqShow(ctx context.Context, st queue.Store, id string, asJSON bool, stdout
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nATTEMPT\tSTARTED\tTOOK\tSTATUS\tERROR\tOWNER")
 	for _, a := range hist {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", a.Ordinal, a.Started.Format(time.RFC3339Nano), a.Ended.Sub(a.Started).Round(time.Microsecond), a.Status, clipText(a.Error, maxErrorColumn), a.Owner)
+		// TOOK is drill time, as every duration the tool reports.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", a.Ordinal, clock.Wall(a.Started).Format(time.RFC3339Nano), a.Ended.Sub(a.Started).Round(time.Microsecond), a.Status, clipText(a.Error, maxErrorColumn), a.Owner)
 	}
 	return tw.Flush()
 }

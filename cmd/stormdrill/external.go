@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -13,6 +14,9 @@ import (
 // runExternal runs a drill against somebody else's system; the system's
 // output goes to DIR/system.log.
 func runExternal(d *drills.Drill, file, dir string, progress func(drills.Progress)) (*reports.Run, error) {
+	if err := external.CheckPartnerServer(d); err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", file, err)}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -22,7 +26,7 @@ func runExternal(d *drills.Drill, file, dir string, progress func(drills.Progres
 	}
 	defer logf.Close()
 	run, err := external.Run(d, dir, external.Options{DrillDir: filepath.Dir(file), Progress: progress, Log: logf, Env: externalEnv()})
-	if errors.Is(err, external.ErrNeedsProcess) {
+	if errors.Is(err, external.ErrNeedsProcess) || errors.Is(err, external.ErrPartnerListen) {
 		return nil, usageError{err}
 	}
 	return run, err

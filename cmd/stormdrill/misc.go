@@ -112,10 +112,14 @@ func keyOfRow(line string) (string, bool) {
 	return key, ok
 }
 
-// warnPlan prints the plan's warning for an overloaded drill on stderr;
-// it is advice, so the exit status does not change.
+// warnPlan prints the plan's warning for an overloaded drill, and the
+// live speed's warnings, on stderr; they are advice, so the exit status
+// does not change.
 func warnPlan(stderr io.Writer, file string, d *drills.Drill) {
 	if w := experiments.PlanWarning(d); w != "" {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
+	}
+	for _, w := range d.SpeedWarnings() {
 		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
 	}
 }

@@ -134,3 +134,37 @@ func TestPartnerTokenGuardsControlAndMetrics(t *testing.T) {
 		t.Errorf("partner path in the scripted outage: %d, want 503", got)
 	}
 }
+
+// `stormdrill run` refuses an external drill whose partner server would be
+// reachable from other machines without a token: exit 2, the file and the
+// key named, nothing written, nothing bound.
+func TestRunExternalRemoteListenNeedsToken(t *testing.T) {
+	t.Setenv("RUN_TEST_TOKEN", "")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "remote.toml")
+	drill := `name = "remote"
+mode = "external"
+duration = "2s"
+[source]
+rate = "1/s"
+[[partners]]
+name = "acme"
+[system]
+ingest_url = "http://127.0.0.1:9/events"
+[partner_server]
+listen = "0.0.0.0:18080"
+url = "http://drill:18080"
+token_env = "RUN_TEST_TOKEN"
+`
+	if err := os.WriteFile(path, []byte(drill), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, _, stderr := stormdrill(t, "run", path, "--out", out, "--quiet")
+	if code != exitUsage || !strings.Contains(stderr, "partner_server.listen") || !strings.Contains(stderr, "$RUN_TEST_TOKEN") || !strings.Contains(stderr, "remote.toml") {
+		t.Errorf("run: exit %d, stderr %q; want 2 naming the file, partner_server.listen and $RUN_TEST_TOKEN", code, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) > 0 {
+		t.Errorf("the refused run wrote %d entries under --out", len(entries))
+	}
+}

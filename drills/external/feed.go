@@ -407,6 +407,9 @@ func feed(t *tally.Tally, f *fact, obs []fakepartner.Observation, dels []deliver
 		t.AttemptStarted(at, int(f.sub), int(f.n))
 	case factEnd:
 		t.AttemptEnded(at, int(f.sub), outcome(&obs[f.n]))
+		if o := &obs[f.n]; o.Commit && o.DroppedAnswer {
+			t.LostAck() // the partner recorded it and dropped the answer
+		}
 	case factDelivered:
 		t.Delivered(at, int(f.sub), dels[f.n].created)
 	case factDead:

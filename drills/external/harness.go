@@ -1,6 +1,7 @@
 package external
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,11 @@ const (
 var ErrTooMany = errors.New("external: the run outgrew the harness's bounds")
 
 // Options tune an external run.
+// ErrPartnerListen is a partner_server.listen that cannot be served: an
+// address other machines can reach without a token. It is the drill's
+// (or the environment's) mistake, not the run's.
+var ErrPartnerListen = errors.New("external")
+
 type Options struct {
 	// DrillDir is the drill file's directory: system.dir and relative
 	// commands are resolved from it. "" means the working directory.
@@ -167,6 +173,27 @@ type harness struct {
 	calls    map[string]int
 }
 
+// CheckPartnerServer checks, before anything is bound, that the drill's
+// partner server can listen where it asks to: an address other machines
+// can reach needs the token in the environment (partner_server.token_env).
+func CheckPartnerServer(d *drills.Drill) error {
+	_, _, err := partnerServer(d)
+	return err
+}
+
+// partnerServer returns the drill's partner_server table with defaults and
+// the token from the environment.
+func partnerServer(d *drills.Drill) (drills.PartnerServer, string, error) {
+	ps := d.PartnerServer
+	ps.Listen = cmp.Or(ps.Listen, drills.DefaultPartnerListen)
+	ps.TokenEnv = cmp.Or(ps.TokenEnv, fakepartner.TokenEnv)
+	token := os.Getenv(ps.TokenEnv)
+	if _, err := fakepartner.CheckListen(ps.Listen, token); err != nil {
+		return ps, "", fmt.Errorf("%w: partner_server.listen: %v (for a drill, the token comes from $%s)", ErrPartnerListen, err, ps.TokenEnv)
+	}
+	return ps, token, nil
+}
+
 func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if !d.IsExternal() {
 		return nil, fmt.Errorf("external: drill %s has mode %q, not \"external\"", d.Name, d.Mode)
@@ -193,24 +220,35 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if h.workdir, err = filepath.Abs(h.workdir); err != nil {
 		return nil, err
 	}
+	// partner_server: loopback unless the drill opts into a reachable
+	// address with a token from the environment.
+	ps, token, err := partnerServer(d)
+	if err != nil {
+		return nil, err
+	}
 	h.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{
 		Seed: d.Seed, KeyHeader: d.System.KeyHeader, AttemptHeader: d.System.AttemptHeader,
 		Observe: h.rec.observe, OnDeadLetter: h.rec.deadLetter, Script: h.script,
+		ControlToken: token,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("external: partner server: %w", err)
 	}
-	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
+	l, err := fakepartner.Listen(ps.Listen, token)
 	if err != nil {
 		return nil, fmt.Errorf("external: partner server: %w", err)
 	}
 	go func() { _ = h.srv.Serve(l) }()
-	h.base = "http://" + l.Addr().String()
+	h.base = ps.PartnerBaseURL(l.Addr())
 	h.env = env{
 		"STORMDRILL_PARTNER_URL":     h.base,
 		"STORMDRILL_DEAD_LETTER_URL": h.base + "/dead-letters",
 		"STORMDRILL_ALERT_URL":       h.base + "/alerts",
 		"STORMDRILL_RUN_DIR":         dir,
+	}
+	if token != "" {
+		// The system reports dead letters and alerts with it.
+		h.env[fakepartner.TokenEnv] = token
 	}
 	for k, v := range opt.Env {
 		h.env[k] = v

@@ -34,8 +34,8 @@ func Run(d *drills.Drill, dir string, opt Options) (*reports.Run, error) {
 	if err := h.startSystem(); err != nil {
 		return nil, err
 	}
-	subs, fanout := drills.Subscribers(d, h.specs)
-	res, err := h.drive(subs, fanout)
+	subs, _ := drills.Subscribers(d, h.specs)
+	res, err := h.drive(subs)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ type injectStats struct {
 }
 
 // drive runs the drill's clock: injection, faults, and the end.
-func (h *harness) drive(subs []drills.LiveSubscriber, fanout []int) (*injectStats, error) {
+func (h *harness) drive(subs []drills.LiveSubscriber) (*injectStats, error) {
 	d := h.d
 	h.start = time.Now().Add(BootMargin)
 	h.srv.SetStart(h.start)
@@ -63,7 +63,7 @@ func (h *harness) drive(subs []drills.LiveSubscriber, fanout []int) (*injectStat
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	injDone := make(chan error, 1)
-	go func() { injDone <- h.inject(ctx, subs, fanout, st) }()
+	go func() { injDone <- h.inject(ctx, subs, st) }()
 
 	type step struct {
 		at    time.Duration
@@ -143,8 +143,12 @@ func (h *harness) drive(subs []drills.LiveSubscriber, fanout []int) (*injectStat
 }
 
 // inject sends the drill's events on its arrival schedule.
-func (h *harness) inject(ctx context.Context, subs []drills.LiveSubscriber, fanout []int, st *injectStats) error {
+func (h *harness) inject(ctx context.Context, subs []drills.LiveSubscriber, st *injectStats) error {
 	arr := h.d.NewArrivals()
+	// source.fanout picks each event's subscribers as the simulation does
+	// (event n goes to the same ones); for all, every subscriber of source.to.
+	fan := h.d.NewFanout(h.specs)
+	var fanBuf []int32
 	payload := h.payload()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -168,7 +172,11 @@ func (h *harness) inject(ctx context.Context, subs []drills.LiveSubscriber, fano
 			}
 			st.lateness = appendBounded(st.lateness, time.Since(due).Seconds())
 			ev := &Event{EventID: fmt.Sprintf("evt-%06d", st.events), Created: due.UTC(), Payload: payload}
-			for _, si := range fanout {
+			picked := fan.Pick(st.events, fanBuf)
+			if !fan.All() {
+				fanBuf = picked
+			}
+			for _, si := range picked {
 				s := subs[si]
 				id := drills.DeliveryID(st.events, s.Name)
 				ev.Deliveries = append(ev.Deliveries, Delivery{ID: id, URL: h.partnerURL(h.specs[s.Cohort].Name, s.Member)})

@@ -9,6 +9,10 @@
 // queue.Store interface only. The dispatcher itself lives in
 // model/dispatcher and never reads the drill format.
 //
+// Each event goes to the subscribers source.fanout picks for its number
+// (drills.Fanout), the simulation's pick, so both modes make the same
+// deliveries.
+//
 // The injector honours dispatcher.queue_capacity and on_full against the
 // store's non-terminal deliveries (block: the source is held back and that
 // is reported; reject: queue-full dead letters). The dispatcher renews the
@@ -20,5 +24,8 @@
 // Time: every time the dispatcher and the store hold is drill time, on a
 // dispatcher.Clock that runs Speed times faster than the wall clock from
 // Start. The policy's durations therefore need no scaling, and the store's
-// run_at, created and updated columns read directly as drill time.
+// run_at, created and updated columns read directly as drill time. The run
+// records that clock in the store (queue.Clock), so `stormdrill dlq` shows
+// the wall-clock instants of the run. Retry-After crosses the wire in wall
+// seconds (see the fakepartner package).
 package live

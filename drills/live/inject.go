@@ -64,11 +64,14 @@ type injector struct {
 	ahead     []arrival // pulled from the schedule while held back
 	aheadHead int
 	aheadHeld int64 // events in ahead that were due when pulled
-	// When run returns cancelled: the due deliveries not written, as
-	// whole events plus the last part of one event's fan-out, and the
-	// scheduled time of the oldest of them.
-	unwrittenEvents, unwrittenPart int64
-	unwrittenSince                 time.Duration
+	// fan picks each event's subscribers (source.fanout), as the
+	// simulation does: event n goes to the same subscribers in both modes.
+	fan    *drills.Fanout
+	fanBuf []int32
+	// When run returns cancelled: the due deliveries not written, per
+	// subscriber, and the scheduled time of the oldest of them.
+	unwritten      []int64
+	unwrittenSince time.Duration
 
 	batch   []queue.Delivery
 	rejects []queue.Delivery // dead-lettered as queue-full at the next flush
@@ -92,7 +95,8 @@ type arrival struct {
 }
 
 func newInjector(r *runner, st queue.Store) *injector {
-	in := &injector{r: r, st: st, lateness: tally.NewLatencyHist(), perSub: make([]int64, len(r.subs))}
+	in := &injector{r: r, st: st, lateness: tally.NewLatencyHist(), perSub: make([]int64, len(r.subs)),
+		fan: r.d.NewFanout(r.specs), unwritten: make([]int64, len(r.subs))}
 	if c := r.d.Dispatcher.QueueCapacity; c > 0 {
 		in.capacity = int64(c)
 	}
@@ -116,19 +120,16 @@ func (in *injector) run(ctx context.Context) error {
 		}
 	}
 	in.batch = make([]queue.Delivery, 0, 256)
-	fan := len(r.fanout)
 	// stop ends a cancelled run: what was batched is written (best
-	// effort), and rest due deliveries, with those pulled ahead, are left
-	// unwritten.
+	// effort), and the due deliveries not written are counted: part, the
+	// rest of the current event's subscribers, then events more whole
+	// events, then the events pulled ahead.
 	var cur time.Duration // scheduled time of the arrival being written
-	stop := func(rest int64) error {
+	stop := func(part []int32, events int64) error {
 		_ = in.flush()
-		if fan > 0 {
-			in.unwrittenEvents = rest/int64(fan) + in.aheadHeld
-			in.unwrittenPart = rest % int64(fan)
-		}
+		in.countUnwritten(part, events)
 		in.unwrittenSince = cur
-		if rest == 0 {
+		if len(part) == 0 && events == 0 {
 			in.unwrittenSince = in.oldestAhead()
 		}
 		return ctx.Err()
@@ -152,16 +153,18 @@ func (in *injector) run(ctx context.Context) error {
 				select {
 				case <-timer.C:
 				case <-ctx.Done():
-					return stop(0)
+					return stop(nil, 0)
 				}
 			}
 		} else if ctx.Err() != nil {
-			return stop(int64(a.n * fan))
+			return stop(nil, int64(a.n))
 		}
 		created := r.clock.Start.Add(a.at)
 		for e := 0; e < a.n; e++ {
 			held := a.held
-			for k, si := range r.fanout {
+			subs := in.pick(in.events)
+			for k, si32 := range subs {
+				si := int(si32)
 				s := &r.subs[si]
 				d := queue.Delivery{
 					ID: drills.DeliveryID(in.events, s.Name), Event: fmt.Sprintf("evt-%06d", in.events),
@@ -179,10 +182,10 @@ func (in *injector) run(ctx context.Context) error {
 						continue
 					}
 					// Held here: the rest of this arrival waits too.
-					rest := int64(fan-k) + int64(a.n-e-1)*int64(fan)
+					rest := int64(len(subs)-k) + int64(float64(a.n-e-1)*in.meanFan())
 					if err := in.waitForRoom(ctx, rest); err != nil {
 						if ctx.Err() != nil {
-							return stop(rest)
+							return stop(subs[k:], int64(a.n-e-1))
 						}
 						return err
 					}
@@ -202,7 +205,7 @@ func (in *injector) run(ctx context.Context) error {
 				in.heldBackMax = max(in.heldBackMax, heldS)
 				in.mu.Unlock()
 			} else {
-				in.due = append(in.due, scheduled{wall: wallAt, n: fan})
+				in.due = append(in.due, scheduled{wall: wallAt, n: len(subs)})
 			}
 			in.events++
 			// due is bounded too: an event always adds to it, even one that
@@ -213,7 +216,56 @@ func (in *injector) run(ctx context.Context) error {
 				}
 			}
 		}
-		in.heldBack.Store(in.aheadHeld * int64(fan))
+		in.heldBack.Store(in.heldAheadDeliveries())
+	}
+}
+
+// pick returns event n's subscribers (for all, the shared list: do not
+// modify it). The event number is the one the delivery ids carry.
+func (in *injector) pick(n int64) []int32 {
+	subs := in.fan.Pick(n, in.fanBuf)
+	if !in.fan.All() {
+		in.fanBuf = subs
+	}
+	return subs
+}
+
+// meanFan is the expected number of deliveries per event.
+func (in *injector) meanFan() float64 {
+	if in.fan.All() {
+		return float64(in.fan.Eligible())
+	}
+	return in.r.d.FanoutMean()
+}
+
+// heldAheadDeliveries estimates the deliveries of the held events pulled
+// ahead, for the held-back series (exact for all, one and k).
+func (in *injector) heldAheadDeliveries() int64 {
+	return int64(float64(in.aheadHeld)*in.meanFan() + 0.5)
+}
+
+// countUnwritten adds to unwritten, per subscriber, the due deliveries run
+// did not write: part (the rest of event in.events), then events whole
+// events, then the held events pulled ahead, numbered on from there.
+func (in *injector) countUnwritten(part []int32, events int64) {
+	for _, si := range part {
+		in.unwritten[si]++
+	}
+	next := in.events
+	if len(part) > 0 {
+		next++
+	}
+	total := events + in.aheadHeld
+	if in.fan.All() {
+		for _, si := range in.fan.Pick(0, nil) {
+			in.unwritten[si] += total
+		}
+		return
+	}
+	for i := int64(0); i < total; i++ { // at most maxHeldEvents plus one arrival
+		for _, si := range in.pick(next + i) {
+			in.unwritten[si]++
+		}
 	}
 }
 
@@ -316,13 +368,12 @@ func (in *injector) waitForRoom(ctx context.Context, rest int64) error {
 	if err := in.flush(); err != nil {
 		return err
 	}
-	fan := int64(len(in.r.fanout))
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for {
 		in.pullAhead()
-		in.heldBack.Store(rest + in.aheadHeld*fan)
+		in.heldBack.Store(rest + in.heldAheadDeliveries())
 		if !time.Now().Before(in.nextCount) {
 			if err := in.count(); err != nil {
 				return err
@@ -392,16 +443,10 @@ func (in *injector) rejectChunk(ds []queue.Delivery) error {
 	return err
 }
 
-// unwrittenFor is how many due deliveries to the k-th subscriber of the
-// fan-out the source still held when run returned (cancelled while held
-// back); read after run has returned.
-func (in *injector) unwrittenFor(k int) int64 {
-	n := in.unwrittenEvents
-	if int64(k) >= int64(len(in.r.fanout))-in.unwrittenPart {
-		n++ // the last part of a partly written event's fan-out
-	}
-	return n
-}
+// unwrittenFor is how many due deliveries to subscriber si the source
+// still held when run returned (cancelled while held back); read after
+// run has returned.
+func (in *injector) unwrittenFor(si int) int64 { return in.unwritten[si] }
 
 // oldestAhead is the scheduled time of the oldest due arrival pulled
 // ahead of the schedule.

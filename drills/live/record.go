@@ -99,10 +99,15 @@ func (rec *liveRecorder) drain() {
 			o = model.Outcome{Err: model.ErrTimeout}
 		case a.Reset:
 			o = model.Outcome{Err: model.ErrReset}
+		case a.Refused:
+			o = model.Outcome{Err: model.ErrRefused}
 		}
 		t.AttemptEnded(rec.drillTime(a.Answered), sub, o)
 		if a.Duplicate {
 			t.Duplicates(1)
+		}
+		if a.AckLost {
+			t.LostAck()
 		}
 		rec.checkOverlap(a)
 	}
@@ -204,8 +209,8 @@ func (r *runner) report() (*reports.Run, error) {
 	t.Lateness(lateness)
 	t.SourceHeldBack(r.inj.heldBackSum, r.inj.heldBackMax)
 	r.inj.mu.Unlock()
-	for k, si := range r.fanout {
-		if n := r.inj.unwrittenFor(k); n > 0 {
+	for si := range r.subs {
+		if n := r.inj.unwrittenFor(si); n > 0 {
 			t.Created(si, n)
 			t.Pending(si, r.inj.unwrittenSince, n)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -218,6 +219,17 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	go func() { _ = r.srv.Serve(l) }()
 	r.baseURL = "http://" + l.Addr().String()
 	cfg, err := DispatcherConfig(d, r.baseURL)
+	for i := range cfg.Partners {
+		if p := &cfg.Partners[i]; err == nil && r.srv.Refuses(p.Name) {
+			// A refusal happens before any request reaches a listener:
+			// this cohort gets one of its own, closed while it refuses.
+			var own net.Listener
+			if own, err = fakepartner.ListenLoopback("127.0.0.1:0"); err == nil {
+				go func() { _ = r.srv.ServeRefusing(p.Name, own) }()
+				p.URL = "http://" + own.Addr().String() + p.URL
+			}
+		}
+	}
 	if err == nil {
 		r.dispatchConfig = filepath.Join(dir, "dispatcher.json")
 		err = dispatcher.WriteFile(r.dispatchConfig, cfg)
@@ -332,6 +344,10 @@ func (r *runner) launch(n int) (*child, error) {
 				if len(f) == 5 {
 					r.transition(f[1], f[2], f[3], f[4])
 				}
+			case dispatcher.EventRefused:
+				if len(f) == 5 {
+					r.refused(f[1], f[2], f[3], f[4])
+				}
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
@@ -360,6 +376,22 @@ func (r *runner) await(c *child) error {
 		<-c.done
 		return fmt.Errorf("live: dispatcher %d not ready after %v", c.n, readyTimeout)
 	}
+}
+
+// refused records an attempt whose connection was refused, as the
+// dispatcher reported it: the partner never saw it.
+func (r *runner) refused(endpoint, attempt, startNS, endNS string) {
+	i := strings.LastIndexByte(endpoint, '-')
+	member, err1 := strconv.Atoi(endpoint[i+1:])
+	ordinal, err2 := strconv.Atoi(attempt)
+	start, err3 := strconv.ParseInt(startNS, 10, 64)
+	end, err4 := strconv.ParseInt(endNS, 10, 64)
+	rec := r.recorder()
+	if i < 0 || err1 != nil || err2 != nil || err3 != nil || err4 != nil || rec == nil {
+		return
+	}
+	rec.attempt(fakepartner.Attempt{Cohort: endpoint[:i], Member: member, Ordinal: ordinal, Refused: true,
+		Arrived: r.clock.WallAt(time.Unix(0, start)), Answered: r.clock.WallAt(time.Unix(0, end))})
 }
 
 func (r *runner) transition(partner, atNS, from, to string) {
@@ -484,6 +516,14 @@ func (r *runner) run() error {
 	}
 	if err := r.checkEmpty(); err != nil {
 		return err
+	}
+	// The store's times are drill-clock instants; recording the clock lets
+	// `stormdrill dlq` show them as the wall-clock instants of the run.
+	cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout)
+	err = r.st.SetClock(cctx, queue.Clock{Start: r.clock.Start, Speed: r.clock.Speed})
+	ccancel()
+	if err != nil {
+		return fmt.Errorf("live: recording the drill clock: %w", err)
 	}
 	// The injector writes through a store of its own. On SQLite it
 	// retries a busy store itself, every few hundred microseconds, instead

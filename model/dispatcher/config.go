@@ -113,6 +113,11 @@ type Config struct {
 	// "alert_url"; the dispatch command's --alert-url overrides it.
 	// Default "": no alerts.
 	AlertURL string
+	// AlertToken, when set, is sent with every alert as "Authorization:
+	// Bearer TOKEN": a partner server with a control token requires it on
+	// its alert sink. Not in the configuration file (a secret); the
+	// dispatch command reads it from $STORMDRILL_PARTNER_TOKEN.
+	AlertToken string
 	// AlertInterval is the least drill time between two alert batches.
 	// Key "alert_interval", (0, MaxAlertInterval]; default
 	// DefaultAlertInterval.

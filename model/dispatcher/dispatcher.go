@@ -67,6 +67,10 @@ const (
 	EventReady      = "ready"      // ready <owner>
 	EventTransition = "transition" // transition <endpoint> <drill unix ns> <from> <to>
 	EventExit       = "exit"       // exit <attempts> <retry_after_ignored> <stale>
+	// EventRefused reports an attempt whose connection was refused, which
+	// no partner saw: refused <endpoint> <attempt> <started drill unix ns>
+	// <ended drill unix ns>.
+	EventRefused = "refused"
 )
 
 // Stats is what one dispatcher run did.
@@ -634,9 +638,18 @@ func (ds *dispatcher) call(j job) result {
 		res.errText = res.o.Err.String() + ": " + clip(err.Error())
 		return res
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
 	resp.Body.Close()
 	res.ended = ds.cfg.Clock.Now()
+	if err != nil {
+		// The answer is not whole (a body cut short, or one still coming
+		// when the attempt timed out): whatever its status, the partner's
+		// answer was not received, so the attempt failed like a broken
+		// connection (or a timeout).
+		res.o = model.Outcome{Err: classifyError(err)}
+		res.errText = res.o.Err.String() + ": reading the HTTP " + strconv.Itoa(resp.StatusCode) + " body: " + clip(err.Error())
+		return res
+	}
 	res.o = model.Outcome{Status: resp.StatusCode, RetryAfter: ds.retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		res.errText = "HTTP " + strconv.Itoa(resp.StatusCode)
@@ -644,12 +657,14 @@ func (ds *dispatcher) call(j job) result {
 	return res
 }
 
-// retryAfter turns an HTTP-date Retry-After (wall clock) into drill
-// delta-seconds; delta-seconds pass unchanged, read as drill seconds as the
-// simulation reads them.
+// retryAfter turns a Retry-After off the wire, which is wall time (the
+// partner cannot know this dispatcher's clock runs fast), into drill
+// delta-seconds for the policy: delta-seconds are multiplied by the speed,
+// an HTTP-date is measured from the wall clock now. At speed 1 it passes
+// unchanged.
 func (ds *dispatcher) retryAfter(v string, wallNow time.Time) string {
 	v = strings.TrimSpace(v)
-	if v == "" || (v[0] >= '0' && v[0] <= '9') || ds.speed == 1 {
+	if v == "" || ds.speed == 1 {
 		return v
 	}
 	d, ok := model.ParseRetryAfter(v, wallNow)
@@ -671,7 +686,8 @@ func classifyError(err error) model.ErrKind {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return model.ErrRefused
 	}
-	// Resets, EOF on a connection the partner closed, broken pipes and
+	// Resets, EOF on a connection the partner closed (before any answer,
+	// or inside a body cut short), a malformed response, broken pipes and
 	// anything else the transport reports: the connection failed.
 	return model.ErrReset
 }
@@ -686,6 +702,10 @@ func clip(s string) string {
 // complete hands an attempt's result to the core and queues the transition.
 func (ds *dispatcher) complete(r result) {
 	it := r.it
+	if r.o.Err == model.ErrRefused {
+		ds.event(EventRefused, ds.eps[it.Partner].name, strconv.Itoa(it.Attempts),
+			strconv.FormatInt(r.started.UnixNano(), 10), strconv.FormatInt(r.ended.UnixNano(), 10))
+	}
 	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
 	partner := ds.cfg.Partners[ds.eps[it.Partner].group].Name
 	ds.cfg.Metrics.attempt(partner, it.Attempts, r.o, r.ended.Sub(r.started))
@@ -808,6 +828,9 @@ func (ds *dispatcher) postAlerts(batch []Alert) {
 		}
 		req.GetBody = nil
 		req.Header.Set("Content-Type", "application/json")
+		if ds.cfg.AlertToken != "" {
+			req.Header.Set("Authorization", "Bearer "+ds.cfg.AlertToken)
+		}
 		resp, err := ds.client.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))

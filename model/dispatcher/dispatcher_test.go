@@ -50,7 +50,8 @@ func TestRetryAfterInDrillTime(t *testing.T) {
 		name, in, want string
 	}{
 		{"absent", "", ""},
-		{"delta-seconds are drill seconds, as in the simulation", "5", "5"},
+		{"delta-seconds on the wire are wall seconds: 5 is 100 drill seconds", "5", "100"},
+		{"zero stays zero", "0", "0"},
 		{"a date 2s of wall time ahead is 40 drill seconds", wall.Add(2 * time.Second).Format(time.RFC1123), "40"},
 		{"garbage passes through for the policy to refuse", "soon", "soon"},
 	}

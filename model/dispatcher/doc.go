@@ -16,5 +16,6 @@
 // Time: the store and the policy see drill time, on a Clock that runs Speed
 // times faster than the wall clock from Start (Speed 1 for a real system).
 // This package reads the wall clock through that Clock; it is not part of
-// the pure core.
+// the pure core. A Retry-After off the wire is wall time (delta-seconds or
+// an HTTP-date), and is multiplied by Speed into drill time.
 package dispatcher

@@ -10,5 +10,9 @@
 // (at-least-once delivery). Dead letters stay replayable by reason, in
 // bounded batches at a bounded rate, with an audit record per batch.
 //
+// Times are whatever clock the writer runs on: a live drill at a speed
+// other than 1 writes drill-clock instants and records that Clock
+// (SetClock), so a reader can turn them into wall-clock instants.
+//
 // Open picks a store by DSN: "sqlite:PATH", "postgres://USER:PASS@127.0.0.1:PORT/DB" or "memory:".
 package queue

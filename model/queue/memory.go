@@ -21,6 +21,7 @@ type Memory struct {
 	ended    map[string]time.Time // when a delivered row was acknowledged
 	attempts map[string][]AttemptRecord
 	audit    []ReplayAudit
+	clock    Clock
 }
 
 var _ Store = (*Memory)(nil)
@@ -323,6 +324,9 @@ func (m *Memory) matching(f DLQFilter, cutoffNS int64) []*DeadLetter {
 		if f.Partner != "" && d.Partner != f.Partner {
 			continue
 		}
+		if f.Cohort != "" && d.Cohort != f.Cohort {
+			continue
+		}
 		if cutoffNS != 0 && toNS(d.DeadAt) > cutoffNS {
 			continue
 		}
@@ -393,7 +397,9 @@ func (m *Memory) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 			m.mu.Unlock()
 			break // someone else drained the DLQ meanwhile
 		}
+		ids := make([]string, 0, len(batch))
 		for _, d := range batch {
+			ids = append(ids, d.ID)
 			m.rows[d.ID] = &Delivery{
 				ID: d.ID, Event: d.Event, Partner: d.Partner, Cohort: d.Cohort,
 				Payload: d.Payload, Created: d.Created, FirstSeen: d.FirstSeen,
@@ -407,6 +413,9 @@ func (m *Memory) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 			ID: int64(len(m.audit) + 1), At: now, Who: o.Who, Filter: p.filter, Count: len(batch), Batch: res.Batches,
 		})
 		m.mu.Unlock()
+		if o.OnMoved != nil {
+			o.OnMoved(now, ids)
+		}
 	}
 	return res, nil
 }
@@ -418,6 +427,28 @@ func (m *Memory) Audit(ctx context.Context) ([]ReplayAudit, error) {
 	}
 	defer m.mu.Unlock()
 	return slices.Clone(m.audit[:min(len(m.audit), MaxList)]), nil
+}
+
+// SetClock implements Store.
+func (m *Memory) SetClock(ctx context.Context, c Clock) error {
+	if err := checkClock(c); err != nil {
+		return err
+	}
+	if err := m.lock(ctx); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	m.clock = Clock{Start: norm(c.Start), Speed: c.Speed}
+	return nil
+}
+
+// Clock implements Store.
+func (m *Memory) Clock(ctx context.Context) (Clock, error) {
+	if err := m.lock(ctx); err != nil {
+		return Clock{}, err
+	}
+	defer m.mu.Unlock()
+	return m.clock, nil
 }
 
 // Close implements Store; later calls fail.

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // State is where a delivery stands in the durable queue.
@@ -23,12 +25,12 @@ const (
 
 // Bounds on what one call reads or writes, so no call is unbounded.
 const (
-	MaxClaim           = 10000      // most deliveries one Claim hands out
-	MaxList            = 100000     // most rows DeadLetters, Audit or Attempts return
-	MaxReplayBatch     = 10000      // most dead letters one replay transaction moves
-	MaxRejectBatch     = 10000      // most deliveries one Reject call writes
-	DefaultReplayBatch = 100        // replay batch size when none is given
-	MinReplayRate      = 1.0 / 3600 // slowest replay rate in batches/s: one batch an hour
+	MaxClaim           = 10000                    // most deliveries one Claim hands out
+	MaxList            = 100000                   // most rows DeadLetters, Audit or Attempts return
+	MaxReplayBatch     = model.MaxReplayBatch     // most dead letters one replay transaction moves
+	MaxRejectBatch     = 10000                    // most deliveries one Reject call writes
+	DefaultReplayBatch = model.DefaultReplayBatch // replay batch size when none is given
+	MinReplayRate      = model.MinReplayRate      // slowest replay rate in batches/s: one batch an hour
 )
 
 // ErrNotFound is returned by Get for an unknown delivery id.
@@ -143,6 +145,7 @@ type DeadLetter struct {
 type DLQFilter struct {
 	Reason    string
 	Partner   string
+	Cohort    string
 	OlderThan time.Duration // dead_at <= Now - OlderThan; needs Now
 	Now       time.Time
 	Limit     int // at most this many (0: MaxList for listing, all for replay)
@@ -157,6 +160,10 @@ type ReplayOptions struct {
 	Who    string
 	Now    func() time.Time    // run_at and audit time; nil: the filter's Now
 	Sleep  func(time.Duration) // nil: a context-aware timer
+	// OnMoved, if set, is called after each batch has been committed with
+	// the time it was moved at and the ids it moved (a drill's report
+	// follows the replayed deliveries by id).
+	OnMoved func(at time.Time, ids []string)
 }
 
 // ReplayResult reports a replay. In a dry run Moved is 0 and Batches is how
@@ -174,6 +181,49 @@ type ReplayAudit struct {
 	Count  int
 	Batch  int // 1-based batch number within its replay; 0 for a dry run
 	DryRun bool
+}
+
+// Clock is the drill clock a store's times were written on. A live drill
+// runs Speed times as fast as the wall clock from Start, and every time it
+// writes (created, run_at, dead_at, attempt times) is an instant of that
+// clock: Start + (wall - Start) × Speed. Recorded in the store (SetClock),
+// it turns those instants back into the wall-clock instants of the run,
+// which is what a reader of the store after the run wants. The zero Clock
+// means the times are wall-clock instants already.
+type Clock struct {
+	Start time.Time
+	Speed float64 // > 0; 0 reads as 1
+}
+
+func (c Clock) speed() float64 {
+	if c.Speed > 0 {
+		return c.Speed
+	}
+	return 1
+}
+
+// Wall is the wall-clock instant of the store's instant t (zero stays zero).
+func (c Clock) Wall(t time.Time) time.Time {
+	if t.IsZero() || c.speed() == 1 {
+		return t
+	}
+	return c.Start.Add(time.Duration(float64(t.Sub(c.Start)) / c.speed()))
+}
+
+// At is the store's instant for the wall-clock instant w.
+func (c Clock) At(w time.Time) time.Time {
+	if c.speed() == 1 {
+		return w
+	}
+	return c.Start.Add(time.Duration(float64(w.Sub(c.Start)) * c.speed()))
+}
+
+// checkClock refuses a clock SetClock cannot record.
+func checkClock(c Clock) error {
+	if !(c.Speed > 0) || c.Speed > 1e9 || c.Start.IsZero() {
+		return fmt.Errorf("queue: set clock: want a start and a speed above 0 (got %v, %v)", c.Start, c.Speed)
+	}
+	return nil
 }
 
 // Store is a durable (or, for tests, in-memory) delivery queue.
@@ -219,6 +269,11 @@ type Store interface {
 	Replay(ctx context.Context, f DLQFilter, opts ReplayOptions) (ReplayResult, error)
 	// Audit lists the replay audit records, oldest first.
 	Audit(ctx context.Context) ([]ReplayAudit, error)
+	// SetClock records the drill clock the store's times are written on
+	// (see Clock), replacing any recorded before.
+	SetClock(ctx context.Context, c Clock) error
+	// Clock returns the recorded drill clock, or the zero Clock if none.
+	Clock(ctx context.Context) (Clock, error)
 	Close() error
 }
 
@@ -394,9 +449,10 @@ func planReplay(f DLQFilter, o ReplayOptions) (replayPlan, error) {
 	js, err := json.Marshal(struct {
 		Reason    string `json:"reason,omitempty"`
 		Partner   string `json:"partner,omitempty"`
+		Cohort    string `json:"cohort,omitempty"`
 		OlderThan string `json:"older_than,omitempty"`
 		Limit     int    `json:"limit,omitempty"`
-	}{f.Reason, f.Partner, durString(f.OlderThan), f.Limit})
+	}{f.Reason, f.Partner, f.Cohort, durString(f.OlderThan), f.Limit})
 	if err != nil {
 		return p, err
 	}

@@ -497,6 +497,48 @@ func TestDeadLettersOlderThan(t *testing.T) {
 	})
 }
 
+// TestClockRecorded: the drill clock a live run records survives a reopen,
+// and turns the store's drill-clock instants back into wall instants.
+func TestClockRecorded(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, reopen func(Store) Store) Store {
+		ctx := context.Background()
+		if c, err := s.Clock(ctx); err != nil || c != (Clock{}) {
+			t.Fatalf("fresh store: clock %+v, %v; want none", c, err)
+		}
+		for _, bad := range []Clock{{}, {Start: t0}, {Start: t0, Speed: -1}} {
+			if err := s.SetClock(ctx, bad); err == nil {
+				t.Errorf("SetClock(%+v) accepted", bad)
+			}
+		}
+		if err := s.SetClock(ctx, Clock{Start: t0, Speed: 2}); err != nil {
+			t.Fatal(err)
+		}
+		want := Clock{Start: t0.Add(time.Second), Speed: 60}
+		if err := s.SetClock(ctx, want); err != nil { // a later run's replaces it
+			t.Fatal(err)
+		}
+		if reopen != nil {
+			s = reopen(s)
+		}
+		c, err := s.Clock(ctx)
+		if err != nil || !c.Start.Equal(want.Start) || c.Speed != want.Speed {
+			t.Fatalf("clock %+v, %v; want %+v", c, err, want)
+		}
+		// A minute of drill time after start is one second of wall time.
+		drillAt := want.Start.Add(time.Minute)
+		if w := c.Wall(drillAt); !w.Equal(want.Start.Add(time.Second)) {
+			t.Errorf("Wall(start+1m) = %v, want start+1s", w)
+		}
+		if at := c.At(c.Wall(drillAt)); !at.Equal(drillAt) {
+			t.Errorf("At(Wall(t)) = %v, want %v", at, drillAt)
+		}
+		if w := c.Wall(time.Time{}); !w.IsZero() {
+			t.Errorf("Wall(zero) = %v, want zero (unset stays unset)", w)
+		}
+		return s
+	})
+}
+
 func TestRelease(t *testing.T) {
 	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
 		ctx := context.Background()

@@ -34,6 +34,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		SLOS:                  float64(cfg.SLO) / 1e9,
 		DeadLetterReasons:     map[string]int64{},
 		Duplicates:            t.duplicates,
+		LostAcks:              t.lostAcks,
 		BreakerTransitions:    append([]reports.BreakerTransition{}, t.transitions...),
 		RetryAfterIgnored:     t.retryAfterIgnored,
 		SourceHeldBackS:       t.heldBackS,
@@ -75,8 +76,11 @@ func (t *Tally) Run() (*reports.Run, error) {
 		} else {
 			allDrained = false
 		}
+		ro.RetrySpread = t.retrySpread(i)
 		s.Outages = append(s.Outages, ro)
 	}
+	s.Actions = append([]reports.ActionRecord{}, cfg.Actions...)
+	s.Replays = t.replaysSummary()
 	if allDrained && len(t.l.Outages) > 0 {
 		s.DrainTimeS = &worst
 	}

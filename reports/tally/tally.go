@@ -66,6 +66,10 @@ type Config struct {
 	Gates    []string
 	Policy   []reports.KV    // the policy echo
 	Offered  reports.Offered // the load the source offers, read off the drill
+	// Actions are the drill's operator actions for the summary, and
+	// Replays its dlq-replay actions, which the tally follows.
+	Actions []reports.ActionRecord
+	Replays []ReplayConfig
 }
 
 // counts are one interval's counters.
@@ -118,6 +122,7 @@ const (
 	codeStatus uint8 = iota
 	codeTimeout
 	codeReset
+	codeRefused
 	codeNoAnswer
 	codeOther // past MaxStatusCodes distinct keys
 )
@@ -137,6 +142,8 @@ func (k codeKey) String() string {
 		return "timeout"
 	case codeReset:
 		return "reset"
+	case codeRefused:
+		return "refused"
 	case codeOther:
 		return "other"
 	}
@@ -150,8 +157,10 @@ func codeKeyOf(o model.Outcome) codeKey {
 	switch o.Err {
 	case model.ErrTimeout:
 		return codeKey{kind: codeTimeout}
-	case model.ErrReset, model.ErrRefused:
+	case model.ErrReset:
 		return codeKey{kind: codeReset}
+	case model.ErrRefused:
+		return codeKey{kind: codeRefused}
 	}
 	return codeKey{kind: codeNoAnswer}
 }
@@ -213,6 +222,7 @@ type Tally struct {
 	attempts, first                   int64
 	byOrdinal                         []int64
 	duplicates, retryAfterIgnored     int64
+	lostAcks                          int64
 	reasons                           map[string]int64
 	cohorts                           []cohortCount
 
@@ -233,6 +243,9 @@ type Tally struct {
 	rows []row
 	open counts // the interval after the last sample
 	end  int64  // drill ns when the run ended; set by End
+
+	replays []*replayTrack
+	spread  []spreadTrack // per outage
 }
 
 // New returns an empty tally.
@@ -251,6 +264,7 @@ func New(cfg Config) *Tally {
 		}
 	}
 	t.tracks = make([]track, len(t.l.Outages))
+	t.initReplays()
 	if cfg.Breakers {
 		for i, s := range t.l.Subscribers {
 			if !s.Healthy && len(t.breakerCols) < MaxBreakerColumns {
@@ -297,9 +311,18 @@ func (t *Tally) DeadLetteredTotal() int64 { return t.dead }
 // interval from the last sample on, else the sampled interval
 // [previous sample, sample) that contains it.
 func (t *Tally) at(at int64) *counts {
+	if k := t.rowIndex(at); k >= 0 {
+		return &t.rows[k].c
+	}
+	return &t.open
+}
+
+// rowIndex is the index of the sampled row whose interval holds drill time
+// at, or -1 for the open interval.
+func (t *Tally) rowIndex(at int64) int {
 	n := len(t.rows)
 	if n == 0 || at >= t.rows[n-1].t {
-		return &t.open
+		return -1
 	}
 	lo, hi := 0, n-1 // smallest k with at < rows[k].t
 	for lo < hi {
@@ -310,7 +333,7 @@ func (t *Tally) at(at int64) *counts {
 			lo = m + 1
 		}
 	}
-	return &t.rows[lo].c
+	return lo
 }
 
 // AttemptStarted counts an attempt that reached (or was sent to) subscriber
@@ -324,6 +347,7 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 	if col < MaxCohortColumns {
 		iv.cohortAttempts[col]++
 	}
+	t.replayLoad(int64(at), col)
 	if ordinal <= 1 {
 		ordinal = 1
 		c.attempted++
@@ -372,8 +396,18 @@ func (t *Tally) RetryAfterIgnored() { t.retryAfterIgnored++ }
 // already accepted.
 func (t *Tally) Duplicates(n int64) { t.duplicates += n }
 
+// LostAck counts a success the partner recorded and whose answer it
+// dropped on purpose (lost-ack).
+func (t *Tally) LostAck() { t.lostAcks++ }
+
 // Delivered counts a delivery to sub, created at created, accepted at at.
 func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
+	t.delivered0(at, sub, created, true)
+}
+
+// delivered0 is Delivered; track says whether the delivery's end counts
+// towards the drain time of the outage it was created in.
+func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, track bool) {
 	cohort, healthy := t.sub(sub)
 	c := &t.cohorts[cohort]
 	t.delivered++
@@ -395,13 +429,20 @@ func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
 				break
 			}
 		}
+		t.healthyDuringReplays(int64(at), lat)
 	}
-	t.terminal(at, sub, created)
+	if track {
+		t.terminal(at, sub, created)
+	}
 }
 
 // DeadLettered counts a delivery to sub, created at created, moved to the
 // DLQ at at with reason after attempts attempts.
 func (t *Tally) DeadLettered(at time.Duration, sub int, created time.Duration, reason string) {
+	t.deadLettered0(at, sub, created, reason, true)
+}
+
+func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, reason string, track bool) {
 	cohort, healthy := t.sub(sub)
 	c := &t.cohorts[cohort]
 	t.dead++
@@ -421,7 +462,9 @@ func (t *Tally) DeadLettered(at time.Duration, sub int, created time.Duration, r
 	if reason == string(model.ReasonPermanent) && healthy {
 		t.healthyPermanent++
 	}
-	t.terminal(at, sub, created)
+	if track {
+		t.terminal(at, sub, created)
+	}
 }
 
 func (t *Tally) terminal(at time.Duration, sub int, created time.Duration) {
@@ -476,6 +519,7 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 	}
 	t.rows = append(t.rows, rw)
 	t.open = counts{}
+	t.sampleReplays()
 }
 
 // BreakerTransition records a breaker of subscriber name changing state.

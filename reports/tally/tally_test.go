@@ -148,7 +148,7 @@ func TestStatusCodesBounded(t *testing.T) {
 		t.Errorf("code 232 counted by name past the bound: %v", ok)
 	}
 	down := run.Summary.Cohorts[1].StatusCodes
-	if len(down) != 4 || down["503"] != 1 || down["timeout"] != 1 || down["reset"] != 2 || down["no answer"] != 1 {
+	if len(down) != 5 || down["503"] != 1 || down["timeout"] != 1 || down["reset"] != 1 || down["refused"] != 1 || down["no answer"] != 1 {
 		t.Errorf("cohort down: %v", down)
 	}
 }

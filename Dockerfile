@@ -1,0 +1,37 @@
+# One image for every subcommand: `docker run IMAGE partner ...`,
+# `... run ...`, `... dispatch ...`; river-sender (cmd/river-sender, a
+# webhook sender on River) is beside it as a system to drill.
+#
+#   docker build -t stormdrill .
+#   docker run --rm stormdrill version
+#
+# Static binaries (CGO_ENABLED=0: SQLite is modernc.org/sqlite, pure Go) on
+# an empty base, run as a numeric non-root user.
+
+ARG GO_VERSION=1.26
+
+FROM golang:${GO_VERSION} AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ENV CGO_ENABLED=0
+RUN go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/stormdrill ./cmd/stormdrill \
+ && go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/river-sender ./cmd/river-sender \
+ && mkdir -p /out/work \
+ && find drills -name '*.toml' -not -path '*/testdata/*' -exec cp --parents {} /out/ \;
+
+FROM scratch
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=build /out/stormdrill /out/river-sender /usr/local/bin/
+# The bundled drills (simulated and live ones run as they are).
+COPY --from=build /out/drills /drills
+# The working directory is the one place the user may write (run outputs,
+# river-sender's SQLite file); mount a volume there to keep them.
+COPY --from=build --chown=65532:65532 /out/work /work
+WORKDIR /work
+ENV PATH=/usr/local/bin HOME=/work
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/stormdrill"]
+CMD ["--help"]

@@ -1,0 +1,100 @@
+package live
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// TestSimAndLiveAgreeOnFaults runs the partner-fault drill
+// (drills/testdata/faults.toml: lost-ack, redirect, refused, dribble, and
+// per-call empty, garbage and truncated answers) in simulation and live
+// on SQLite, 20 times faster, and compares them with the agreement test's
+// tolerances (compareRuns), and besides: dead letters by reason,
+// duplicates and lost acks within 5%, and each cohort's attempts by
+// outcome (status code, reset, refused, timeout) within 5% or 3
+// attempts, whichever is more, since some of those counts are small.
+// About 10 s of wall time.
+func TestSimAndLiveAgreeOnFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live drill")
+	}
+	if raceEnabled {
+		t.Skip("timing comparison; run without -race")
+	}
+	path := filepath.Join("..", "testdata", "faults.toml")
+	simD, err := drills.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	simRun, err := drills.RunSim(simD, drills.SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveD, err := drills.Load(path, map[string]string{"mode": "live", "speed": "20"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveRun, err := Run(liveD, t.TempDir(), Options{Executable: testExecutable(t), Log: logWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDLQColumns(t, liveRun)
+	checkSameKeys(t, simRun.Summary, liveRun.Summary)
+	compareFaultCounts(t, simRun.Summary, liveRun.Summary)
+	compareRuns(t, simRun, liveRun)
+}
+
+func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
+	t.Helper()
+	if l.Lateness != nil && l.Lateness.P99 > 0.1 {
+		return // compareRuns skips, saying why
+	}
+	type row struct {
+		name      string
+		sim, live int64
+		slack     int64
+	}
+	var rows []row
+	for _, reason := range reports.DeadLetterReasons {
+		rows = append(rows, row{"dlq." + reason, s.DeadLetterReasons[reason], l.DeadLetterReasons[reason], 0})
+	}
+	rows = append(rows, row{"duplicates", s.Duplicates, l.Duplicates, 0}, row{"lost_acks", s.LostAcks, l.LostAcks, 0})
+	liveCodes := map[string]map[string]int64{}
+	for _, c := range l.Cohorts {
+		liveCodes[c.Name] = c.StatusCodes
+	}
+	for _, c := range s.Cohorts {
+		keys := map[string]bool{}
+		for k := range c.StatusCodes {
+			keys[k] = true
+		}
+		for k := range liveCodes[c.Name] {
+			keys[k] = true
+		}
+		for k := range keys {
+			rows = append(rows, row{c.Name + " " + k, c.StatusCodes[k], liveCodes[c.Name][k], 3})
+		}
+	}
+	for _, r := range rows {
+		t.Logf("%-24s sim %6d  live %6d", r.name, r.sim, r.live)
+		d := r.live - r.sim
+		if d < 0 {
+			d = -d
+		}
+		if float64(d) > max(0.05*float64(r.sim), float64(r.slack)) && !(r.slack == 0 && d <= 1) {
+			t.Errorf("%s: sim %d, live %d: differ by more than 5%%", r.name, r.sim, r.live)
+		}
+	}
+	for _, want := range []string{"lostack reset", "redirect 307", "refused refused", "dribble timeout", "broken reset"} {
+		found := false
+		for _, r := range rows {
+			found = found || (r.name == want && r.sim > 0 && r.live > 0)
+		}
+		if !found {
+			t.Errorf("%s: not seen in both runs; the comparison does not exercise it", want)
+		}
+	}
+}
