@@ -127,7 +127,7 @@ var Keys = []KeyDoc{
 
 	{"system.dir", "string", "the drill file's directory", "External: working directory of build, start and the commands, relative to the drill file."},
 	{"system.build", "array of strings", "—", "External: a command run once before the drill, outside its clock (e.g. `go build`)."},
-	{"system.start", "array of strings", "— (already running)", "External: the system as a child process the harness starts, and kills for `restart` faults. `${STORMDRILL_PARTNER_URL}`, `${STORMDRILL_INGEST_URL}`, `${STORMDRILL_INGEST_ADDR}`, `${STORMDRILL_DEAD_LETTER_URL}`, `${STORMDRILL_ALERT_URL}` and `${STORMDRILL_RUN_DIR}` are expanded here and set in its environment."},
+	{"system.start", "array of strings", "— (already running)", "External: the system as a child process the harness starts, and kills for `restart` faults. `${STORMDRILL_PARTNER_URL}`, `${STORMDRILL_INGEST_URL}`, `${STORMDRILL_INGEST_ADDR}`, `${STORMDRILL_DEAD_LETTER_URL}`, `${STORMDRILL_ALERT_URL}`, `${STORMDRILL_RUN_DIR}`, `${STORMDRILL_STATE_DIR}` (emptied before each run), `${STORMDRILL_EXECUTABLE}` and `${STORMDRILL_PARTNER_LAYOUT}` are expanded here and set in its environment."},
 	{"system.ready_url", "string", "—", "External: the started system is ready when this URL answers 2xx."},
 	{"system.ready_log", "string", "—", "External: the started system is ready when a line of its output contains this."},
 	{"system.ready_timeout", "duration", `"2m"`, "External: how long the started system may take to become ready."},
@@ -137,7 +137,7 @@ var Keys = []KeyDoc{
 	{"system.body_template", "string", "the event as JSON", "External: a Go text/template of one event (`.EventID`, `.Created`, `.Deliveries` with `.ID` and `.URL`, `.Payload`; `json` renders a value)."},
 	{"system.ingest_command", "array of strings", "—", "External, command: the program run per event."},
 	{"system.jsonl_path", "string", "the started system's stdin", "External, jsonl: the file events are appended to."},
-	{"system.dead_letters", "string", `"endpoint"`, "External: how dead letters are seen: `endpoint` (the system POSTs `{\"id\",\"reason\",\"attempts\"}` to `${STORMDRILL_DEAD_LETTER_URL}`), `command` (listed at the end) or `none` (unresolved deliveries are reported, `lost` is not claimed)."},
+	{"system.dead_letters", "string", `"endpoint"`, "External: how dead letters are seen: `endpoint` (the system POSTs `{\"id\",\"reason\",\"attempts\"}` to `${STORMDRILL_DEAD_LETTER_URL}`), `command` (listed by `system.dead_letter_command`, every second once the source is done and at the end) or `none` (unresolved deliveries are reported, `lost` is not claimed)."},
 	{"system.dead_letter_command", "array of strings", "—", "External, command: prints one JSON dead letter per line at the end."},
 	{"system.key_header", "string", `"Idempotency-Key"`, "External: the header that identifies a delivery in every attempt."},
 	{"system.attempt_header", "string", "—", "External: a header carrying the attempt number, if the system sends one."},
