@@ -22,7 +22,7 @@ mode = "live"
 seed = 3
 speed = 20
 duration = "20s"
-drain = "3m"
+drain = "2m"
 sample_interval = "5s"
 [source]
 arrival = "constant"
