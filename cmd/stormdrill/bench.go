@@ -68,9 +68,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		// Scale the pool with the subscribers, so that every size runs at
-		// the flagship's utilisation rather than drowning in backlog.
+		// Scale the pool and the queue bound with the subscribers, so that
+		// every size runs at the flagship's utilisation and back-pressure
+		// rather than drowning in backlog or holding the source back.
 		d.Dispatcher.Workers *= k
+		d.Dispatcher.QueueCapacity *= k
 		subs := 0
 		for i := range d.Partners {
 			d.Partners[i].Count *= k
