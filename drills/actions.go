@@ -146,6 +146,10 @@ func validateActions(d *Drill, has func(string) bool, names map[string]int) []pr
 				bad("cohort", "%q names no partner cohort", clip(a.Cohort))
 			}
 		}
+		if d.Mode == "external" && a.Kind != ActionOutageEnd {
+			bad("kind", "%s runs in sim and live mode; an external system's queue and source are its own", a.Kind)
+			continue
+		}
 		switch a.Kind {
 		case ActionDLQReplay:
 			replays++

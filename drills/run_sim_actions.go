@@ -105,7 +105,8 @@ func (r *simRun) replayBatch(t int64, k int) {
 }
 
 // actionWho is who a replay's audit records name: the drill action.
-func (r *simRun) actionWho(i int) string { return actionWho(i) }
+func (r *simRun) actionWho(i int) string { return ActionWho(i) }
 
-// actionWho names drill action i (0-based) in audit records.
-func actionWho(i int) string { return "drill action " + itoa(i+1) }
+// ActionWho names drill action i (0-based) in replay audit records, in
+// every mode.
+func ActionWho(i int) string { return "drill action " + itoa(i+1) }

@@ -5,45 +5,13 @@ import (
 	"encoding/xml"
 	"math"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
 	"github.com/stormdrill/stormdrill/reports"
 )
-
-var (
-	stormdrillOnce sync.Once
-	stormdrillBin  string
-	stormdrillErr  error
-)
-
-// stormdrillExe builds cmd/stormdrill once per test binary: the system
-// under drill is `stormdrill dispatch`.
-func stormdrillExe(t *testing.T) string {
-	t.Helper()
-	stormdrillOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stormdrill-")
-		if err != nil {
-			stormdrillErr = err
-			return
-		}
-		stormdrillBin = filepath.Join(dir, "stormdrill")
-		out, err := exec.Command("go", "build", "-o", stormdrillBin, "../../cmd/stormdrill").CombinedOutput()
-		if err != nil {
-			stormdrillErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if stormdrillErr != nil {
-		t.Fatalf("building cmd/stormdrill: %v", stormdrillErr)
-	}
-	return stormdrillBin
-}
 
 // asLive is the external drill file's text as a live drill: mode live at
 // speed 1 (the external run is wall time), without the [system] table.

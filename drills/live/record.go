@@ -56,6 +56,8 @@ type liveRecorder struct {
 	overlapEx  []string
 
 	lastDead int64 // dead letters at the last sample, for progress
+
+	backoff *model.Backoff // the drill's, for the retry spread's scheduled delays
 }
 
 func newLiveRecorder(r *runner) *liveRecorder {
@@ -65,6 +67,9 @@ func newLiveRecorder(r *runner) *liveRecorder {
 	// between them.
 	interval := max(tally.Interval(d.SampleInterval.D, total), r.clock.Drill(20*time.Millisecond))
 	rec := &liveRecorder{r: r, interval: interval, lastAnswer: map[string]time.Time{}}
+	if pol, err := d.ModelPolicy(); err == nil {
+		rec.backoff = &pol.Backoff
+	}
 	rec.t = d.NewTally(r.specs, "live", r.clock.Speed, interval)
 	return rec
 }
@@ -93,6 +98,11 @@ func (rec *liveRecorder) drain() {
 			continue
 		}
 		t.AttemptStarted(rec.drillTime(a.Arrived), sub, a.Ordinal)
+		if rp := rec.r.replays; rp != nil && a.ID != "" {
+			if rid, ok := rp.of(a.ID); ok && rec.drillTime(a.Arrived) >= rid.at {
+				t.ReplayAttempt(rid.replay)
+			}
+		}
 		o := model.Outcome{Status: a.Status}
 		switch {
 		case a.Held || a.Abandoned:
@@ -108,6 +118,13 @@ func (rec *liveRecorder) drain() {
 		}
 		if a.AckLost {
 			t.LostAck()
+		}
+		// The retry spread, seen from the partner: the gap from the end of
+		// attempt k to the start of attempt k+1 is the delay it was given.
+		if rec.backoff != nil && a.ID != "" && a.Ordinal >= 2 {
+			if last, ok := rec.lastAnswer[a.ID]; ok && !a.Arrived.Before(last) {
+				t.RetryScheduled(rec.drillTime(last), sub, a.Ordinal-1, rec.r.clock.Drill(a.Arrived.Sub(last)), rec.backoff.Capped(a.Ordinal-1))
+			}
 		}
 		rec.checkOverlap(a)
 	}
@@ -217,32 +234,76 @@ func (r *runner) report() (*reports.Run, error) {
 	}
 	var unknown int64
 	ctx := context.Background()
-	after := ""
-	for {
-		cctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		page, err := r.st.Outcomes(cctx, after, outcomePage)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("live: reading the store: %w", err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		after = page[len(page)-1].ID
-		for _, o := range page {
-			si, ok := t.Layout().Index(o.Partner)
-			if !ok {
-				unknown++
-				continue
+	// Replays first: what each moved, then how the replayed deliveries
+	// ended, so that the replays' drains are known when the healthy
+	// deliveries during them are counted.
+	lr := r.replays
+	if lr != nil {
+		lr.mu.Lock()
+		for k, res := range lr.results {
+			if res.started {
+				t.ReplayStarted(k, res.matched)
 			}
-			created := o.Created.Sub(r.clock.Start)
-			switch o.State {
-			case queue.StateDelivered:
-				t.Delivered(o.At.Sub(r.clock.Start), si, created)
-			case queue.StateDead:
-				t.DeadLettered(o.At.Sub(r.clock.Start), si, created, o.Reason)
-			default:
-				t.Pending(si, created, 1)
+		}
+		for _, b := range lr.batches {
+			t.ReplayBatch(b.replay, b.at, b.n, drillsActionWho(r.d.Replays()[b.replay]))
+			t.ReplayMoved(b.replay, b.n)
+		}
+		lr.mu.Unlock()
+	}
+	replayed := func(id string) (replayedID, bool) {
+		if lr == nil {
+			return replayedID{}, false
+		}
+		return lr.of(id)
+	}
+	passes := 1
+	if lr != nil && len(lr.moved) > 0 {
+		passes = 2
+	}
+	for pass := 0; pass < passes; pass++ {
+		after := ""
+		for {
+			cctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+			page, err := r.st.Outcomes(cctx, after, outcomePage)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("live: reading the store: %w", err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			after = page[len(page)-1].ID
+			for _, o := range page {
+				rid, isReplayed := replayed(o.ID)
+				if isReplayed != (pass == 0 && passes == 2) {
+					continue // replayed ones in the first pass, the rest in the last
+				}
+				si, ok := t.Layout().Index(o.Partner)
+				if !ok {
+					unknown++
+					continue
+				}
+				created := o.Created.Sub(r.clock.Start)
+				if isReplayed {
+					switch o.State {
+					case queue.StateDelivered:
+						t.ReplayDelivered(rid.replay, o.At.Sub(r.clock.Start), si, created)
+					case queue.StateDead:
+						t.ReplayDeadLettered(rid.replay, o.At.Sub(r.clock.Start), si, created, o.Reason)
+					default:
+						t.ReplayPending(rid.replay, si, created, 1)
+					}
+					continue
+				}
+				switch o.State {
+				case queue.StateDelivered:
+					t.Delivered(o.At.Sub(r.clock.Start), si, created)
+				case queue.StateDead:
+					t.DeadLettered(o.At.Sub(r.clock.Start), si, created, o.Reason)
+				default:
+					t.Pending(si, created, 1)
+				}
 			}
 		}
 	}

@@ -115,6 +115,11 @@ func (t *Tally) Replayed(r int, sub int, reason string) {
 	t.replays[r].replayed++
 }
 
+// ReplayMoved counts n deliveries that replay r moved back, for a feeder
+// whose final accounting never counted them as dead letters (live: the
+// store's outcomes at the end).
+func (t *Tally) ReplayMoved(r int, n int64) { t.replays[r].replayed += n }
+
 // ReplayAttempt counts an attempt of a delivery replay r moved back, made
 // after the move (call AttemptStarted as well).
 func (t *Tally) ReplayAttempt(r int) { t.replays[r].attempts++ }
