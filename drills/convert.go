@@ -47,6 +47,13 @@ func (d *Drill) PartnerSpecs() ([]fakepartner.Spec, error) {
 		}
 		specs = append(specs, s)
 	}
+	// An outage-end action cuts its outage short: every runner, the plan
+	// and the report see the outage the operator ended.
+	for k, at := range d.OutageEnds() {
+		if o := &specs[k[0]].Outages[k[1]]; at > o.Start && at < o.End() {
+			o.For = at - o.Start
+		}
+	}
 	if len(errs) > 0 {
 		return nil, boundErrors(errs)
 	}

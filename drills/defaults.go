@@ -3,6 +3,8 @@ package drills
 import (
 	"strconv"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // Defaults, as documented in Keys.
@@ -131,6 +133,11 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 
 	for i := range d.Faults {
 		dur(&d.Faults[i].Down, DefaultFaultDown)
+	}
+	for i := range d.Actions {
+		if a := &d.Actions[i]; a.Kind == ActionDLQReplay {
+			integer(&a.Batch, "actions["+strconv.Itoa(i)+"].batch", model.DefaultReplayBatch)
+		}
 	}
 	dur(&d.SLO.DeliveryLatency, DefaultSLO)
 }

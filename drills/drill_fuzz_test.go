@@ -48,6 +48,8 @@ func FuzzDrill(f *testing.F) {
 		}
 	}
 	f.Add([]byte(validBase))
+	f.Add([]byte(actionBase + "[[actions]]\nkind = \"dlq-replay\"\nat = \"5m\"\nreason = \"max-attempts\"\ncohort = \"down\"\nbatch = 3\nrate = \"2/s\"\n" +
+		"[[actions]]\nkind = \"outage-end\"\nat = \"2m\"\ncohort = \"down\"\n[[actions]]\nkind = \"pause-source\"\nat = \"30s\"\nfor = \"1m\"\n"))
 	f.Add([]byte(validBase + "[[partners.outages]]\nstart = \"10s\"\nfor = \"20s\"\nkind = \"flap\"\nperiod = \"2s\"\n"))
 	f.Add([]byte(strings.Replace(validBase, `rate = "1/s"`, `arrival = "ramp"`+"\nrate = \"5/s\"\nrate_to = \"0/s\"", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {

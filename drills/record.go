@@ -34,6 +34,18 @@ func (d *Drill) NewTally(specs []fakepartner.Spec, mode string, speed float64, i
 	for _, kv := range d.PolicyEcho() {
 		cfg.Policy = append(cfg.Policy, reports.KV{Key: kv[0], Value: kv[1]})
 	}
+	cfg.Actions = d.ActionRecords()
+	for _, i := range d.Replays() {
+		a := &d.Actions[i]
+		rc := tally.ReplayConfig{Action: i + 1, At: a.At.D, Reason: a.Reason, Cohort: a.Cohort, Batch: a.Batch, Rate: a.Rate.PerSecond}
+		if a.Cohort != "" {
+			rc.Cohorts = make([]bool, len(d.Partners))
+			for ci := range d.Partners {
+				rc.Cohorts[ci] = d.Partners[ci].Name == a.Cohort
+			}
+		}
+		cfg.Replays = append(cfg.Replays, rc)
+	}
 	return tally.New(cfg)
 }
 
@@ -93,6 +105,10 @@ func (r *simRun) sample(t int64) {
 // the run.
 func (r *simRun) report() (*reports.Run, error) {
 	pend := func(it *dispatch.Item) {
+		if rp, ok := r.replayOf[it]; ok {
+			r.tally.ReplayPending(int(rp), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), 1)
+			return
+		}
 		r.tally.Pending(int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), 1)
 	}
 	r.core.Each(pend)

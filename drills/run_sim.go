@@ -59,6 +59,9 @@ const (
 	evDown
 	evUp
 	evWrite
+	evAction // slot: index into d.Actions
+	evReplay // slot: index into r.replays: its next batch
+	evResume // the source resumes after a pause
 )
 
 // simEvent is small on purpose: the heap copies it on every move.
@@ -146,6 +149,36 @@ type simRun struct {
 	tally    *tally.Tally
 	interval int64 // sample interval, drill ns
 	events   int64 // events the source has released
+
+	// Operator actions (actions.go).
+	pauses       [][2]int64 // the source's pauses, [from, to) drill ns
+	replays      []simReplay
+	dlq          []dlqEntry               // dead letters a replay may still move, oldest first
+	dlqHead      int                      // entries before it are all gone
+	replayOf     map[*dispatch.Item]int32 // replayed delivery → its replay's index
+	outageSpread bool                     // the layout has outages: feed the retry spread
+}
+
+// simReplay is one dlq-replay action under way.
+type simReplay struct {
+	action         int // index into d.Actions
+	reason         model.Reason
+	cohort         int32 // -1: any
+	batch          int
+	gap            int64
+	started, done  bool
+	matched, moved int64
+	cursor         int // dlq entries before it match no longer
+}
+
+// dlqEntry is a dead letter kept for a replay.
+type dlqEntry struct {
+	it     *dispatch.Item // nil once replayed
+	reason model.Reason
+}
+
+func (rp *simReplay) selects(e *dlqEntry) bool {
+	return e.it != nil && (rp.reason == "" || rp.reason == e.reason) && (rp.cohort < 0 || rp.cohort == e.it.Cohort)
 }
 
 // RunSim runs a drill under the deterministic simulation.
@@ -200,6 +233,22 @@ func newSimRun(d *Drill) (*simRun, error) {
 	r.freshGuards(global, 0)
 	r.endNs = int64(d.Duration.D)
 	r.hardEndNs = r.endNs + int64(d.Drain.D)
+	for _, p := range d.Pauses() {
+		r.pauses = append(r.pauses, [2]int64{int64(p[0]), int64(p[1])})
+	}
+	for _, i := range d.Replays() {
+		a := &d.Actions[i]
+		rp := simReplay{action: i, reason: model.Reason(a.Reason), cohort: -1, batch: a.Batch}
+		req := a.ReplayRequest()
+		rp.gap = req.Gap()
+		for ci := range d.Partners {
+			if d.Partners[ci].Name == a.Cohort {
+				rp.cohort = int32(ci)
+			}
+		}
+		r.replays = append(r.replays, rp)
+	}
+	r.outageSpread = len(layout.Outages) > 0
 	return r, nil
 }
 
@@ -241,6 +290,9 @@ func (r *simRun) run(opt SimOptions) error {
 	for i, f := range d.Faults {
 		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
 	}
+	for i := range d.Actions {
+		r.q.Push(int64(d.Actions[i].At.D), simEvent{kind: evAction, slot: int32(i)})
+	}
 	var events int64
 	lastProgress := int64(0)
 	for r.q.Len() > 0 {
@@ -279,6 +331,12 @@ func (r *simRun) run(opt SimOptions) error {
 			r.freshGuards(nil, t)
 		case evWrite:
 			r.landWrite(t, ev.slot)
+		case evAction:
+			r.act(t, int(ev.slot))
+		case evReplay:
+			r.replayBatch(t, int(ev.slot))
+		case evResume:
+			r.feedSource(t)
 		}
 		r.pump(t)
 		if opt.Progress != nil && events-lastProgress >= 1<<16 {
@@ -295,6 +353,17 @@ func (r *simRun) run(opt SimOptions) error {
 func (r *simRun) finished(t int64) bool {
 	if !r.sourceDone || r.heldHead < len(r.held) || r.core.Queued()+r.core.InFlight() > 0 || r.down || r.writesLate > 0 {
 		return false
+	}
+	// An action still to come may bring work back (a replay).
+	for i := range r.d.Actions {
+		if t < int64(r.d.Actions[i].At.D) {
+			return false
+		}
+	}
+	for i := range r.replays {
+		if !r.replays[i].done {
+			return false
+		}
 	}
 	for _, o := range r.tally.Layout().Outages {
 		if t < int64(o.End) {
@@ -338,6 +407,9 @@ func (r *simRun) arrival(t int64) {
 
 // feedSource enqueues held events' deliveries while the queue has room.
 func (r *simRun) feedSource(t int64) {
+	if r.paused(t) {
+		return // held until the pause ends (evResume)
+	}
 	block := r.d.Dispatcher.OnFull != "reject"
 	for r.heldHead < len(r.held) {
 		created := r.held[r.heldHead]
@@ -488,6 +560,11 @@ func (r *simRun) start(t int64, it *dispatch.Item) {
 	r.slots[slot] = inflight{it: it, call: call, timedOut: timedOut, started: t}
 	it.Slot, it.Epoch = slot, r.epoch
 	r.tally.AttemptStarted(time.Duration(t), int(it.Partner), it.Attempts)
+	if len(r.replayOf) > 0 {
+		if rp, ok := r.replayOf[it]; ok {
+			r.tally.ReplayAttempt(int(rp))
+		}
+	}
 	r.q.Push(end, simEvent{kind: evComplete, epoch: r.epoch, slot: slot})
 }
 
@@ -532,10 +609,20 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	}
 	switch dec.Action {
 	case model.ActAck:
-		r.tally.Delivered(time.Duration(t), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0))
+		created := time.Duration(it.FirstSeen - r.epoch0)
+		if rp, ok := r.replayOf[it]; ok {
+			delete(r.replayOf, it)
+			r.tally.ReplayDelivered(int(rp), time.Duration(t), int(it.Partner), created)
+		} else {
+			r.tally.Delivered(time.Duration(t), int(it.Partner), created)
+		}
 		r.terminal(it)
 	case model.ActDeadLetter:
 		r.deadLetter(t, it, dec.Reason, false)
+	case model.ActReschedule:
+		if r.outageSpread {
+			r.tally.RetryScheduled(time.Duration(t), int(it.Partner), it.Attempts, time.Duration(it.RunAt-r.wall(t).UnixNano()), r.pol.Backoff.Capped(it.Attempts))
+		}
 	}
 }
 
@@ -552,7 +639,16 @@ func outcomeOf(res fakepartner.Result) model.Outcome {
 }
 
 func (r *simRun) deadLetter(t int64, it *dispatch.Item, reason model.Reason, noAttempt bool) {
-	r.tally.DeadLettered(time.Duration(t), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), string(reason))
+	created := time.Duration(it.FirstSeen - r.epoch0)
+	if rp, ok := r.replayOf[it]; ok {
+		delete(r.replayOf, it)
+		r.tally.ReplayDeadLettered(int(rp), time.Duration(t), int(it.Partner), created, string(reason))
+	} else {
+		r.tally.DeadLettered(time.Duration(t), int(it.Partner), created, string(reason))
+	}
+	if r.keepDead(it, reason) {
+		return // in the DLQ a replay reads; not pooled
+	}
 	r.terminal(it)
 }
 

@@ -28,7 +28,8 @@ type Drill struct {
 	Policy     Policy     `toml:"policy"`
 	Dispatcher Dispatcher `toml:"dispatcher"`
 	Faults     []Fault    `toml:"faults"`
-	System     System     `toml:"system"` // external mode: the system under drill
+	Actions    []Action   `toml:"actions"` // scripted operator actions (actions.go)
+	System     System     `toml:"system"`  // external mode: the system under drill
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
 	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)

@@ -258,6 +258,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 		}
 	}
 
+	ps = append(ps, validateActions(d, has, names)...)
 	validateSystem(d, has, bad, kind)
 	validatePartnerServer(d, has, bad)
 	positive("slo.delivery_latency", d.SLO.DeliveryLatency)

@@ -403,9 +403,18 @@ func (f *fluid) call(t float64) fluidCall {
 		}
 		c.fails = true
 		c.durS = o.FailLatency.Seconds()
-		c.kind = model.Count5xx
-		if fo.Kind == fakepartner.OutageReset {
+		// The breaker count name of what the dispatcher sees (the kinds'
+		// Caller lines in fakepartner/outagekinds.go).
+		switch fo.Kind {
+		case fakepartner.OutageReset, fakepartner.OutageEmpty, fakepartner.OutageGarbage,
+			fakepartner.OutageTruncated, fakepartner.OutageLostAck:
 			c.kind = model.CountReset
+		case fakepartner.OutageRefused:
+			c.kind = model.CountRefused
+		case fakepartner.OutageRedirect:
+			c.kind = model.CountOther
+		default:
+			c.kind = model.Count5xx
 		}
 		if e.Hangs {
 			c.kind = model.CountTimeout

@@ -2,6 +2,7 @@ package fakepartner
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -304,5 +305,21 @@ func TestServeRefusing(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("ServeRefusing did not return after Close")
+	}
+}
+
+// The control API starts any kind by hand, dribble with its dribble_over,
+// and refuses a dribble without one.
+func TestControlAPIFaultKinds(t *testing.T) {
+	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{})
+	if status, v := doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"acme","kind":"dribble","for":"30s"}`); status != 400 || !strings.Contains(fmt.Sprint(v["error"]), "dribble_over") {
+		t.Errorf("dribble without dribble_over: %d %v, want 400 naming dribble_over", status, v)
+	}
+	if status, v := doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"acme","kind":"dribble","for":"1h","dribble_over":"300ms"}`); status != 200 {
+		t.Fatalf("dribble: %d %v", status, v)
+	}
+	began := time.Now()
+	if status, _, err := rawPost(client(5*time.Second), base+"/p/acme", "d1"); status != 200 || err != nil || time.Since(began) < 300*time.Millisecond {
+		t.Errorf("during a manual dribble: %d, %v after %v; want 200 after at least 300ms", status, err, time.Since(began))
 	}
 }

@@ -906,13 +906,14 @@ func (s *Server) pruneManual(c *cohort, now time.Time) {
 // outageRequest is the body of POST /control/outage; durations are drill
 // time, like every duration the control API reads or writes.
 type outageRequest struct {
-	Partner    string  `json:"partner"`
-	Kind       string  `json:"kind"`
-	For        string  `json:"for"`
-	Members    int     `json:"members"`
-	RetryAfter string  `json:"retry_after"`
-	Factor     float64 `json:"factor"`
-	Period     string  `json:"period"`
+	Partner     string  `json:"partner"`
+	Kind        string  `json:"kind"`
+	For         string  `json:"for"`
+	Members     int     `json:"members"`
+	RetryAfter  string  `json:"retry_after"`
+	Factor      float64 `json:"factor"`
+	Period      string  `json:"period"`
+	DribbleOver string  `json:"dribble_over"`
 }
 
 func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
@@ -938,6 +939,12 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Period != "" {
 		if o.Period, err = parseControlDuration("period", req.Period); err != nil {
+			writeJSONError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+	}
+	if req.DribbleOver != "" {
+		if o.DribbleOver, err = parseControlDuration("dribble_over", req.DribbleOver); err != nil {
 			writeJSONError(w, http.StatusBadRequest, err.Error())
 			return
 		}

@@ -472,7 +472,7 @@ func TestServerControlAPI(t *testing.T) {
 		t.Errorf("end outage of unknown partner: %d, want 400", status)
 	}
 
-	// A manual outage ends by itself after its length of wall time.
+	// A manual outage ends by itself after its length (drill time; at speed 1, wall time).
 	doJSON(t, http.MethodPost, base+"/control/outage", `{"partner":"acme","kind":"throttle","for":"10s","retry_after":"7"}`)
 	if a := post(c, base+"/p/acme", "c", "{}"); a.status != 429 || a.retryAfter != "7" {
 		t.Errorf("manual throttle: %d %q", a.status, a.retryAfter)

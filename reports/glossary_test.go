@@ -32,7 +32,7 @@ func TestGlossaryDefinesEveryAnchorTheReportsLinkTo(t *testing.T) {
 	for _, a := range []string{
 		anchorDelivery, anchorAttempt, anchorAmplification, anchorDrain, anchorReadyAge, anchorDelayedAge,
 		anchorHealthy, anchorDeadLettered, anchorLost, anchorDuplicates, anchorRetryAfter, anchorBackPressure,
-		anchorBreaker, anchorTimeSeries, anchorLateness, anchorStatusCodes, anchorSeeds,
+		anchorBreaker, anchorTimeSeries, anchorLateness, anchorStatusCodes, anchorSeeds, anchorRetrySpread, anchorReplay,
 	} {
 		if !defined[a] {
 			t.Errorf("no definition has the anchor %q", a)

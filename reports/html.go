@@ -300,12 +300,33 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{if .Outages}}<section id="outages">
 <h2>Outages and <a href="#drain-time">drain time</a></h2>
 <table>
-<thead><tr><th>partner</th><th>kind</th><th class="num">start</th><th class="num">end</th><th class="num">drain time</th></tr></thead>
+<thead><tr><th>partner</th><th>kind</th><th class="num">start</th><th class="num">end</th><th class="num">drain time</th><th><a href="#retry-spread">retry spread</a></th></tr></thead>
 <tbody>
-{{range .Outages}}<tr><td>{{.Partner}}</td><td>{{.Kind}}</td><td class="num">{{.Start}}</td><td class="num">{{.End}}</td><td class="num">{{.Drain}}</td></tr>
+{{range .Outages}}<tr><td>{{.Partner}}</td><td>{{.Kind}}</td><td class="num">{{.Start}}</td><td class="num">{{.End}}</td><td class="num">{{.Drain}}</td><td>{{.Spread}}</td></tr>
 {{end}}</tbody>
 </table>
 {{if .OutagesOmitted}}<p class="omitted">… and {{.OutagesOmitted}} more outages not shown.</p>{{end}}
+</section>{{end}}
+
+{{if .Actions}}<section id="actions">
+<h2>Operator actions</h2>
+<table>
+<thead><tr><th class="num">at</th><th>action</th><th>what it did</th></tr></thead>
+<tbody>
+{{range .Actions}}<tr><td class="num">{{.At}}</td><td><code>{{.Kind}}</code></td><td>{{.Detail}}</td></tr>
+{{end}}</tbody>
+</table>
+{{if .ActionsOmitted}}<p class="omitted">… and {{.ActionsOmitted}} more actions not shown.</p>{{end}}
+</section>{{end}}
+
+{{if .Replays}}<section id="replays">
+<h2><a href="#dlq-replay">DLQ replay</a></h2>
+<table>
+<thead><tr><th>action</th><th>selection</th><th class="num">replayed</th><th class="num">batches</th><th class="num">amplification</th><th class="num">drain time</th><th class="num">load before</th><th class="num">load during</th><th class="num">peak</th><th class="num">healthy p99 during</th><th>outcome</th></tr></thead>
+<tbody>
+{{range .Replays}}<tr><td>{{.Action}}</td><td>{{.Selection}}</td><td class="num">{{.Replayed}}</td><td class="num">{{.Batches}}</td><td class="num">{{.Amplification}}</td><td class="num">{{.Drain}}</td><td class="num">{{.LoadBefore}}</td><td class="num">{{.LoadDuring}}</td><td class="num">{{.LoadPeak}}</td><td class="num">{{.HealthyP99}}</td><td>{{.Outcome}}</td></tr>
+{{end}}</tbody>
+</table>
 </section>{{end}}
 
 {{if .Breaker}}<section id="breaker">

@@ -64,6 +64,10 @@ type reportView struct {
 	Outages        []outageRow
 	OutagesOmitted int
 
+	Actions        []ActionRecordRow
+	ActionsOmitted int
+	Replays        []replayRow
+
 	Breaker        []breakerRow
 	BreakerOmitted int
 
@@ -107,7 +111,17 @@ type reasonRow struct {
 }
 
 type outageRow struct {
-	Partner, Kind, Start, End, Drain string
+	Partner, Kind, Start, End, Drain, Spread string
+}
+
+// ActionRecordRow is one operator action in the report.
+type ActionRecordRow struct {
+	At, Kind, Detail string
+}
+
+// replayRow is one dlq-replay action's figures in the report.
+type replayRow struct {
+	Action, Selection, Replayed, Batches, Amplification, Drain, LoadBefore, LoadDuring, LoadPeak, HealthyP99, Outcome string
 }
 
 type breakerRow struct {
@@ -184,6 +198,8 @@ const (
 	anchorLateness      = "lateness"
 	anchorStatusCodes   = "status-codes"
 	anchorSeeds         = "seeds"
+	anchorRetrySpread   = "retry-spread"
+	anchorReplay        = "dlq-replay"
 )
 
 // buildView turns a run into display text; it never fails, and a nil
@@ -292,10 +308,27 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 		if o.DrainTimeS != nil {
 			drain = FormatDuration(*o.DrainTimeS)
 		}
+		spread := "—"
+		if sp := o.RetrySpread; sp != nil {
+			spread = fmt.Sprintf("p50 %s, max %s (%s groups)", FormatValue(Fraction, sp.P50), FormatValue(Fraction, sp.Max), groupDigits(sp.Groups))
+		}
 		v.Outages = append(v.Outages, outageRow{
 			Partner: oneLine(o.Partner), Kind: oneLine(o.Kind),
-			Start: FormatDuration(o.StartS), End: FormatDuration(o.EndS), Drain: drain,
+			Start: FormatDuration(o.StartS), End: FormatDuration(o.EndS), Drain: drain, Spread: spread,
 		})
+	}
+	for i, a := range s.Actions {
+		if i >= maxOutageRows {
+			v.ActionsOmitted = len(s.Actions) - i
+			break
+		}
+		v.Actions = append(v.Actions, ActionRecordRow{At: FormatDuration(a.AtS), Kind: oneLine(a.Kind), Detail: oneLine(a.Detail)})
+	}
+	for i, rp := range s.Replays {
+		if i >= maxOutageRows {
+			break
+		}
+		v.Replays = append(v.Replays, replayViewRow(rp))
 	}
 
 	rows := breakerRows(s.BreakerTransitions)
@@ -374,6 +407,40 @@ func buildComparisonView(c *Comparison) *comparisonView {
 
 // keyFigures is the key-figure table: what a reviewer reads first, each
 // linked to its definition.
+func replayViewRow(rp Replay) replayRow {
+	var sel []string
+	if rp.Reason != "" {
+		sel = append(sel, rp.Reason)
+	}
+	if rp.Cohort != "" {
+		sel = append(sel, rp.Cohort)
+	}
+	drain := "not drained"
+	if rp.DrainTimeS != nil {
+		drain = FormatDuration(*rp.DrainTimeS)
+	}
+	p99 := "—"
+	if rp.HealthyLatencyS.Count > 0 {
+		p99 = FormatDuration(rp.HealthyLatencyS.P99)
+	}
+	amp := "—"
+	if rp.Replayed > 0 {
+		amp = FormatValue(Ratio, rp.Amplification)
+	}
+	return replayRow{
+		Action:        fmt.Sprintf("%d at %s", rp.Action, FormatDuration(rp.AtS)),
+		Selection:     oneLine(strings.Join(sel, ", ")),
+		Replayed:      fmt.Sprintf("%s of %s", groupDigits(rp.Replayed), groupDigits(rp.Matched)),
+		Batches:       fmt.Sprintf("%s (last at %s)", groupDigits(rp.Batches), FormatDuration(rp.LastBatchS)),
+		Amplification: amp, Drain: drain,
+		LoadBefore: FormatValue(Ratio, rp.LoadBeforePerS) + "/s",
+		LoadDuring: FormatValue(Ratio, rp.LoadDuringPerS) + "/s",
+		LoadPeak:   FormatValue(Ratio, rp.LoadPeakPerS) + "/s",
+		HealthyP99: p99,
+		Outcome:    fmt.Sprintf("%s delivered, %s dead-lettered again, %s pending", groupDigits(rp.Delivered), groupDigits(rp.DeadLettered), groupDigits(rp.Pending)),
+	}
+}
+
 func keyFigures(s *Summary) []figureRow {
 	d := s.Deliveries
 	share := func(n int64) string {
@@ -716,12 +783,35 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.line("")
 		m.line(fmt.Sprintf("## Outages and [drain time](#%s)", anchorDrain))
 		m.line("")
-		m.line("| partner | kind | start | end | drain time |")
-		m.line("| --- | --- | ---: | ---: | ---: |")
+		m.line(fmt.Sprintf("| partner | kind | start | end | drain time | [retry spread](#%s) |", anchorRetrySpread))
+		m.line("| --- | --- | ---: | ---: | ---: | --- |")
 		for _, o := range v.Outages {
-			m.row(mdCell(o.Partner), mdCell(o.Kind), o.Start, o.End, o.Drain)
+			m.row(mdCell(o.Partner), mdCell(o.Kind), o.Start, o.End, o.Drain, mdCell(o.Spread))
 		}
 		m.omitted(v.OutagesOmitted, "outages")
+	}
+
+	if len(v.Actions) > 0 {
+		m.line("")
+		m.line("## Operator actions")
+		m.line("")
+		m.line("| at | action | what it did |")
+		m.line("| ---: | --- | --- |")
+		for _, a := range v.Actions {
+			m.row(a.At, mdCode(a.Kind), mdCell(a.Detail))
+		}
+		m.omitted(v.ActionsOmitted, "actions")
+	}
+
+	if len(v.Replays) > 0 {
+		m.line("")
+		m.line(fmt.Sprintf("## [DLQ replay](#%s)", anchorReplay))
+		m.line("")
+		m.line("| action | selection | replayed | batches | amplification | drain time | load before | load during | peak | healthy p99 during | outcome |")
+		m.line("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+		for _, r := range v.Replays {
+			m.row(r.Action, mdCell(r.Selection), r.Replayed, r.Batches, r.Amplification, r.Drain, r.LoadBefore, r.LoadDuring, r.LoadPeak, r.HealthyP99, r.Outcome)
+		}
 	}
 
 	if len(v.Breaker) > 0 {

@@ -183,6 +183,87 @@ func init() {
 			},
 			na: naText("no healthy deliveries during outages")}
 	}
+	// Replays (dlq-replay actions), over all of them: counts add up,
+	// amplification is attempts ÷ replayed, times and latencies take the
+	// worst replay.
+	noReplay := func(s *Summary) string {
+		if len(s.Replays) == 0 {
+			return "no dlq-replay action"
+		}
+		return "not drained"
+	}
+	replaySum := func(get func(r *Replay) int64) func(*Summary) (float64, bool) {
+		return func(s *Summary) (float64, bool) {
+			var n int64
+			for i := range s.Replays {
+				n += get(&s.Replays[i])
+			}
+			return float64(n), len(s.Replays) > 0
+		}
+	}
+	m["replay.replayed"] = metricDef{kind: Count, better: neutral, value: replaySum(func(r *Replay) int64 { return r.Replayed }), na: noReplay}
+	m["replay.delivered"] = metricDef{kind: Count, better: upperBetter, value: replaySum(func(r *Replay) int64 { return r.Delivered }), na: noReplay}
+	m["replay.dead_lettered"] = metricDef{kind: Count, better: lowerBetter, value: replaySum(func(r *Replay) int64 { return r.DeadLettered }), na: noReplay}
+	m["replay.pending"] = metricDef{kind: Count, better: lowerBetter, value: replaySum(func(r *Replay) int64 { return r.Pending }), na: noReplay}
+	m["replay.amplification"] = metricDef{kind: Ratio, better: lowerBetter,
+		value: func(s *Summary) (float64, bool) {
+			var attempts, replayed int64
+			for _, r := range s.Replays {
+				attempts += r.Attempts
+				replayed += r.Replayed
+			}
+			if replayed == 0 {
+				return 0, false
+			}
+			return float64(attempts) / float64(replayed), true
+		},
+		na: func(s *Summary) string {
+			if len(s.Replays) == 0 {
+				return "no dlq-replay action"
+			}
+			return "nothing replayed"
+		}}
+	m["replay.drain_time"] = metricDef{kind: Duration, better: lowerBetter,
+		value: func(s *Summary) (float64, bool) {
+			var worst float64
+			for _, r := range s.Replays {
+				if r.DrainTimeS == nil {
+					return 0, false
+				}
+				worst = max(worst, *r.DrainTimeS)
+			}
+			return worst, len(s.Replays) > 0
+		},
+		na: noReplay}
+	m["replay.load_peak_per_s"] = metricDef{kind: Ratio, better: lowerBetter,
+		value: func(s *Summary) (float64, bool) {
+			var peak float64
+			for _, r := range s.Replays {
+				peak = max(peak, r.LoadPeakPerS)
+			}
+			return peak, len(s.Replays) > 0
+		},
+		na: noReplay}
+	for _, q := range percentiles {
+		get := q.get
+		m["replay.healthy.latency."+q.name] = metricDef{kind: Duration, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				var v float64
+				var n int64
+				for i := range s.Replays {
+					p := &s.Replays[i].HealthyLatencyS
+					n += p.Count
+					v = max(v, get(p))
+				}
+				return v, n > 0
+			},
+			na: func(s *Summary) string {
+				if len(s.Replays) == 0 {
+					return "no dlq-replay action"
+				}
+				return "no healthy deliveries during a replay"
+			}}
+	}
 	for _, reason := range DeadLetterReasons {
 		reason := reason
 		m["dlq."+reason] = metricDef{kind: Count, better: lowerBetter,

@@ -21,10 +21,13 @@ func TestMetricNames(t *testing.T) {
 		"retry_after_ignored": Count, "source_held_back": Duration, "source_held_back_max": Duration,
 		"peak_attempts_per_s": Ratio, "peak_pending": Count, "breaker_transitions": Count,
 		"lateness.p99": Duration, "faulty.amplification": Ratio, "faulty.dead_lettered": Count,
+		"replay.replayed": Count, "replay.delivered": Count, "replay.dead_lettered": Count, "replay.pending": Count,
+		"replay.amplification": Ratio, "replay.drain_time": Duration, "replay.load_peak_per_s": Ratio,
 	}
 	for _, q := range []string{"p50", "p90", "p99", "p999", "max"} {
 		want["healthy.latency."+q] = Duration
 		want["healthy.outage.latency."+q] = Duration
+		want["replay.healthy.latency."+q] = Duration
 	}
 	for _, r := range DeadLetterReasons {
 		want["dlq."+r] = Count

@@ -62,6 +62,12 @@ type Summary struct {
 	Alerts   []Alert      `json:"alerts"`
 	Restarts []Restart    `json:"restarts"`
 
+	// Actions are the drill's scripted operator actions as carried out, and
+	// Replays what each dlq-replay action did; empty lists when the drill
+	// has none.
+	Actions []ActionRecord `json:"actions"`
+	Replays []Replay       `json:"replays"`
+
 	// External runs only: what the partners saw of somebody else's system.
 	External *External `json:"external,omitempty"`
 
@@ -132,6 +138,78 @@ type Outage struct {
 	// Manual is an outage switched on through the partner server's control
 	// API during a live run rather than scripted in the drill.
 	Manual bool `json:"manual,omitempty"`
+	// RetrySpread is how the retries of deliveries that failed together
+	// during the outage spread out; null when no two did.
+	RetrySpread *RetrySpread `json:"retry_spread"`
+}
+
+// RetrySpread measures the herd: deliveries to an outage's subscribers
+// whose k-th attempt failed within the same window of WindowS seconds form
+// a group; a group's spread is (longest − shortest delay they were given
+// before attempt k+1) ÷ the scheduled delay for attempt k+1 (the capped
+// delay before jitter). P50 and Max are over the groups of at least two.
+type RetrySpread struct {
+	WindowS    float64 `json:"window_s"`
+	Groups     int64   `json:"groups"`
+	Deliveries int64   `json:"deliveries"` // in those groups
+	P50        float64 `json:"p50"`
+	Max        float64 `json:"max"`
+}
+
+// ActionRecord is one scripted operator action as carried out: its kind,
+// when, and what it did in words.
+type ActionRecord struct {
+	Kind   string  `json:"kind"`
+	AtS    float64 `json:"at_s"`
+	Detail string  `json:"detail"`
+}
+
+// Replay is what one dlq-replay action did and what it cost.
+type Replay struct {
+	Action   int     `json:"action"` // 1-based index into actions
+	AtS      float64 `json:"at_s"`
+	Reason   string  `json:"reason"` // "" = any
+	Cohort   string  `json:"cohort"` // "" = any
+	Batch    int     `json:"batch"`
+	RatePerS float64 `json:"rate_per_s"` // batches per second; 0 = no pause
+	// Matched is how many dead letters matched when it started; Replayed
+	// how many it moved back, in Batches batches, the last at LastBatchS.
+	Matched    int64   `json:"matched"`
+	Replayed   int64   `json:"replayed"`
+	Batches    int64   `json:"batches"`
+	LastBatchS float64 `json:"last_batch_s"`
+	// Attempts the replayed deliveries made after their replay, and
+	// attempts ÷ replayed.
+	Attempts      int64   `json:"attempts"`
+	Amplification float64 `json:"amplification"`
+	// How the replayed deliveries ended: delivered, dead-lettered again,
+	// still pending at the drill's end.
+	Delivered    int64 `json:"delivered"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Pending      int64 `json:"pending"`
+	// DrainTimeS: from the replay's start until its last replayed delivery
+	// was delivered or dead-lettered again; null if one is still pending.
+	DrainTimeS *float64 `json:"drain_time_s"`
+	// The load on the replayed cohorts (every cohort when the replay
+	// names none): attempts/s during the drain, in the equally long window
+	// just before the replay started, and the busiest sample interval's
+	// rate during the drain.
+	LoadDuringPerS float64 `json:"load_during_per_s"`
+	LoadBeforePerS float64 `json:"load_before_per_s"`
+	LoadPeakPerS   float64 `json:"load_peak_per_s"`
+	// HealthyLatencyS: healthy-subscriber latency of the deliveries
+	// delivered during the replay's drain.
+	HealthyLatencyS Percentiles `json:"healthy_latency_s"`
+	// Audit is one record per batch: when, and how many it moved.
+	Audit []ReplayBatch `json:"audit"`
+}
+
+// ReplayBatch is the audit record of one replay batch.
+type ReplayBatch struct {
+	Batch int     `json:"batch"`
+	AtS   float64 `json:"at_s"`
+	Count int64   `json:"count"`
+	Who   string  `json:"who"`
 }
 
 // BreakerTransition is one change of a partner's circuit breaker.

@@ -32,6 +32,14 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 	if omitted > 0 {
 		m.line(fmt.Sprintf("  … and %d more faulty cohorts (see the report)", omitted))
 	}
+	for i, rp := range s.Replays {
+		if i >= maxTerminalGates {
+			break
+		}
+		row := replayViewRow(rp)
+		m.line(fmt.Sprintf("  replay %s (%s): %s replayed · amplification %s · drain time %s · load %s → %s (peak %s) · healthy p99 %s",
+			row.Action, row.Selection, row.Replayed, row.Amplification, row.Drain, row.LoadBefore, row.LoadDuring, row.LoadPeak, row.HealthyP99))
+	}
 	width := 0
 	for i, g := range v.Gates {
 		if i < maxTerminalGates {

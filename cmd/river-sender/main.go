@@ -169,13 +169,15 @@ func main() {
 }
 
 func run() error {
-	runDir := os.Getenv("STORMDRILL_RUN_DIR")
+	// The harness empties STORMDRILL_STATE_DIR before each run, so a run
+	// directory used again does not hand River the last run's jobs.
+	runDir := envOr("STORMDRILL_STATE_DIR", os.Getenv("STORMDRILL_RUN_DIR"))
 	defDB := ""
 	if runDir != "" {
 		defDB = filepath.Join(runDir, "river.db")
 	}
 	listen := flag.String("listen", envOr("STORMDRILL_INGEST_ADDR", "127.0.0.1:8090"), "ingest address (POST /events)")
-	dbPath := flag.String("db", envOr("RIVER_SENDER_DB", defDB), "River's queue: an SQLite file, or a postgres://USER:PASS@HOST:PORT/DB URL (default $RIVER_SENDER_DB, else $STORMDRILL_RUN_DIR/river.db)")
+	dbPath := flag.String("db", envOr("RIVER_SENDER_DB", defDB), "River's queue: an SQLite file, or a postgres://USER:PASS@HOST:PORT/DB URL (default $RIVER_SENDER_DB, else $STORMDRILL_STATE_DIR/river.db, else $STORMDRILL_RUN_DIR/river.db)")
 	deadURL := flag.String("dead-letter-url", os.Getenv("STORMDRILL_DEAD_LETTER_URL"), "POST each dead letter here; empty: none")
 	alertURL := flag.String("alert-url", os.Getenv("STORMDRILL_ALERT_URL"), "POST an alert per dead letter here; empty: none")
 	maxAttempts := flag.Int("max-attempts", river.MaxAttemptsDefault, "River's max attempts per job")

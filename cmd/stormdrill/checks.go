@@ -129,12 +129,12 @@ func checkDistinctNames(files []string, loaded []*drills.Drill) error {
 
 // checkReplayScope refuses a dlq replay of every dead letter unless it says
 // so: without --reason a replay would also resend the permanent failures.
-func checkReplayScope(reason string, all bool) error {
+func checkReplayScope(reason, partner, cohort string, all bool) error {
 	switch {
-	case reason == "" && !all:
-		return usagef("stormdrill dlq replay: give --reason REASON, or --all to replay every dead letter (permanent ones included)")
-	case reason != "" && all:
-		return usagef("stormdrill dlq replay: --all and --reason exclude each other")
+	case reason == "" && partner == "" && cohort == "" && !all:
+		return usagef("stormdrill dlq replay: give --reason REASON (or --cohort, --partner), or --all to replay every dead letter (permanent ones included)")
+	case (reason != "" || partner != "" || cohort != "") && all:
+		return usagef("stormdrill dlq replay: --all excludes --reason, --cohort and --partner")
 	}
 	return nil
 }

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +32,10 @@ const dispatchExamples = `  # deliver what a replay put back into the queue a li
   stormdrill dispatch --drill drills/live-restart.toml --partners http://127.0.0.1:8080 \
       --print-config > out/dispatcher.json
   stormdrill dispatch --store sqlite:out/live-restart/queue.db --config out/dispatcher.json
+  # take events from outside: POST /events enqueues one event's deliveries
+  # (an external drill's HTTP ingest sends that body); 503 when the queue is full
+  stormdrill dispatch --store sqlite:out/queue.db --drill drills/external-dispatch.toml \
+      --partners http://127.0.0.1:8080 --ingest 127.0.0.1:8081
   # SIGTERM (or Ctrl-C) stops claiming, finishes the attempts in flight,
   # gives the leases back and exits 0`
 
@@ -44,6 +51,9 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	speed := fs.Float64("speed", 0, "drill time runs this much faster than the wall clock (default: the file's or the drill's speed)")
 	start := fs.Int64("start", 0, "wall time of drill time 0 in unix nanoseconds (default: now); needed with --speed other than 1")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this loopback address, e.g. 127.0.0.1:9464 (GET /metrics); empty: none")
+	ingestAddr := fs.String("ingest", "", "take events on this loopback address (POST /events, GET /healthz), e.g. 127.0.0.1:8081; empty: none")
+	ingestCap := fs.Int("ingest-capacity", 0, "with --ingest: answer 503 while the queue holds this many waiting deliveries (default: the drill's dispatcher.queue_capacity, else 100000)")
+	layout := fs.String("partner-layout", "", "with --drill: the partners as NAME:COUNT,… (each with the drill's first partner's settings) instead of the drill's; an external run passes $STORMDRILL_PARTNER_LAYOUT")
 	printConfig := fs.Bool("print-config", false, "print the configuration file the dispatcher would run, and exit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -71,6 +81,13 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	if !(*speed >= 0) || *speed > dispatcher.MaxSpeed {
 		return usagef("stormdrill dispatch: --speed %v: must be greater than 0 and at most %g", *speed, float64(dispatcher.MaxSpeed))
 	}
+	if *layout != "" && *drillPath == "" {
+		return usagef("stormdrill dispatch: --partner-layout goes with --drill")
+	}
+	if *ingestCap < 0 || (*ingestCap > 0 && *ingestAddr == "") {
+		return usagef("stormdrill dispatch: --ingest-capacity %d: must be positive, and goes with --ingest", *ingestCap)
+	}
+	capacity := *ingestCap
 	var cfg dispatcher.Config
 	if *configPath != "" {
 		if cfg, err = dispatcher.ReadFile(*configPath); err != nil {
@@ -81,10 +98,21 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
+		if *layout != "" {
+			if err := applyPartnerLayout(d, *layout); err != nil {
+				return usagef("stormdrill dispatch: --partner-layout: %v", err)
+			}
+		}
 		if cfg, err = live.DispatcherConfig(d, *partners); err != nil {
 			return usageError{fmt.Errorf("%s: %w", *drillPath, err)}
 		}
 		cfg.AlertURL = "" // a drill names no alert sink; --alert-url does
+		if capacity == 0 {
+			capacity = d.Dispatcher.QueueCapacity
+		}
+	}
+	if capacity == 0 {
+		capacity = drills.DefaultQueueCapacity
 	}
 	if *partners != "" {
 		cfg.PartnersURL = *partners
@@ -118,8 +146,14 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(b)
 		return err
 	}
-	st, err := openStore("dispatch", *store)
-	if err != nil {
+	var st queue.Store
+	if *ingestAddr != "" {
+		// With an ingest the dispatcher is a system of its own: it makes
+		// its queue if there is none yet.
+		if st, err = queue.Open(*store); err != nil {
+			return usagef("stormdrill dispatch: --store: %s", queue.RedactMessage(err.Error(), *store))
+		}
+	} else if st, err = openStore("dispatch", *store); err != nil {
 		return err
 	}
 	defer st.Close()
@@ -134,6 +168,16 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	cfg.Store, cfg.Events, cfg.Log = st, stdout, stderr
+	if cfg.Clock.Start.IsZero() {
+		cfg.Clock.Start = time.Now() // the ingest and the dispatcher share one clock
+	}
+	if *ingestAddr != "" {
+		is, err := serveIngest(*ingestAddr, cfg, capacity, stderr)
+		if err != nil {
+			return err
+		}
+		defer is.Close()
+	}
 	if *metricsAddr != "" {
 		reg := prometheus.NewRegistry()
 		if cfg.Metrics, err = dispatcher.NewMetrics(reg); err != nil {
@@ -154,6 +198,55 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		return runError{err}
 	}
 	return nil
+}
+
+// maxLayoutPartners bounds the entries of --partner-layout.
+const maxLayoutPartners = 10_000
+
+// applyPartnerLayout replaces d's partners by the NAME:COUNT list, each a
+// copy of d's first partner without its outages: the dispatcher needs only
+// their names and member counts, and the drill's policy.
+func applyPartnerLayout(d *drills.Drill, layout string) error {
+	if len(d.Partners) == 0 {
+		return errors.New("the drill has no partner to copy the settings of")
+	}
+	tmpl := d.Partners[0]
+	tmpl.Outages = nil
+	var ps []drills.Partner
+	for i, e := range strings.Split(layout, ",") {
+		if i >= maxLayoutPartners {
+			return fmt.Errorf("more than %d entries", maxLayoutPartners)
+		}
+		name, count, ok := strings.Cut(strings.TrimSpace(e), ":")
+		n, err := strconv.Atoi(count)
+		if !ok || name == "" || err != nil || n < 1 || n > dispatcher.MaxEndpoints {
+			return fmt.Errorf("entry %d %q: want NAME:COUNT with COUNT from 1 to %d", i+1, clipArg(e), dispatcher.MaxEndpoints)
+		}
+		p := tmpl
+		p.Name, p.Count = name, n
+		ps = append(ps, p)
+	}
+	d.Partners = ps
+	return nil
+}
+
+// serveIngest serves the dispatcher's ingest on a loopback address.
+func serveIngest(addr string, cfg dispatcher.Config, capacity int, w io.Writer) (*metricsServer, error) {
+	in, err := dispatcher.NewIngest(cfg, capacity)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	l, err := fakepartner.ListenLoopback(addr)
+	if err != nil {
+		return nil, usagef("stormdrill dispatch: --ingest: %v", err)
+	}
+	is := &metricsServer{
+		srv:  &http.Server{Handler: in, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
+		done: make(chan error, 1),
+	}
+	go func() { is.done <- is.srv.Serve(l) }()
+	fmt.Fprintf(w, "ingest: http://%s/events\n", l.Addr())
+	return is, nil
 }
 
 // loopbackURL accepts only http URLs on a literal loopback address: live

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/queue"
 )
 
@@ -38,6 +39,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	store := fs.String("store", "", "the durable queue: sqlite:PATH (a live run writes DIR/queue.db) or postgres://USER:PASS@127.0.0.1:PORT/DB")
 	reason := fs.String("reason", "", "only this dead-letter reason (permanent, max-attempts, window-expired, ...)")
 	partner := fs.String("partner", "", "only this partner (subscriber), e.g. acme-0")
+	cohort := fs.String("cohort", "", "only this cohort (the drill's partner name), e.g. acme")
 	olderThan := fs.String("older-than", "", "only entries dead-lettered at least this long ago on the wall clock, e.g. 10m")
 	limit := fs.Int("limit", 0, "at most this many entries (0: no limit beyond the store's)")
 	asJSON := fs.Bool("json", false, "JSON output for scripts")
@@ -68,7 +70,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 		return usagef("stormdrill dlq %s: unexpected argument %q", sub, pos[0])
 	}
 	if sub == "replay" {
-		if err := checkReplayScope(*reason, *all); err != nil {
+		if err := checkReplayScope(*reason, *partner, *cohort, *all); err != nil {
 			return err
 		}
 	}
@@ -99,7 +101,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return runError{err}
 	}
-	f := queue.DLQFilter{Reason: *reason, Partner: *partner, Limit: *limit}
+	f := queue.DLQFilter{Reason: *reason, Partner: *partner, Cohort: *cohort, Limit: *limit}
 	now := time.Now()
 	f.Now, f.OlderThan = clock.At(now), clock.At(now).Sub(clock.At(now.Add(-older)))
 	switch sub {
@@ -119,10 +121,12 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 		who = "stormdrill"
 	}
 	// Replayed deliveries run from now on the store's clock.
-	res, err := st.Replay(ctx, f, queue.ReplayOptions{Batch: *batch, Rate: *rate, DryRun: *dryRun, Who: who,
+	req := model.ReplayRequest{Reason: *reason, Partner: *partner, Cohort: *cohort, All: *all, Batch: *batch, Rate: *rate}
+	res, err := queue.RunReplay(ctx, st, req, f, queue.ReplayOptions{DryRun: *dryRun, Who: who,
 		Now: func() time.Time { return clock.At(time.Now()) }})
 	if err != nil {
-		if strings.Contains(err.Error(), "rate") {
+		var pe *queue.ReplayProblemError
+		if errors.As(err, &pe) || strings.Contains(err.Error(), "rate") {
 			return usageError{err}
 		}
 		return runError{err}
@@ -167,17 +171,11 @@ func openStore(cmd, dsn string) (queue.Store, error) {
 }
 
 func knownReason(r string) bool {
-	for _, n := range reasonNames() {
-		if n == r {
-			return true
-		}
-	}
-	return false
+	_, ok := model.ParseReason(r)
+	return ok
 }
 
-func reasonNames() []string {
-	return []string{"permanent", "max-attempts", "window-expired", "circuit-open", "budget-exhausted", "queue-full"}
-}
+func reasonNames() []string { return model.ReasonNames() }
 
 type dlqEntryJSON struct {
 	ID        string    `json:"id"`

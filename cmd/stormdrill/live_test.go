@@ -513,7 +513,7 @@ func TestLiveCommandsRefuseBadStoresAndNonLoopbackURLs(t *testing.T) {
 		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--reason", "max-attempts", "--batch", "0"}, "--batch"},
 		// a replay of everything, permanent failures included, must say so
 		{[]string{"dlq", "replay", "--store", "sqlite:" + db}, "--all"},
-		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--all", "--reason", "permanent"}, "exclude each other"},
+		{[]string{"dlq", "replay", "--store", "sqlite:" + db, "--all", "--reason", "permanent"}, "--all excludes"},
 		{[]string{"dlq", "list", "--store", "sqlite:" + db, "--reason", "bogus"}, "--reason"},
 		{[]string{"dlq", "frob"}, "unknown subcommand"},
 		// the partner server listens on loopback only

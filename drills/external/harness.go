@@ -29,6 +29,9 @@ const (
 	// MaxDeliveries bounds the deliveries one run creates.
 	MaxDeliveries = 2_000_000
 	buildTimeout  = 10 * time.Minute
+	// StateDirName is the directory under the run directory that the
+	// harness empties before each run and names in STORMDRILL_STATE_DIR.
+	StateDirName = "system-state"
 )
 
 // ErrTooMany is returned when a run outgrows MaxObservations, MaxDeadLetters
@@ -161,6 +164,8 @@ type harness struct {
 	rec     *record
 	ing     ingester
 
+	listedAt time.Time // the dead-letter command's last run
+
 	procMu sync.Mutex
 	proc   *process
 	file   *os.File // jsonl file
@@ -240,11 +245,36 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	}
 	go func() { _ = h.srv.Serve(l) }()
 	h.base = ps.PartnerBaseURL(l.Addr())
+	// A fresh, empty directory for the system's own state (its queue, say)
+	// each run, so that a run directory used again does not hand the
+	// system the last run's deliveries; restarts within the run keep it.
+	stateDir := filepath.Join(dir, StateDirName)
+	if err := os.RemoveAll(stateDir); err != nil {
+		h.srv.Close()
+		return nil, fmt.Errorf("external: clearing %s: %w", stateDir, err)
+	}
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		h.srv.Close()
+		return nil, err
+	}
 	h.env = env{
+		"STORMDRILL_STATE_DIR":       stateDir,
 		"STORMDRILL_PARTNER_URL":     h.base,
 		"STORMDRILL_DEAD_LETTER_URL": h.base + "/dead-letters",
 		"STORMDRILL_ALERT_URL":       h.base + "/alerts",
 		"STORMDRILL_RUN_DIR":         dir,
+	}
+	// The partners as NAME:COUNT,…, for a system that must be told its
+	// endpoints (stormdrill dispatch --partner-layout); verify brings its own.
+	var layout []string
+	for _, sp := range specs {
+		layout = append(layout, fmt.Sprintf("%s:%d", sp.Name, sp.Count))
+	}
+	h.env["STORMDRILL_PARTNER_LAYOUT"] = strings.Join(layout, ",")
+	// The running stormdrill, so that a drill can start `stormdrill
+	// dispatch` as its system without a build step.
+	if exe, err := os.Executable(); err == nil {
+		h.env["STORMDRILL_EXECUTABLE"] = exe
 	}
 	if token != "" {
 		// The system reports dead letters and alerts with it.
@@ -427,4 +457,21 @@ func (h *harness) listDeadLetters() error {
 		return fmt.Errorf("external: system.dead_letter_command: %w", err)
 	}
 	return perr
+}
+
+// deadLetterPoll is how often a dead_letter_command runs while the harness
+// waits for deliveries to resolve.
+const deadLetterPoll = time.Second
+
+// pollDeadLetters runs the dead-letter command (dead_letters = "command")
+// at most every deadLetterPoll, or now when force; an error is logged and
+// the listing at the end reports it.
+func (h *harness) pollDeadLetters(force bool) {
+	if h.sys.DeadLetters != "command" || (!force && time.Since(h.listedAt) < deadLetterPoll) {
+		return
+	}
+	h.listedAt = time.Now()
+	if err := h.listDeadLetters(); err != nil {
+		fmt.Fprintln(h.log, "external:", err)
+	}
 }

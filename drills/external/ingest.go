@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 )
 
 // Ingest retry policy: a 429 or 503 (or no connection, as while the system
@@ -31,20 +32,15 @@ const (
 )
 
 // Event is one event as the system under drill receives it: the default
-// body of an HTTP ingest, a command's stdin, or one JSON line.
-type Event struct {
-	EventID    string          `json:"event_id"`
-	Created    time.Time       `json:"created"` // the scheduled arrival
-	Deliveries []Delivery      `json:"deliveries"`
-	Payload    json.RawMessage `json:"payload,omitempty"`
-}
+// body of an HTTP ingest, a command's stdin, or one JSON line. Its wire
+// format is the one `stormdrill dispatch --ingest` takes, declared once
+// there: {"event_id", "created" (the scheduled arrival), "deliveries":
+// [{"id", "url"}], "payload"}.
+type Event = dispatcher.IngestEvent
 
-// Delivery is one delivery of an event: its id (the idempotency key to send)
-// and the partner URL to send it to.
-type Delivery struct {
-	ID  string `json:"id"`
-	URL string `json:"url"`
-}
+// Delivery is one delivery of an event: its id (the idempotency key to
+// send) and the partner URL to send it to.
+type Delivery = dispatcher.IngestDelivery
 
 // ingester hands one event to the system.
 type ingester interface {

@@ -1,7 +1,6 @@
 package external
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,5 +100,3 @@ func checkExternalKeys(t *testing.T, d *drills.Drill, ext *reports.Summary) {
 		t.Error(diff)
 	}
 }
-
-func osMkdirTemp() (string, error) { return os.MkdirTemp("", "river-sender-") }

@@ -101,6 +101,11 @@ func (h *harness) drive(subs []drills.LiveSubscriber) (*injectStats, error) {
 		if err := h.exited(); err != nil {
 			return nil, err
 		}
+		if sourceDone {
+			// Dead letters a command lists resolve deliveries too: without
+			// them the run would wait for its hard end.
+			h.pollDeadLetters(false)
+		}
 		created, pending := h.rec.pending()
 		if h.opt.Progress != nil {
 			h.opt.Progress(drills.Progress{DrillTime: dt, Total: d.Duration.D, Created: int64(created)})
@@ -238,8 +243,26 @@ func outagesOver(specs []fakepartner.Spec, dt time.Duration) bool {
 // maxDeadLetterOutput bounds what a dead-letter command may print.
 const maxDeadLetterOutput = 256 << 20
 
-// parseDeadLetters reads dead letters {"id","reason","attempts"} (other
-// fields ignored) as one JSON array or one JSON object per line.
+// listedDeadLetter is one dead letter a dead_letter_command prints; dead_at
+// (RFC 3339), when given, is when it was dead-lettered, else the listing's
+// time is.
+type listedDeadLetter struct {
+	fakepartner.DeadLetter
+	DeadAt time.Time `json:"dead_at"`
+}
+
+func (l *listedDeadLetter) entry(now time.Time) fakepartner.DeadLetter {
+	dl := l.DeadLetter
+	dl.At = now
+	if !l.DeadAt.IsZero() && l.DeadAt.Before(now) {
+		dl.At = l.DeadAt
+	}
+	return dl
+}
+
+// parseDeadLetters reads dead letters {"id","reason","attempts"} and an
+// optional "dead_at" (other fields ignored) as one JSON array or one JSON
+// object per line.
 func parseDeadLetters(r io.Reader, add func(fakepartner.DeadLetter)) error {
 	data, err := io.ReadAll(io.LimitReader(r, maxDeadLetterOutput+1))
 	if err != nil {
@@ -250,14 +273,13 @@ func parseDeadLetters(r io.Reader, add func(fakepartner.DeadLetter)) error {
 	}
 	now := time.Now()
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
-		var all []fakepartner.DeadLetter
+		var all []listedDeadLetter
 		if err := json.Unmarshal(t, &all); err != nil {
 			return fmt.Errorf("external: dead_letter_command: want a JSON array of {\"id\",\"reason\",\"attempts\"}: %v", err)
 		}
-		for _, dl := range all {
-			if dl.ID != "" {
-				dl.At = now
-				add(dl)
+		for i := range all {
+			if all[i].ID != "" {
+				add(all[i].entry(now))
 			}
 		}
 		return nil
@@ -267,12 +289,11 @@ func parseDeadLetters(r io.Reader, add func(fakepartner.DeadLetter)) error {
 		if len(t) == 0 {
 			continue
 		}
-		var dl fakepartner.DeadLetter
+		var dl listedDeadLetter
 		if err := json.Unmarshal(t, &dl); err != nil || dl.ID == "" {
 			return fmt.Errorf("external: dead_letter_command line %d: want {\"id\",\"reason\",\"attempts\"}", i+1)
 		}
-		dl.At = now
-		add(dl)
+		add(dl.entry(now))
 	}
 	return nil
 }

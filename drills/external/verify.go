@@ -316,9 +316,10 @@ func (v *verifier) run() ([]Verdict, error) {
 		return nil, err
 	}
 	phase1End := time.Now().Add(v.opt.Timeout)
-	if err := v.wait(ctx, phase1End, func() bool { return v.settled(v.view(), permanentSince) }); err != nil {
+	if err := v.wait(ctx, phase1End, func() bool { v.h.pollDeadLetters(false); return v.settled(v.view(), permanentSince) }); err != nil {
 		return nil, err
 	}
+	v.h.pollDeadLetters(true)
 	phase1 := v.view()
 
 	// Phase two: a restart while deliveries wait out their first delay.

@@ -3,6 +3,7 @@ package external
 import (
 	"bytes"
 	"encoding/xml"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -13,33 +14,47 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 )
 
+// tool is a main package of this module that the tests build once.
+type tool struct {
+	pkg  string // relative to this package
+	once sync.Once
+	bin  string
+	err  error
+}
+
 var (
-	senderOnce sync.Once
-	senderBin  string
-	senderErr  error
+	riverSenderTool = &tool{pkg: "../../cmd/river-sender"}
+	stormdrillTool  = &tool{pkg: "../../cmd/stormdrill"}
 )
 
-// riverSender builds cmd/river-sender once per test binary.
-func riverSender(t *testing.T) string {
+// build builds the tool once per test binary and returns its path.
+func (tl *tool) build(t *testing.T) string {
 	t.Helper()
-	senderOnce.Do(func() {
-		dir, err := osMkdirTemp()
+	tl.once.Do(func() {
+		dir, err := os.MkdirTemp("", "stormdrill-tool-")
 		if err != nil {
-			senderErr = err
+			tl.err = err
 			return
 		}
-		senderBin = filepath.Join(dir, "river-sender")
-		out, err := exec.Command("go", "build", "-o", senderBin, "../../cmd/river-sender").CombinedOutput()
+		tl.bin = filepath.Join(dir, filepath.Base(tl.pkg))
+		out, err := exec.Command("go", "build", "-o", tl.bin, tl.pkg).CombinedOutput()
 		if err != nil {
-			senderErr = err
+			tl.err = err
 			t.Logf("%s", out)
 		}
 	})
-	if senderErr != nil {
-		t.Fatalf("building cmd/river-sender: %v", senderErr)
+	if tl.err != nil {
+		t.Fatalf("building %s: %v", tl.pkg, tl.err)
 	}
-	return senderBin
+	return tl.bin
 }
+
+// riverSender builds cmd/river-sender once per test binary.
+func riverSender(t *testing.T) string { return riverSenderTool.build(t) }
+
+// stormdrillExe builds cmd/stormdrill once per test binary: the system
+// under drill is `stormdrill dispatch`.
+func stormdrillExe(t *testing.T) string { return stormdrillTool.build(t) }
 
 // verifyRiver runs verify against the River sender with extra flags.
 func verifyRiver(t *testing.T, flags ...string) []Verdict {

@@ -61,7 +61,8 @@ type injector struct {
 	nextCount  time.Time // wall: no count before this
 
 	arr       *drills.Arrivals
-	ahead     []arrival // pulled from the schedule while held back
+	ahead     []arrival          // pulled from the schedule while held back
+	pauses    [][2]time.Duration // pause-source actions: [from, to) drill time
 	aheadHead int
 	aheadHeld int64 // events in ahead that were due when pulled
 	// fan picks each event's subscribers (source.fanout), as the
@@ -96,7 +97,7 @@ type arrival struct {
 
 func newInjector(r *runner, st queue.Store) *injector {
 	in := &injector{r: r, st: st, lateness: tally.NewLatencyHist(), perSub: make([]int64, len(r.subs)),
-		fan: r.d.NewFanout(r.specs), unwritten: make([]int64, len(r.subs))}
+		fan: r.d.NewFanout(r.specs), unwritten: make([]int64, len(r.subs)), pauses: r.d.Pauses()}
 	if c := r.d.Dispatcher.QueueCapacity; c > 0 {
 		in.capacity = int64(c)
 	}
@@ -144,6 +145,15 @@ func (in *injector) run(ctx context.Context) error {
 		}
 		cur = a.at
 		wallAt := r.clock.WallAt(r.clock.Start.Add(a.at))
+		// A paused source holds the events due during the pause and
+		// releases them when it resumes, as the simulation does: held
+		// back, their latency still from the schedule.
+		for _, p := range in.pauses {
+			if a.at >= p[0] && a.at < p[1] {
+				wallAt = r.clock.WallAt(r.clock.Start.Add(p[1]))
+				a.held = true
+			}
+		}
 		if wait := time.Until(wallAt); wait > 0 {
 			if err := in.flush(); err != nil {
 				return err

@@ -93,6 +93,11 @@ func (rec *liveRecorder) drain() {
 			continue
 		}
 		t.AttemptStarted(rec.drillTime(a.Arrived), sub, a.Ordinal)
+		if rp := rec.r.replays; rp != nil && a.ID != "" {
+			if rid, ok := rp.of(a.ID); ok && rec.drillTime(a.Arrived) >= rid.at {
+				t.ReplayAttempt(rid.replay)
+			}
+		}
 		o := model.Outcome{Status: a.Status}
 		switch {
 		case a.Held || a.Abandoned:
@@ -217,32 +222,76 @@ func (r *runner) report() (*reports.Run, error) {
 	}
 	var unknown int64
 	ctx := context.Background()
-	after := ""
-	for {
-		cctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-		page, err := r.st.Outcomes(cctx, after, outcomePage)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("live: reading the store: %w", err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		after = page[len(page)-1].ID
-		for _, o := range page {
-			si, ok := t.Layout().Index(o.Partner)
-			if !ok {
-				unknown++
-				continue
+	// Replays first: what each moved, then how the replayed deliveries
+	// ended, so that the replays' drains are known when the healthy
+	// deliveries during them are counted.
+	lr := r.replays
+	if lr != nil {
+		lr.mu.Lock()
+		for k, res := range lr.results {
+			if res.started {
+				t.ReplayStarted(k, res.matched)
 			}
-			created := o.Created.Sub(r.clock.Start)
-			switch o.State {
-			case queue.StateDelivered:
-				t.Delivered(o.At.Sub(r.clock.Start), si, created)
-			case queue.StateDead:
-				t.DeadLettered(o.At.Sub(r.clock.Start), si, created, o.Reason)
-			default:
-				t.Pending(si, created, 1)
+		}
+		for _, b := range lr.batches {
+			t.ReplayBatch(b.replay, b.at, b.n, drillsActionWho(r.d.Replays()[b.replay]))
+			t.ReplayMoved(b.replay, b.n)
+		}
+		lr.mu.Unlock()
+	}
+	replayed := func(id string) (replayedID, bool) {
+		if lr == nil {
+			return replayedID{}, false
+		}
+		return lr.of(id)
+	}
+	passes := 1
+	if lr != nil && len(lr.moved) > 0 {
+		passes = 2
+	}
+	for pass := 0; pass < passes; pass++ {
+		after := ""
+		for {
+			cctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
+			page, err := r.st.Outcomes(cctx, after, outcomePage)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("live: reading the store: %w", err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			after = page[len(page)-1].ID
+			for _, o := range page {
+				rid, isReplayed := replayed(o.ID)
+				if isReplayed != (pass == 0 && passes == 2) {
+					continue // replayed ones in the first pass, the rest in the last
+				}
+				si, ok := t.Layout().Index(o.Partner)
+				if !ok {
+					unknown++
+					continue
+				}
+				created := o.Created.Sub(r.clock.Start)
+				if isReplayed {
+					switch o.State {
+					case queue.StateDelivered:
+						t.ReplayDelivered(rid.replay, o.At.Sub(r.clock.Start), si, created)
+					case queue.StateDead:
+						t.ReplayDeadLettered(rid.replay, o.At.Sub(r.clock.Start), si, created, o.Reason)
+					default:
+						t.ReplayPending(rid.replay, si, created, 1)
+					}
+					continue
+				}
+				switch o.State {
+				case queue.StateDelivered:
+					t.Delivered(o.At.Sub(r.clock.Start), si, created)
+				case queue.StateDead:
+					t.DeadLettered(o.At.Sub(r.clock.Start), si, created, o.Reason)
+				default:
+					t.Pending(si, created, 1)
+				}
 			}
 		}
 	}

@@ -101,6 +101,7 @@ type runner struct {
 	// dispatchConfig is the dispatcher configuration file the children read.
 	dispatchConfig string
 	specs          []fakepartner.Spec
+	replays        *liveReplays // the drill's dlq-replay actions
 	subs           []drills.LiveSubscriber
 	fanout         []int
 	byName         map[string]int
@@ -559,6 +560,14 @@ func (r *runner) run() error {
 		}
 	}()
 
+	r.replays = newLiveReplays(r)
+	acts := actionSteps(d)
+	// Deferred after the injector's stop, so it runs first: stop the
+	// replays (they pause on ctx) and wait for them.
+	defer func() {
+		cancel()
+		_ = r.replays.wait()
+	}()
 	var steps []faultStep
 	for i, f := range d.Faults {
 		steps = append(steps, faultStep{at: f.At.D, i: i, down: true, grace: f.Kind == "graceful-restart"},
@@ -603,6 +612,11 @@ func (r *runner) run() error {
 				return err
 			}
 		}
+		for len(acts) > 0 && acts[0].at <= dt {
+			r.replays.start(ctx, acts[0].replay)
+			fmt.Fprintf(r.logw, "live: dlq-replay (action %d) at %v drill time\n", d.Replays()[acts[0].replay]+1, dt.Round(time.Millisecond))
+			acts = acts[1:]
+		}
 		if dt >= nextSample {
 			p, err := r.rec.sample(dt)
 			if err != nil {
@@ -615,7 +629,7 @@ func (r *runner) run() error {
 			if r.opt.Progress != nil {
 				r.opt.Progress(drills.Progress{DrillTime: dt, Total: d.Duration.D, Created: r.inj.created.Load(), DLQ: r.rec.lastDead})
 			}
-			if sourceDone && len(steps) == 0 && r.up() && p == 0 && r.outagesOver(dt) {
+			if sourceDone && len(steps) == 0 && len(acts) == 0 && !r.replays.running() && r.up() && p == 0 && r.outagesOver(dt) {
 				break
 			}
 		}
@@ -625,6 +639,9 @@ func (r *runner) run() error {
 		next := nextSample
 		if len(steps) > 0 {
 			next = min(next, steps[0].at)
+		}
+		if len(acts) > 0 {
+			next = min(next, acts[0].at)
 		}
 		resetTimer(timer, max(0, r.clock.Wall(next-dt)))
 		select {
@@ -650,6 +667,9 @@ func (r *runner) run() error {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
+	}
+	if err := r.replays.wait(); err != nil {
+		return err
 	}
 	// What is still watched has not come due yet; the last check counts
 	// the ones that did.

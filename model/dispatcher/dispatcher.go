@@ -188,6 +188,42 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	return ds.run(ctx)
 }
 
+// EndpointURL is one endpoint: its name, the index of its entry in
+// Config.Partners, and the URL its attempts go to.
+type EndpointURL struct {
+	Name  string
+	Group int
+	URL   string
+}
+
+// EndpointURLs lists the endpoints cfg's partners stand for, in order, with
+// their URLs resolved against PartnersURL. Call it on a validated Config.
+func (c *Config) EndpointURLs() []EndpointURL {
+	base := ""
+	if c.PartnersURL != "" {
+		base, _ = LoopbackURL(c.PartnersURL)
+		base = strings.TrimRight(base, "/")
+	}
+	var out []EndpointURL
+	for g := range c.Partners {
+		p := &c.Partners[g]
+		u := p.URL
+		if strings.HasPrefix(u, "/") {
+			u = base + u
+		}
+		u, _ = LoopbackURL(u)
+		if p.Members == 0 {
+			out = append(out, EndpointURL{Name: p.Name, Group: g, URL: u})
+			continue
+		}
+		for m := 0; m < p.Members; m++ {
+			ms := strconv.Itoa(m)
+			out = append(out, EndpointURL{Name: p.Name + "-" + ms, Group: g, URL: strings.NewReplacer("{member}", ms, "%7Bmember%7D", ms).Replace(u)})
+		}
+	}
+	return out
+}
+
 // Endpoints lists the endpoint names cfg's partners stand for, in order.
 func (c *Config) Endpoints() []string {
 	var names []string
@@ -213,11 +249,6 @@ func newDispatcher(cfg Config) (*dispatcher, error) {
 	if cfg.AlertURL != "" {
 		cfg.AlertURL, _ = LoopbackURL(cfg.AlertURL)
 	}
-	base := ""
-	if cfg.PartnersURL != "" {
-		base, _ = LoopbackURL(cfg.PartnersURL)
-		base = strings.TrimRight(base, "/")
-	}
 	if cfg.Clock.Start.IsZero() {
 		cfg.Clock.Start = time.Now()
 	}
@@ -237,44 +268,33 @@ func newDispatcher(cfg Config) (*dispatcher, error) {
 	}
 	pools := map[string]*model.Budget{}
 	var pcs []dispatch.PartnerConfig
+	pols := make([]model.Policy, len(cfg.Partners)) // one copy per entry, shared by its members
 	for g := range cfg.Partners {
+		pols[g] = cfg.Partners[g].Policy
+	}
+	for _, e := range cfg.EndpointURLs() {
+		g, name := e.Group, e.Name
 		p := &cfg.Partners[g]
-		pol := p.Policy // one copy per entry, shared by its members
-		u := p.URL
-		if strings.HasPrefix(u, "/") {
-			u = base + u
-		}
-		u, _ = LoopbackURL(u)
-		add := func(name, url string) {
-			ds.byName[name] = int32(len(ds.eps))
-			ds.eps = append(ds.eps, endpoint{name: name, url: url, group: g})
-			pc := dispatch.PartnerConfig{Name: name, Policy: &pol, Concurrency: p.Concurrency}
-			if p.Breaker != nil {
-				pc.Breaker = model.NewBreaker(*p.Breaker)
-				pc.Breaker.OnTransition = func(tr model.Transition) {
-					ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
-				}
+		ds.byName[name] = int32(len(ds.eps))
+		ds.eps = append(ds.eps, endpoint{name: name, url: e.URL, group: g})
+		pc := dispatch.PartnerConfig{Name: name, Policy: &pols[g], Concurrency: p.Concurrency}
+		if p.Breaker != nil {
+			pc.Breaker = model.NewBreaker(*p.Breaker)
+			pc.Breaker.OnTransition = func(tr model.Transition) {
+				ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
 			}
-			if b := p.Budget; b != nil {
-				if b.Pool == "" {
-					pc.Budget = model.NewBudget(b.MaxTokens, b.TokenRatio)
-				} else {
-					if pools[b.Pool] == nil {
-						pools[b.Pool] = model.NewBudget(b.MaxTokens, b.TokenRatio)
-					}
-					pc.Budget = pools[b.Pool]
+		}
+		if b := p.Budget; b != nil {
+			if b.Pool == "" {
+				pc.Budget = model.NewBudget(b.MaxTokens, b.TokenRatio)
+			} else {
+				if pools[b.Pool] == nil {
+					pools[b.Pool] = model.NewBudget(b.MaxTokens, b.TokenRatio)
 				}
+				pc.Budget = pools[b.Pool]
 			}
-			pcs = append(pcs, pc)
 		}
-		if p.Members == 0 {
-			add(p.Name, u)
-			continue
-		}
-		for m := 0; m < p.Members; m++ {
-			ms := strconv.Itoa(m)
-			add(p.Name+"-"+ms, strings.NewReplacer("{member}", ms, "%7Bmember%7D", ms).Replace(u))
-		}
+		pcs = append(pcs, pc)
 	}
 	var err error
 	ds.core, err = dispatch.New(dispatch.Config{Workers: cfg.Workers, Partners: pcs})

@@ -324,6 +324,9 @@ func (m *Memory) matching(f DLQFilter, cutoffNS int64) []*DeadLetter {
 		if f.Partner != "" && d.Partner != f.Partner {
 			continue
 		}
+		if f.Cohort != "" && d.Cohort != f.Cohort {
+			continue
+		}
 		if cutoffNS != 0 && toNS(d.DeadAt) > cutoffNS {
 			continue
 		}
@@ -394,7 +397,9 @@ func (m *Memory) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 			m.mu.Unlock()
 			break // someone else drained the DLQ meanwhile
 		}
+		ids := make([]string, 0, len(batch))
 		for _, d := range batch {
+			ids = append(ids, d.ID)
 			m.rows[d.ID] = &Delivery{
 				ID: d.ID, Event: d.Event, Partner: d.Partner, Cohort: d.Cohort,
 				Payload: d.Payload, Created: d.Created, FirstSeen: d.FirstSeen,
@@ -408,6 +413,9 @@ func (m *Memory) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 			ID: int64(len(m.audit) + 1), At: now, Who: o.Who, Filter: p.filter, Count: len(batch), Batch: res.Batches,
 		})
 		m.mu.Unlock()
+		if o.OnMoved != nil {
+			o.OnMoved(now, ids)
+		}
 	}
 	return res, nil
 }

@@ -526,8 +526,8 @@ func (s *Postgres) Attempts(ctx context.Context, id string) ([]AttemptRecord, er
 }
 
 // pgDLQWhere is dlqWhere with PostgreSQL parameters: $1 reason, $2 partner,
-// $3 dead_at cutoff (0: none).
-const pgDLQWhere = `($1::text = '' OR reason = $1) AND ($2::text = '' OR partner = $2) AND ($3::bigint = 0 OR dead_at <= $3)`
+// $3 dead_at cutoff (0: none), $5 cohort ($4 is each query's LIMIT).
+const pgDLQWhere = `($1::text = '' OR reason = $1) AND ($2::text = '' OR partner = $2) AND ($3::bigint = 0 OR dead_at <= $3) AND ($5::text = '' OR cohort = $5)`
 
 // DeadLetters implements Store.
 func (s *Postgres) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, error) {
@@ -536,7 +536,7 @@ func (s *Postgres) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, 
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+dlqCols+` FROM dead_letters WHERE `+pgDLQWhere+
-		` ORDER BY dead_at, id LIMIT $4`, f.Reason, f.Partner, cut, listLimit(f.Limit))
+		` ORDER BY dead_at, id LIMIT $4`, f.Reason, f.Partner, cut, listLimit(f.Limit), f.Cohort)
 	if err != nil {
 		return nil, fmt.Errorf("queue: dead letters: %w", err)
 	}
@@ -552,8 +552,8 @@ func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Re
 	if err != nil {
 		return res, err
 	}
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_letters WHERE `+pgDLQWhere,
-		f.Reason, f.Partner, p.cutoffNS).Scan(&res.Matched); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM dead_letters WHERE `+pgDLQWhere+` AND $4::bigint >= 0`,
+		f.Reason, f.Partner, p.cutoffNS, 0, f.Cohort).Scan(&res.Matched); err != nil {
 		return res, fmt.Errorf("queue: replay: %w", err)
 	}
 	if p.limit > 0 {
@@ -579,12 +579,14 @@ func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Re
 			}
 		}
 		moved := 0
+		var movedIDs []string
+		var movedAt time.Time
 		err := s.inTx(ctx, func(tx pgx.Tx) error {
 			moved = 0
 			now := toNS(p.now())
 			rows, err := tx.Query(ctx, `SELECT id FROM dead_letters WHERE `+pgDLQWhere+
 				` ORDER BY dead_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
-				f.Reason, f.Partner, p.cutoffNS, min(p.batch, res.Matched-res.Moved))
+				f.Reason, f.Partner, p.cutoffNS, min(p.batch, res.Matched-res.Moved), f.Cohort)
 			if err != nil {
 				return err
 			}
@@ -607,7 +609,7 @@ func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Re
 			if _, err := tx.Exec(ctx, `DELETE FROM dead_letters WHERE id = ANY($1)`, ids); err != nil {
 				return err
 			}
-			moved = len(ids)
+			moved, movedIDs, movedAt = len(ids), ids, fromNS(now)
 			return audit(tx, fromNS(now), moved, res.Batches+1, false)
 		})
 		if err != nil {
@@ -615,6 +617,9 @@ func (s *Postgres) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Re
 		}
 		if moved == 0 {
 			break // someone else drained the DLQ meanwhile
+		}
+		if o.OnMoved != nil {
+			o.OnMoved(movedAt, movedIDs)
 		}
 		res.Batches++
 		res.Moved += moved

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // State is where a delivery stands in the durable queue.
@@ -23,12 +25,12 @@ const (
 
 // Bounds on what one call reads or writes, so no call is unbounded.
 const (
-	MaxClaim           = 10000      // most deliveries one Claim hands out
-	MaxList            = 100000     // most rows DeadLetters, Audit or Attempts return
-	MaxReplayBatch     = 10000      // most dead letters one replay transaction moves
-	MaxRejectBatch     = 10000      // most deliveries one Reject call writes
-	DefaultReplayBatch = 100        // replay batch size when none is given
-	MinReplayRate      = 1.0 / 3600 // slowest replay rate in batches/s: one batch an hour
+	MaxClaim           = 10000                    // most deliveries one Claim hands out
+	MaxList            = 100000                   // most rows DeadLetters, Audit or Attempts return
+	MaxReplayBatch     = model.MaxReplayBatch     // most dead letters one replay transaction moves
+	MaxRejectBatch     = 10000                    // most deliveries one Reject call writes
+	DefaultReplayBatch = model.DefaultReplayBatch // replay batch size when none is given
+	MinReplayRate      = model.MinReplayRate      // slowest replay rate in batches/s: one batch an hour
 )
 
 // ErrNotFound is returned by Get for an unknown delivery id.
@@ -143,6 +145,7 @@ type DeadLetter struct {
 type DLQFilter struct {
 	Reason    string
 	Partner   string
+	Cohort    string
 	OlderThan time.Duration // dead_at <= Now - OlderThan; needs Now
 	Now       time.Time
 	Limit     int // at most this many (0: MaxList for listing, all for replay)
@@ -157,6 +160,10 @@ type ReplayOptions struct {
 	Who    string
 	Now    func() time.Time    // run_at and audit time; nil: the filter's Now
 	Sleep  func(time.Duration) // nil: a context-aware timer
+	// OnMoved, if set, is called after each batch has been committed with
+	// the time it was moved at and the ids it moved (a drill's report
+	// follows the replayed deliveries by id).
+	OnMoved func(at time.Time, ids []string)
 }
 
 // ReplayResult reports a replay. In a dry run Moved is 0 and Batches is how
@@ -442,9 +449,10 @@ func planReplay(f DLQFilter, o ReplayOptions) (replayPlan, error) {
 	js, err := json.Marshal(struct {
 		Reason    string `json:"reason,omitempty"`
 		Partner   string `json:"partner,omitempty"`
+		Cohort    string `json:"cohort,omitempty"`
 		OlderThan string `json:"older_than,omitempty"`
 		Limit     int    `json:"limit,omitempty"`
-	}{f.Reason, f.Partner, durString(f.OlderThan), f.Limit})
+	}{f.Reason, f.Partner, f.Cohort, durString(f.OlderThan), f.Limit})
 	if err != nil {
 		return p, err
 	}

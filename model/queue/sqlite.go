@@ -572,8 +572,8 @@ func (s *SQLite) Attempts(ctx context.Context, id string) ([]AttemptRecord, erro
 }
 
 // dlqWhere is the filter condition on dead_letters; ?1 reason, ?2 partner,
-// ?3 dead_at cutoff (0: none).
-const dlqWhere = `(?1 = '' OR reason = ?1) AND (?2 = '' OR partner = ?2) AND (?3 = 0 OR dead_at <= ?3)`
+// ?3 dead_at cutoff (0: none), ?5 cohort (?4 is each query's LIMIT).
+const dlqWhere = `(?1 = '' OR reason = ?1) AND (?2 = '' OR partner = ?2) AND (?3 = 0 OR dead_at <= ?3) AND (?5 = '' OR cohort = ?5)`
 
 const dlqCols = `id, event, partner, cohort, reason, last_error, attempts, created, first_seen, dead_at, payload`
 
@@ -593,7 +593,7 @@ func (s *SQLite) DeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetter, er
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+dlqCols+` FROM dead_letters WHERE `+dlqWhere+
-		` ORDER BY dead_at, id LIMIT ?4`, f.Reason, f.Partner, cut, listLimit(f.Limit))
+		` ORDER BY dead_at, id LIMIT ?4`, f.Reason, f.Partner, cut, listLimit(f.Limit), f.Cohort)
 	if err != nil {
 		return nil, fmt.Errorf("queue: dead letters: %w", err)
 	}
@@ -610,7 +610,7 @@ func (s *SQLite) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 		return res, err
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM dead_letters WHERE `+dlqWhere,
-		f.Reason, f.Partner, p.cutoffNS).Scan(&res.Matched); err != nil {
+		f.Reason, f.Partner, p.cutoffNS, 0, f.Cohort).Scan(&res.Matched); err != nil {
 		return res, fmt.Errorf("queue: replay: %w", err)
 	}
 	if p.limit > 0 {
@@ -636,11 +636,13 @@ func (s *SQLite) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 			}
 		}
 		moved := 0
+		var movedIDs []string
+		var movedAt time.Time
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			moved = 0
 			now := toNS(p.now())
 			rows, err := tx.QueryContext(ctx, `SELECT id FROM dead_letters WHERE `+dlqWhere+
-				` ORDER BY dead_at, id LIMIT ?4`, f.Reason, f.Partner, p.cutoffNS, min(p.batch, res.Matched-res.Moved))
+				` ORDER BY dead_at, id LIMIT ?4`, f.Reason, f.Partner, p.cutoffNS, min(p.batch, res.Matched-res.Moved), f.Cohort)
 			if err != nil {
 				return err
 			}
@@ -674,7 +676,7 @@ func (s *SQLite) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 					return err
 				}
 			}
-			moved = len(ids)
+			moved, movedIDs, movedAt = len(ids), ids, fromNS(now)
 			return audit(tx, fromNS(now), moved, res.Batches+1, false)
 		})
 		if err != nil {
@@ -682,6 +684,9 @@ func (s *SQLite) Replay(ctx context.Context, f DLQFilter, o ReplayOptions) (Repl
 		}
 		if moved == 0 {
 			break // someone else drained the DLQ meanwhile
+		}
+		if o.OnMoved != nil {
+			o.OnMoved(movedAt, movedIDs)
 		}
 		res.Batches++
 		res.Moved += moved

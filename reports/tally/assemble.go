@@ -76,8 +76,11 @@ func (t *Tally) Run() (*reports.Run, error) {
 		} else {
 			allDrained = false
 		}
+		ro.RetrySpread = t.retrySpread(i)
 		s.Outages = append(s.Outages, ro)
 	}
+	s.Actions = append([]reports.ActionRecord{}, cfg.Actions...)
+	s.Replays = t.replaysSummary()
 	if allDrained && len(t.l.Outages) > 0 {
 		s.DrainTimeS = &worst
 	}

@@ -9,7 +9,9 @@
 // classifier), a delivery was delivered, dead-lettered (with a reason) or
 // is still pending at the end, and the queue looked like this at a sample.
 // The simulator feeds it event by event; the live runner feeds it from the
-// queue store and the partner server's records. A fact may arrive late: it
+// queue store and the partner server's records; the external runner from
+// the partner server's records and its own injector's, in drill-time order
+// after the run. A fact may arrive late: it
 // is counted in the interval that holds its time, so the series and the
 // summary always add up to the same totals.
 //

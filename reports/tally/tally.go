@@ -66,6 +66,10 @@ type Config struct {
 	Gates    []string
 	Policy   []reports.KV    // the policy echo
 	Offered  reports.Offered // the load the source offers, read off the drill
+	// Actions are the drill's operator actions for the summary, and
+	// Replays its dlq-replay actions, which the tally follows.
+	Actions []reports.ActionRecord
+	Replays []ReplayConfig
 }
 
 // counts are one interval's counters.
@@ -235,6 +239,9 @@ type Tally struct {
 	rows []row
 	open counts // the interval after the last sample
 	end  int64  // drill ns when the run ended; set by End
+
+	replays []*replayTrack
+	spread  []spreadTrack // per outage
 }
 
 // New returns an empty tally.
@@ -246,6 +253,7 @@ func New(cfg Config) *Tally {
 	}
 	t.cohorts = make([]cohortCount, len(t.l.Cohorts))
 	t.tracks = make([]track, len(t.l.Outages))
+	t.initReplays()
 	if cfg.Breakers {
 		for i, s := range t.l.Subscribers {
 			if !s.Healthy && len(t.breakerCols) < MaxBreakerColumns {
@@ -285,9 +293,18 @@ func (t *Tally) DeadLetteredTotal() int64 { return t.dead }
 // interval from the last sample on, else the sampled interval
 // [previous sample, sample) that contains it.
 func (t *Tally) at(at int64) *counts {
+	if k := t.rowIndex(at); k >= 0 {
+		return &t.rows[k].c
+	}
+	return &t.open
+}
+
+// rowIndex is the index of the sampled row whose interval holds drill time
+// at, or -1 for the open interval.
+func (t *Tally) rowIndex(at int64) int {
 	n := len(t.rows)
 	if n == 0 || at >= t.rows[n-1].t {
-		return &t.open
+		return -1
 	}
 	lo, hi := 0, n-1 // smallest k with at < rows[k].t
 	for lo < hi {
@@ -298,7 +315,7 @@ func (t *Tally) at(at int64) *counts {
 			lo = m + 1
 		}
 	}
-	return &t.rows[lo].c
+	return lo
 }
 
 // AttemptStarted counts an attempt that reached (or was sent to) subscriber
@@ -312,6 +329,7 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 	if col < MaxCohortColumns {
 		iv.cohortAttempts[col]++
 	}
+	t.replayLoad(int64(at), col)
 	if ordinal <= 1 {
 		ordinal = 1
 		c.attempted++
@@ -365,6 +383,12 @@ func (t *Tally) LostAck() { t.lostAcks++ }
 
 // Delivered counts a delivery to sub, created at created, accepted at at.
 func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
+	t.delivered0(at, sub, created, true)
+}
+
+// delivered0 is Delivered; track says whether the delivery's end counts
+// towards the drain time of the outage it was created in.
+func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, track bool) {
 	s := &t.l.Subscribers[sub]
 	c := &t.cohorts[s.Cohort]
 	t.delivered++
@@ -386,13 +410,20 @@ func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
 				break
 			}
 		}
+		t.healthyDuringReplays(int64(at), lat)
 	}
-	t.terminal(at, sub, created)
+	if track {
+		t.terminal(at, sub, created)
+	}
 }
 
 // DeadLettered counts a delivery to sub, created at created, moved to the
 // DLQ at at with reason after attempts attempts.
 func (t *Tally) DeadLettered(at time.Duration, sub int, created time.Duration, reason string) {
+	t.deadLettered0(at, sub, created, reason, true)
+}
+
+func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, reason string, track bool) {
 	s := &t.l.Subscribers[sub]
 	c := &t.cohorts[s.Cohort]
 	t.dead++
@@ -412,7 +443,9 @@ func (t *Tally) DeadLettered(at time.Duration, sub int, created time.Duration, r
 	if reason == string(model.ReasonPermanent) && s.Healthy {
 		t.healthyPermanent++
 	}
-	t.terminal(at, sub, created)
+	if track {
+		t.terminal(at, sub, created)
+	}
 }
 
 func (t *Tally) terminal(at time.Duration, sub int, created time.Duration) {
@@ -467,6 +500,7 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 	}
 	t.rows = append(t.rows, rw)
 	t.open = counts{}
+	t.sampleReplays()
 }
 
 // BreakerTransition records a breaker of subscriber name changing state.
