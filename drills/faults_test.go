@@ -1,6 +1,7 @@
 package drills
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -57,5 +58,9 @@ func TestFaultKindsDrill(t *testing.T) {
 	}
 	if s.Duplicates == s.LostAcks {
 		t.Error("no dribble duplicate: the timeout-hidden successes are not exercised")
+	}
+	// The per-call draws come from the seed: the same summary again.
+	if again := runDrill(t, loadDrill(t, "testdata/faults.toml", nil)); !bytes.Equal(summaryJSON(t, run), summaryJSON(t, again)) {
+		t.Error("the same seed gave a different summary.json")
 	}
 }

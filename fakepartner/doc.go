@@ -20,7 +20,17 @@
 // Bad data (PermanentErrors) belongs to a delivery: it is decided from the
 // hash of the delivery id (KeyHash; the Idempotency-Key over HTTP) and the
 // drill seed, so every attempt of a bad delivery is rejected and both modes
-// reject the same deliveries. Transient errors are drawn per call.
+// reject the same deliveries. Transient errors are drawn per call, and so
+// are a cohort's per-call faults (Spec.CallFaults), from the subscriber's
+// stream and only for cohorts that have them.
+//
+// Faults that are not an HTTP answer travel in the Call as its Wire form:
+// the Server hijacks the connection to reset it, close it with no answer,
+// write bytes that are not HTTP or a 200 whose body stops short, and
+// dribbles a body over Call.Dribble; a lost ack records the delivery and
+// resets the connection (Call.AckLost). A refusal happens before any
+// request reaches a listener, so a cohort with a refused outage is served
+// on a listener of its own (ServeRefusing), closed while the outage lasts.
 //
 // Time, for the Server at a Speed other than 1: every duration it reads or
 // reports is drill time (the spec, the control API's for, period,

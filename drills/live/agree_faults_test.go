@@ -14,8 +14,11 @@ import (
 // on SQLite, 20 times faster, and compares them with the agreement test's
 // tolerances (compareRuns), and besides: dead letters by reason,
 // duplicates and lost acks within 5%, and each cohort's attempts by
-// outcome (status code, reset, refused, timeout) within 5% or 3
-// attempts, whichever is more, since some of those counts are small.
+// outcome (status code, reset, refused, timeout) within 8% or 4
+// attempts, whichever is more: those counts are small, and an attempt
+// scheduled near a window's edge moves across it when live runs late (the
+// comparison runs up to 100 ms of wall lateness, 2 s of drill time, before
+// it skips), while the totals over all cohorts keep compareRuns' 5%.
 // About 10 s of wall time.
 func TestSimAndLiveAgreeOnFaults(t *testing.T) {
 	if testing.Short() {
@@ -55,13 +58,14 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 	type row struct {
 		name      string
 		sim, live int64
+		tol       float64
 		slack     int64
 	}
 	var rows []row
 	for _, reason := range reports.DeadLetterReasons {
-		rows = append(rows, row{"dlq." + reason, s.DeadLetterReasons[reason], l.DeadLetterReasons[reason], 0})
+		rows = append(rows, row{"dlq." + reason, s.DeadLetterReasons[reason], l.DeadLetterReasons[reason], 0.05, 1})
 	}
-	rows = append(rows, row{"duplicates", s.Duplicates, l.Duplicates, 0}, row{"lost_acks", s.LostAcks, l.LostAcks, 0})
+	rows = append(rows, row{"duplicates", s.Duplicates, l.Duplicates, 0.05, 1}, row{"lost_acks", s.LostAcks, l.LostAcks, 0.05, 1})
 	liveCodes := map[string]map[string]int64{}
 	for _, c := range l.Cohorts {
 		liveCodes[c.Name] = c.StatusCodes
@@ -75,7 +79,7 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 			keys[k] = true
 		}
 		for k := range keys {
-			rows = append(rows, row{c.Name + " " + k, c.StatusCodes[k], liveCodes[c.Name][k], 3})
+			rows = append(rows, row{c.Name + " " + k, c.StatusCodes[k], liveCodes[c.Name][k], 0.08, 4})
 		}
 	}
 	for _, r := range rows {
@@ -84,8 +88,8 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 		if d < 0 {
 			d = -d
 		}
-		if float64(d) > max(0.05*float64(r.sim), float64(r.slack)) && !(r.slack == 0 && d <= 1) {
-			t.Errorf("%s: sim %d, live %d: differ by more than 5%%", r.name, r.sim, r.live)
+		if float64(d) > max(r.tol*float64(r.sim), float64(r.slack)) {
+			t.Errorf("%s: sim %d, live %d: differ by more than %.0f%% (or %d)", r.name, r.sim, r.live, r.tol*100, r.slack)
 		}
 	}
 	for _, want := range []string{"lostack reset", "redirect 307", "refused refused", "dribble timeout", "broken reset"} {

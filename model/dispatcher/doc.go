@@ -13,6 +13,13 @@
 // claims anything. The `stormdrill dispatch` command runs it as a process;
 // the live runner writes its configuration file from a drill.
 //
+// An attempt's outcome is its HTTP status only when the whole answer
+// arrived: redirects are not followed (a 3xx is the outcome), and a body
+// that fails to arrive (cut short, or still coming at the attempt timeout)
+// makes the attempt a transport failure (reset, or timeout) whatever its
+// status line said. A refused connection is also reported on Config.Events
+// (EventRefused), since no partner sees it.
+//
 // Time: the store and the policy see drill time, on a Clock that runs Speed
 // times faster than the wall clock from Start (Speed 1 for a real system).
 // This package reads the wall clock through that Clock; it is not part of
