@@ -114,3 +114,40 @@ func TestDispatchRefusesBadConfigBeforeClaiming(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatchIngestFlags: the ingest's flags are checked before anything
+// starts (exit 2, a message naming the flag), and --partner-layout gives
+// the dispatcher exactly the partners it lists, with the drill's policy.
+func TestDispatchIngestFlags(t *testing.T) {
+	const drill = "drills/external-dispatch.toml"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ingest-capacity", "10"}, "--ingest-capacity"},
+		{[]string{"--ingest", "127.0.0.1:0", "--ingest-capacity", "-1"}, "--ingest-capacity"},
+		{[]string{"--partner-layout", "acme"}, "--partner-layout"},
+		{[]string{"--partner-layout", "acme:0"}, "--partner-layout"},
+		{[]string{"--partner-layout", "acme:2,:3"}, "--partner-layout"},
+		{[]string{"--partner-layout", "bad name!:2"}, "name"},
+	} {
+		args := append([]string{"dispatch", "--drill", drill, "--partners", "http://127.0.0.1:9", "--print-config"}, c.args...)
+		code, _, errOut := stormdrill(t, args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %s", c.args, code, errOut, c.want)
+		}
+	}
+	code, out, errOut := stormdrill(t, "dispatch", "--drill", drill, "--partners", "http://127.0.0.1:9", "--print-config",
+		"--partner-layout", "clean:3,sick:8")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{`"name": "clean"`, `"members": 3`, `"name": "sick"`, `"members": 8`, `"/p/sick/{member}"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config has no %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"name": "healthy"`) {
+		t.Errorf("the drill's own partners are still there:\n%s", out)
+	}
+}
