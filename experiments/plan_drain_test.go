@@ -235,6 +235,18 @@ func bundledOutageDrills(t *testing.T) []string {
 			// which neither the plan nor the simulation models.
 			if strings.Contains(string(b), "[[partners.outages]]") && !strings.Contains(string(b), `mode        = "external"`) {
 				out = append(out, f)
+				continue
+			}
+			// A drill may have its outage from an included drill.
+			if strings.Contains(string(b), "include") {
+				if d, err := drills.Load(f, nil); err == nil && d.Mode != "external" {
+					for _, p := range d.Partners {
+						if len(p.Outages) > 0 {
+							out = append(out, f)
+							break
+						}
+					}
+				}
 			}
 		}
 	}

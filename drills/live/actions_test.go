@@ -83,6 +83,11 @@ func TestLiveReplayAction(t *testing.T) {
 	if s.DeadLetterReasons["max-attempts"] != 0 {
 		t.Errorf("max-attempts dead letters left: %v", s.DeadLetterReasons)
 	}
+	// The outage's retry spread, from the partner's side: deliveries
+	// whose first attempt failed in the same second form groups.
+	if sp := s.Outages[0].RetrySpread; sp == nil || sp.Groups == 0 || sp.Deliveries < 2*sp.Groups {
+		t.Errorf("retry spread %+v: want groups of deliveries that failed together", sp)
+	}
 	if s.SourceHeldBackMaxS <= 0 {
 		t.Errorf("the pause held nothing back (max %vs)", s.SourceHeldBackMaxS)
 	}

@@ -56,6 +56,8 @@ type liveRecorder struct {
 	overlapEx  []string
 
 	lastDead int64 // dead letters at the last sample, for progress
+
+	backoff *model.Backoff // the drill's, for the retry spread's scheduled delays
 }
 
 func newLiveRecorder(r *runner) *liveRecorder {
@@ -65,6 +67,9 @@ func newLiveRecorder(r *runner) *liveRecorder {
 	// between them.
 	interval := max(tally.Interval(d.SampleInterval.D, total), r.clock.Drill(20*time.Millisecond))
 	rec := &liveRecorder{r: r, interval: interval, lastAnswer: map[string]time.Time{}}
+	if pol, err := d.ModelPolicy(); err == nil {
+		rec.backoff = &pol.Backoff
+	}
 	rec.t = d.NewTally(r.specs, "live", r.clock.Speed, interval)
 	return rec
 }
@@ -113,6 +118,13 @@ func (rec *liveRecorder) drain() {
 		}
 		if a.AckLost {
 			t.LostAck()
+		}
+		// The retry spread, seen from the partner: the gap from the end of
+		// attempt k to the start of attempt k+1 is the delay it was given.
+		if rec.backoff != nil && a.ID != "" && a.Ordinal >= 2 {
+			if last, ok := rec.lastAnswer[a.ID]; ok && !a.Arrived.Before(last) {
+				t.RetryScheduled(rec.drillTime(last), sub, a.Ordinal-1, rec.r.clock.Drill(a.Arrived.Sub(last)), rec.backoff.Capped(a.Ordinal-1))
+			}
 		}
 		rec.checkOverlap(a)
 	}
