@@ -25,6 +25,9 @@ type runMeasure struct {
 	cpu, wall time.Duration
 	peakHeap  uint64 // largest HeapInuse seen during the run
 	peakLive  uint64 // largest heap after a forced GC (liveEvery > 0 only)
+	// peakPending is the run's peak of deliveries created and not yet
+	// delivered or dead-lettered.
+	peakPending int64
 }
 
 // measureRun runs d, sampling the heap from the progress callback (every
@@ -55,6 +58,7 @@ func measureRun(tb testing.TB, d *Drill, liveEvery int) runMeasure {
 		tb.Fatal(err)
 	}
 	m.attempts = run.Summary.Attempts.Total
+	m.peakPending = run.Summary.PeakPending
 	m.drillTime = time.Duration(run.Summary.DrillTimeS * float64(time.Second))
 	return m
 }
@@ -142,5 +146,38 @@ func TestMemoryIndependentOfDrillLength(t *testing.T) {
 	if float64(long.peakLive) > 1.5*float64(short.peakLive) {
 		t.Errorf("peak live heap %.1f MB for 4h vs %.1f MB for 1h: memory grows with drill length",
 			float64(long.peakLive)/(1<<20), float64(short.peakLive)/(1<<20))
+	}
+}
+
+// backlogFlagship is the flagship drill, 40 minutes long, with 30 acme
+// subscribers down for outage from minute 10: the backlog, and nothing
+// else, grows with the outage.
+func backlogFlagship(tb testing.TB, outage time.Duration) *Drill {
+	d := loadDrill(tb, "fanout-outage.toml", map[string]string{"duration": `"40m"`})
+	d.Partners[1].Outages[0].For.D = outage
+	d.Partners[1].Count = 30
+	d.Dispatcher.QueueCapacity = 1_000_000
+	return d
+}
+
+// TestMemoryFollowsPending: a longer outage grows the backlog; the peak
+// live heap grows by a bounded amount per extra pending delivery (its item
+// and its queue entry), not by more.
+func TestMemoryFollowsPending(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two simulated hours")
+	}
+	short := measureRun(t, backlogFlagship(t, 5*time.Minute), 1)
+	long := measureRun(t, backlogFlagship(t, 20*time.Minute), 1)
+	extra := long.peakPending - short.peakPending
+	t.Logf("peak pending %d → %d, peak live heap %.1f → %.1f MB", short.peakPending, long.peakPending,
+		float64(short.peakLive)/(1<<20), float64(long.peakLive)/(1<<20))
+	if short.peakLive == 0 || extra < short.peakPending/2 {
+		t.Fatalf("measurement failed: peak live %d, peak pending %d → %d", short.peakLive, short.peakPending, long.peakPending)
+	}
+	perPending := (float64(long.peakLive) - float64(short.peakLive)) / float64(extra)
+	t.Logf("%.0f bytes of live heap per extra pending delivery", perPending)
+	if perPending > 512 {
+		t.Errorf("%.0f bytes of live heap per extra pending delivery, want at most 512", perPending)
 	}
 }

@@ -119,9 +119,17 @@ type Sim struct {
 // the subscriber's own random stream. spec must be valid and must not change
 // while the Sim is in use. Its drill seed is 0 until SetSeed.
 func NewSim(spec *Spec, member int, rng *rand.Rand) *Sim {
-	p := &Sim{spec: spec, member: member}
-	p.b.init(spec, rng, DataSeed(0, spec.Name))
+	p := &Sim{}
+	p.Init(spec, member, rng)
 	return p
+}
+
+// Init makes p what NewSim returns, in place: a simulation of many
+// subscribers keeps them in one slice, so that walking them in order
+// reads memory in order. A Sim must not be copied once initialised.
+func (p *Sim) Init(spec *Spec, member int, rng *rand.Rand) {
+	*p = Sim{spec: spec, member: member}
+	p.b.init(spec, rng, DataSeed(0, spec.Name))
 }
 
 // SetSeed sets the drill seed which, with a delivery's key, decides which

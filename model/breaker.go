@@ -99,12 +99,17 @@ type Transition struct {
 //
 // It is not safe for concurrent use; the dispatcher owns it.
 type Breaker struct {
-	s        BreakerSettings
-	state    BreakerState
-	gen      uint64
-	openedAt time.Time
-
+	// The fields every attempt reads come first, so that at tens of
+	// thousands of partners a State or Record touches one cache line.
+	state       BreakerState
+	gen         uint64
+	openUntil   time.Time // open: openedAt + Cooldown
 	consecutive int
+	trip        TripRule // s.Trip
+	threshold   int      // s.Threshold
+
+	s        BreakerSettings
+	openedAt time.Time
 
 	// window rule: times of the last Threshold failures, a ring.
 	failTimes []int64
@@ -129,7 +134,7 @@ type Breaker struct {
 // NewBreaker returns a closed breaker.
 func NewBreaker(s BreakerSettings) *Breaker {
 	s.defaults()
-	b := &Breaker{s: s}
+	b := &Breaker{s: s, trip: s.Trip, threshold: s.Threshold}
 	if s.Trip == TripWindow {
 		b.failTimes = make([]int64, s.Threshold)
 	}
@@ -142,8 +147,8 @@ func (b *Breaker) Settings() BreakerSettings { return b.s }
 // State returns the state at now, moving open to half-open once the
 // cooldown has passed.
 func (b *Breaker) State(now time.Time) BreakerState {
-	if b.state == StateOpen && !now.Before(b.openedAt.Add(b.s.Cooldown)) {
-		b.setState(StateHalfOpen, b.openedAt.Add(b.s.Cooldown))
+	if b.state == StateOpen && !now.Before(b.openUntil) {
+		b.setState(StateHalfOpen, b.openUntil)
 	}
 	return b.state
 }
@@ -197,11 +202,12 @@ func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 
 // trips records a closed-state result and says whether the rule trips.
 func (b *Breaker) trips(success bool, now time.Time) bool {
-	return b.s.Trip.info().trips(b, success, now.UnixNano())
+	return b.trip.info().trips(b, success, now.UnixNano())
 }
 
 func (b *Breaker) open(now time.Time) {
 	b.openedAt = now
+	b.openUntil = now.Add(b.s.Cooldown)
 	b.setState(StateOpen, now)
 }
 

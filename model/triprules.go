@@ -66,7 +66,7 @@ var TripRules = [...]TripRuleInfo{
 				return false
 			}
 			b.consecutive++
-			return b.consecutive >= b.s.Threshold
+			return b.consecutive >= b.threshold
 		},
 	},
 	TripWindow: {

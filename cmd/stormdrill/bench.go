@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -11,7 +13,8 @@ import (
 )
 
 const benchExamples = `  stormdrill bench
-  stormdrill bench --drill drills/edi-partner.toml --scale 1,10`
+  stormdrill bench --drill drills/edi-partner.toml --scale 1,10
+  stormdrill bench --scale 1,10,100 --cpuprofile sim.pprof   # then: go tool pprof sim.pprof`
 
 // cmdBench measures the simulator on a drill and prints a table: simulated
 // attempts per CPU-second and its ratio to a bare retry loop measured in the
@@ -21,6 +24,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[flags]", benchExamples, stdout)
 	path := fs.String("drill", "drills/fanout-outage.toml", "the drill to measure")
 	scales := fs.String("scale", "1,10", "subscriber multipliers to measure, comma-separated")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the simulated runs (not the reference loop) to this file")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -44,6 +48,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	_ = drills.BareRetryLoop(barePending, bareAttempts, 0.2, 1)
 	bareCPU := cpuTime() - cpu0
 	bareRate := float64(bareAttempts) / bareCPU.Seconds()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return runError{err}
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return runError{err}
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Fprintln(stdout, "| drill | subscribers | attempts | CPU s | attempts per CPU-second | ÷ bare loop | peak heap in use | drill time ÷ wall time |")
 	fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	fmt.Fprintf(stdout, "| bare retry loop (4-ary heap, %d pending) | – | %d | %.2f | %.0f | 1.00 | – | – |\n",
@@ -53,9 +68,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		// Scale the pool with the subscribers, so that every size runs at
-		// the flagship's utilisation rather than drowning in backlog.
+		// Scale the pool and the queue bound with the subscribers, so that
+		// every size runs at the flagship's utilisation and back-pressure
+		// rather than drowning in backlog or holding the source back.
 		d.Dispatcher.Workers *= k
+		d.Dispatcher.QueueCapacity *= k
 		subs := 0
 		for i := range d.Partners {
 			d.Partners[i].Count *= k

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"github.com/stormdrill/stormdrill/model"
@@ -9,26 +10,25 @@ import (
 
 // Item is one delivery inside the dispatcher. The caller allocates it and
 // gets the same pointer back from Next and passes it to Complete.
+//
+// The fields an attempt touches come first, within one cache line.
 type Item struct {
-	ID        string // delivery id: the idempotency key
-	Partner   int32  // index into Config.Partners
-	Attempts  int    // attempts made so far, including one in flight
-	FirstSeen int64  // unix ns: when the event was created (scheduled)
-	RunAt     int64  // unix ns: not before this
+	Partner   int32 // index into Config.Partners
+	Slot      int32 // caller-owned: its index for the attempt in flight
+	Epoch     uint32
+	Cohort    int32 // caller-owned
+	Attempts  int   // attempts made so far, including one in flight
+	FirstSeen int64 // unix ns: when the event was created (scheduled)
+	RunAt     int64 // unix ns: not before this
 	PrevDelay time.Duration
+	seq       uint64 // FIFO tie-break among equal RunAt
+	gen       uint64 // breaker generation that admitted the attempt in flight
 
-	// Caller-owned fields the core carries but never reads.
-	Cohort   int32
-	Member   int32
-	Accepted bool   // the partner has already accepted this delivery once
-	Epoch    uint32 // caller's dispatcher generation for the attempt in flight
-	Slot     int32  // caller's index for the attempt in flight
-	Payload  []byte
 	Key      uint64 // caller's hash of ID, so the hot path need not build it
-
-	seq     uint64 // FIFO tie-break among equal RunAt
-	gen     uint64 // breaker generation that admitted the attempt in flight
-	heapIdx int
+	Accepted bool   // caller-owned: the partner has already accepted this delivery once
+	Member   int32  // caller-owned
+	ID       string // delivery id: the idempotency key
+	Payload  []byte // caller-owned
 }
 
 // Delivery returns the policy's view of the item.
@@ -64,13 +64,18 @@ const (
 	parkBlocked              // due, but waits for one of its own attempts to end
 )
 
+// partner is one partner's state: what an attempt reads, packed into
+// about one cache line (the name lives only in the Config).
 type partner struct {
-	cfg      PartnerConfig
-	q        itemHeap
-	inFlight int
-	park     uint8
-	wakeAt   int64 // parkTimer: when
-	timerIdx int
+	q           itemHeap
+	wakeAt      int64 // parkTimer: when
+	breaker     *model.Breaker
+	budget      *model.Budget
+	policy      *model.Policy
+	inFlight    int32
+	concurrency int32 // 0: no limit
+	timerIdx    int32
+	park        uint8
 }
 
 // Core is the sans-I/O dispatcher. It is not safe for concurrent use.
@@ -98,7 +103,10 @@ func New(cfg Config) (*Core, error) {
 		if pc.Policy == nil {
 			return nil, errors.New("dispatch: partner " + pc.Name + " has no policy")
 		}
-		c.partners[i] = partner{cfg: pc, timerIdx: -1}
+		if pc.Concurrency < 0 || pc.Concurrency > math.MaxInt32 {
+			return nil, errors.New("dispatch: partner " + pc.Name + ": concurrency out of range")
+		}
+		c.partners[i] = partner{breaker: pc.Breaker, budget: pc.Budget, policy: pc.Policy, concurrency: int32(pc.Concurrency), timerIdx: -1}
 	}
 	c.timers.c = c
 	return c, nil
@@ -114,15 +122,15 @@ func (c *Core) InFlight() int { return c.busy }
 func (c *Core) Full() bool { return c.capacity > 0 && c.queued >= c.capacity }
 
 // Breaker returns partner p's breaker (nil if none).
-func (c *Core) Breaker(p int) *model.Breaker { return c.partners[p].cfg.Breaker }
+func (c *Core) Breaker(p int) *model.Breaker { return c.partners[p].breaker }
 
 // Budget returns partner p's retry budget (nil if none).
-func (c *Core) Budget(p int) *model.Budget { return c.partners[p].cfg.Budget }
+func (c *Core) Budget(p int) *model.Budget { return c.partners[p].budget }
 
 // SetGuards replaces partner p's breaker and budget, as a restarted
 // dispatcher process would start with fresh ones.
 func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Time) {
-	c.partners[p].cfg.Breaker, c.partners[p].cfg.Budget = b, bud
+	c.partners[p].breaker, c.partners[p].budget = b, bud
 	c.unpark(p)
 	c.place(p, now.UnixNano())
 }
@@ -147,7 +155,7 @@ func (c *Core) push(it *Item, now int64) {
 	p := &c.partners[it.Partner]
 	p.q.push(it)
 	c.queued++
-	if p.q[0] == it || p.park == parkNone {
+	if p.q[0].it == it || p.park == parkNone {
 		c.place(int(it.Partner), now)
 	}
 }
@@ -159,20 +167,20 @@ func (c *Core) place(i int, now int64) {
 		c.unpark(i)
 		return
 	}
-	if p.cfg.Concurrency > 0 && p.inFlight >= p.cfg.Concurrency {
+	if p.concurrency > 0 && p.inFlight >= p.concurrency {
 		c.unpark(i)
 		p.park = parkBlocked
 		return
 	}
-	wake := p.q[0].RunAt
-	if b := p.cfg.Breaker; b != nil {
+	wake := p.q[0].runAt
+	if b := p.breaker; b != nil {
 		switch b.State(time.Unix(0, now)) {
 		case model.StateOpen:
-			if !p.cfg.Policy.OnOpenDeadLetter {
+			if !p.policy.OnOpenDeadLetter {
 				wake = max(wake, b.OpenUntil().UnixNano())
 			}
 		case model.StateHalfOpen:
-			if p.inFlight > 0 && !p.cfg.Policy.OnOpenDeadLetter {
+			if p.inFlight > 0 && !p.policy.OnOpenDeadLetter {
 				// Probes are out; wait for their results.
 				c.unpark(i)
 				p.park = parkBlocked
@@ -190,7 +198,7 @@ func (c *Core) place(i int, now int64) {
 	}
 	if p.park == parkTimer {
 		p.wakeAt = wake
-		c.timers.fix(p.timerIdx)
+		c.timers.fix(int(p.timerIdx))
 		return
 	}
 	c.unpark(i)
@@ -202,7 +210,7 @@ func (c *Core) unpark(i int) {
 	p := &c.partners[i]
 	switch p.park {
 	case parkTimer:
-		c.timers.remove(p.timerIdx)
+		c.timers.remove(int(p.timerIdx))
 	case parkRing:
 		// Left in the ring; Next skips entries whose partner is no longer
 		// parked there.
@@ -241,25 +249,25 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			continue // stale entry
 		}
 		p.park = parkNone
-		it := p.q[0]
-		if it.RunAt > n {
+		if p.q[0].runAt > n {
 			c.place(i, n)
 			continue
 		}
-		if p.cfg.Concurrency > 0 && p.inFlight >= p.cfg.Concurrency {
+		if p.concurrency > 0 && p.inFlight >= p.concurrency {
 			p.park = parkBlocked
 			continue
 		}
+		it := p.q[0].it
 		var gen uint64
-		bud := p.cfg.Budget
+		bud := p.budget
 		refused := bud != nil && it.Attempts > 0 && !bud.AllowRetry()
 		// A retry the budget refuses makes no attempt, so it must not take
 		// a half-open probe: the probe would never be recorded and the
 		// partner would stay parked for good. An open breaker still decides.
-		if b := p.cfg.Breaker; b != nil && (!refused || b.State(now) == model.StateOpen) {
+		if b := p.breaker; b != nil && (!refused || b.State(now) == model.StateOpen) {
 			g, ok := b.Admit(now)
 			if !ok {
-				if p.cfg.Policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
+				if p.policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
 					p.q.pop()
 					c.queued--
 					c.place(i, n)
@@ -276,7 +284,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			gen = g
 		}
 		if refused {
-			if p.cfg.Policy.OnExhaustedDeadLetter {
+			if p.policy.OnExhaustedDeadLetter {
 				p.q.pop()
 				c.queued--
 				c.place(i, n)
@@ -286,7 +294,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			p.q.pop()
 			d := it.PrevDelay
 			if d <= 0 {
-				d = max(p.cfg.Policy.Backoff.Base, time.Millisecond)
+				d = max(p.policy.Backoff.Base, time.Millisecond)
 			}
 			it.RunAt = n + int64(d)
 			p.q.push(it)
@@ -324,23 +332,23 @@ func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) mod
 	p := &c.partners[i]
 	p.inFlight--
 	c.busy--
-	pol := p.cfg.Policy
+	pol := p.policy
 	success := pol.Classifier.Classify(o) == model.ClassSuccess
-	if b := p.cfg.Breaker; b != nil {
+	if b := p.breaker; b != nil {
 		if success || b.Counts(o) {
 			b.Record(it.gen, success, now)
 		} else {
 			b.Ignore(it.gen, now)
 		}
 	}
-	if bud := p.cfg.Budget; bud != nil {
+	if bud := p.budget; bud != nil {
 		if success {
 			bud.RecordSuccess()
 		} else {
 			bud.RecordFailure()
 		}
 	}
-	dec := pol.Decide(it.Delivery(), o, now, u, model.Guards{Breaker: p.cfg.Breaker, Budget: p.cfg.Budget})
+	dec := pol.Decide(it.Delivery(), o, now, u, model.Guards{Breaker: p.breaker, Budget: p.budget})
 	n := now.UnixNano()
 	if dec.Action == model.ActReschedule {
 		it.RunAt = dec.RunAt.UnixNano()
@@ -393,10 +401,11 @@ func (c *Core) Snapshot(now time.Time) Stats {
 		// A breaker that is not closed holds the partner's deliveries: they
 		// wait out the breaker, not a worker.
 		held := false
-		if b := p.cfg.Breaker; b != nil && b.State(now) != model.StateClosed {
+		if b := p.breaker; b != nil && b.State(now) != model.StateClosed {
 			held = true
 		}
-		for _, it := range p.q {
+		for _, e := range p.q {
+			it := e.it
 			if !held && it.RunAt <= n {
 				s.Ready++
 				oldReady = min(oldReady, it.FirstSeen)
@@ -414,8 +423,8 @@ func (c *Core) Snapshot(now time.Time) Stats {
 // Each calls f for every queued delivery (not those in flight).
 func (c *Core) Each(f func(*Item)) {
 	for i := range c.partners {
-		for _, it := range c.partners[i].q {
-			f(it)
+		for _, e := range c.partners[i].q {
+			f(e.it)
 		}
 	}
 }

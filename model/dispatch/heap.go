@@ -2,59 +2,68 @@ package dispatch
 
 // itemHeap is a partner's queue ordered by (RunAt, seq): due-ordered, FIFO
 // among equals. Hand-written rather than container/heap to avoid interface
-// calls on the simulator's hot path.
-type itemHeap []*Item
+// calls on the simulator's hot path. Each entry carries its item's keys, so
+// sifting reads one contiguous array and never the items themselves (a
+// cache miss each, with many partners).
+type itemHeap []heapEntry
 
-func (h itemHeap) less(i, j int) bool {
-	if h[i].RunAt != h[j].RunAt {
-		return h[i].RunAt < h[j].RunAt
+type heapEntry struct {
+	runAt int64  // it.RunAt, which does not change while it is queued
+	seq   uint64 // it.seq
+	it    *Item
+}
+
+func (e *heapEntry) less(f *heapEntry) bool {
+	if e.runAt != f.runAt {
+		return e.runAt < f.runAt
 	}
-	return h[i].seq < h[j].seq
+	return e.seq < f.seq
 }
 
 func (h *itemHeap) push(it *Item) {
-	*h = append(*h, it)
+	e := heapEntry{runAt: it.RunAt, seq: it.seq, it: it}
+	*h = append(*h, e)
 	s := *h
 	i := len(s) - 1
-	it.heapIdx = i
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !s.less(i, parent) {
+		if !e.less(&s[parent]) {
 			break
 		}
-		s[i], s[parent] = s[parent], s[i]
-		s[i].heapIdx, s[parent].heapIdx = i, parent
+		s[i] = s[parent]
 		i = parent
 	}
+	s[i] = e
 }
 
 func (h *itemHeap) pop() *Item {
 	s := *h
-	top := s[0]
+	top := s[0].it
 	last := len(s) - 1
-	s[0] = s[last]
-	s[0].heapIdx = 0
-	s[last] = nil
+	e := s[last]
+	s[last] = heapEntry{}
 	s = s[:last]
 	*h = s
+	if last == 0 {
+		return top
+	}
 	i := 0
 	for {
 		l := 2*i + 1
-		if l >= len(s) {
+		if l >= last {
 			break
 		}
 		m := l
-		if r := l + 1; r < len(s) && s.less(r, l) {
+		if r := l + 1; r < last && s[r].less(&s[l]) {
 			m = r
 		}
-		if !s.less(m, i) {
+		if !s[m].less(&e) {
 			break
 		}
-		s[i], s[m] = s[m], s[i]
-		s[i].heapIdx, s[m].heapIdx = i, m
+		s[i] = s[m]
 		i = m
 	}
-	top.heapIdx = -1
+	s[i] = e
 	return top
 }
 
@@ -76,8 +85,8 @@ func (t *timerHeap) less(i, j int) bool {
 
 func (t *timerHeap) swap(i, j int) {
 	t.h[i], t.h[j] = t.h[j], t.h[i]
-	t.c.partners[t.h[i]].timerIdx = i
-	t.c.partners[t.h[j]].timerIdx = j
+	t.c.partners[t.h[i]].timerIdx = int32(i)
+	t.c.partners[t.h[j]].timerIdx = int32(j)
 }
 
 func (t *timerHeap) up(i int) {
@@ -114,7 +123,7 @@ func (t *timerHeap) down(i int) bool {
 func (t *timerHeap) push(partner int) {
 	t.h = append(t.h, partner)
 	i := len(t.h) - 1
-	t.c.partners[partner].timerIdx = i
+	t.c.partners[partner].timerIdx = int32(i)
 	t.up(i)
 }
 

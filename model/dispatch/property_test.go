@@ -133,7 +133,7 @@ func (w *propWorld) check(full bool) {
 	for i := range c.partners {
 		p := &c.partners[i]
 		if len(p.q) > 0 && p.inFlight == 0 && p.park != parkTimer && p.park != parkRing {
-			w.t.Fatalf("partner %s is stuck: %d queued, none in flight, park state %d", p.cfg.Name, len(p.q), p.park)
+			w.t.Fatalf("partner %s is stuck: %d queued, none in flight, park state %d", w.pcs[i].Name, len(p.q), p.park)
 		}
 	}
 	// Work conservation for the partners without guards: a free worker

@@ -13,6 +13,13 @@
 // claims anything. The `stormdrill dispatch` command runs it as a process;
 // the live runner writes its configuration file from a drill.
 //
+// Ingest is its HTTP ingest, for a dispatcher that serves as a system of
+// its own (an external drill's, say): POST /events takes an event
+// (IngestEvent, the body an external drill's HTTP ingest sends) and
+// enqueues its deliveries durably in one transaction, each under the
+// endpoint its URL names; a queue at capacity answers 503 with a
+// Retry-After.
+//
 // An attempt's outcome is its HTTP status only when the whole answer
 // arrived: redirects are not followed (a 3xx is the outcome), and a body
 // that fails to arrive (cut short, or still coming at the attempt timeout)

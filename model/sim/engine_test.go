@@ -1,6 +1,9 @@
 package sim
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 func TestQueueOrdersByTimeThenInsertion(t *testing.T) {
 	var q Queue[string]
@@ -86,5 +89,17 @@ func BenchmarkQueuePushPop(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		at, ev := q.Pop()
 		q.Push(at+r.Int64N(1e6), ev)
+	}
+}
+
+// A stream seeded in place with SeedPCG is NewRand's stream.
+func TestSeedPCGMatchesNewRand(t *testing.T) {
+	var p rand.PCG
+	SeedPCG(&p, 42, "partner/x-1")
+	a, b := rand.New(&p), NewRand(42, "partner/x-1")
+	for i := range 1000 {
+		if x, y := a.Uint64(), b.Uint64(); x != y {
+			t.Fatalf("draw %d: %#x vs %#x", i, x, y)
+		}
 	}
 }

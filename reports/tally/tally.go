@@ -213,6 +213,10 @@ type Tally struct {
 	cfg      Config
 	l        *Layout
 	interval int64
+	// subs packs each subscriber's cohort and health (cohort<<1 | healthy):
+	// 4 bytes a subscriber, so the per-attempt lookup stays in cache at
+	// tens of thousands of subscribers, where Layout.Subscribers would not.
+	subs []uint32
 
 	created, delivered, dead, pending int64
 	attempts, first                   int64
@@ -252,6 +256,13 @@ func New(cfg Config) *Tally {
 		t.interval = int64(time.Second)
 	}
 	t.cohorts = make([]cohortCount, len(t.l.Cohorts))
+	t.subs = make([]uint32, len(t.l.Subscribers))
+	for i, sb := range t.l.Subscribers {
+		t.subs[i] = uint32(sb.Cohort) << 1
+		if sb.Healthy {
+			t.subs[i] |= 1
+		}
+	}
 	t.tracks = make([]track, len(t.l.Outages))
 	t.initReplays()
 	if cfg.Breakers {
@@ -262,6 +273,12 @@ func New(cfg Config) *Tally {
 		}
 	}
 	return t
+}
+
+// sub is subscriber i's cohort and whether it is healthy.
+func (t *Tally) sub(i int) (cohort int, healthy bool) {
+	v := t.subs[i]
+	return int(v >> 1), v&1 != 0
 }
 
 // Layout is the tally's subscriber layout.
@@ -277,8 +294,9 @@ func (t *Tally) BreakerColumns() []int { return t.breakerCols }
 // Created counts n deliveries created for subscriber sub.
 func (t *Tally) Created(sub int, n int64) {
 	t.created += n
-	t.cohorts[t.l.Subscribers[sub].Cohort].deliveries += n
-	if t.l.Subscribers[sub].Healthy {
+	cohort, healthy := t.sub(sub)
+	t.cohorts[cohort].deliveries += n
+	if healthy {
 		t.healthyCreated += n
 	}
 }
@@ -321,11 +339,11 @@ func (t *Tally) rowIndex(at int64) int {
 // AttemptStarted counts an attempt that reached (or was sent to) subscriber
 // sub at drill time at; ordinal is 1 for a delivery's first attempt.
 func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
-	c := &t.cohorts[t.l.Subscribers[sub].Cohort]
+	col, _ := t.sub(sub)
+	c := &t.cohorts[col]
 	t.attempts++
 	c.attempts++
 	iv := t.at(int64(at))
-	col := t.l.Subscribers[sub].Cohort
 	if col < MaxCohortColumns {
 		iv.cohortAttempts[col]++
 	}
@@ -352,7 +370,8 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 // with the configured classifier, and returns the class.
 func (t *Tally) AttemptEnded(at time.Duration, sub int, o model.Outcome) model.Class {
 	cl := t.cfg.Classifier.Classify(o)
-	c := &t.cohorts[t.l.Subscribers[sub].Cohort]
+	cohort, _ := t.sub(sub)
+	c := &t.cohorts[cohort]
 	c.countCode(codeKeyOf(o))
 	iv := t.at(int64(at))
 	switch {
@@ -389,8 +408,8 @@ func (t *Tally) Delivered(at time.Duration, sub int, created time.Duration) {
 // delivered0 is Delivered; track says whether the delivery's end counts
 // towards the drain time of the outage it was created in.
 func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, track bool) {
-	s := &t.l.Subscribers[sub]
-	c := &t.cohorts[s.Cohort]
+	cohort, healthy := t.sub(sub)
+	c := &t.cohorts[cohort]
 	t.delivered++
 	c.delivered++
 	lat := int64(at - created)
@@ -398,7 +417,7 @@ func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, tra
 		c.hist = newCohortHist()
 	}
 	c.hist.Record(lat)
-	if s.Healthy {
+	if healthy {
 		t.healthy.Record(lat)
 		t.healthyInterval.Record(lat)
 		if lat <= int64(t.cfg.SLO) {
@@ -424,8 +443,8 @@ func (t *Tally) DeadLettered(at time.Duration, sub int, created time.Duration, r
 }
 
 func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, reason string, track bool) {
-	s := &t.l.Subscribers[sub]
-	c := &t.cohorts[s.Cohort]
+	cohort, healthy := t.sub(sub)
+	c := &t.cohorts[cohort]
 	t.dead++
 	t.reasons[reason]++
 	c.dead++
@@ -440,7 +459,7 @@ func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, 
 			iv.dlqBy[i]++
 		}
 	}
-	if reason == string(model.ReasonPermanent) && s.Healthy {
+	if reason == string(model.ReasonPermanent) && healthy {
 		t.healthyPermanent++
 	}
 	if track {
@@ -465,12 +484,12 @@ func (t *Tally) YoungAtEnd(created time.Duration) bool {
 // Pending counts n deliveries to sub, created at created, that are not
 // terminal when the run ends. Call it after End.
 func (t *Tally) Pending(sub int, created time.Duration, n int64) {
-	s := &t.l.Subscribers[sub]
+	cohort, healthy := t.sub(sub)
 	t.pending += n
-	t.cohorts[s.Cohort].pending += n
+	t.cohorts[cohort].pending += n
 	// A healthy delivery younger than the SLO can still make it: the
 	// within-SLO fraction leaves it out.
-	if s.Healthy && t.YoungAtEnd(created) {
+	if healthy && t.YoungAtEnd(created) {
 		t.youngPend += n
 	}
 	for i, w := range t.l.Outages {
