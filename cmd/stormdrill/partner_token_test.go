@@ -167,4 +167,13 @@ token_env = "RUN_TEST_TOKEN"
 	if entries, _ := os.ReadDir(out); len(entries) > 0 {
 		t.Errorf("the refused run wrote %d entries under --out", len(entries))
 	}
+	// verify refuses the same drill the same way, before writing anything.
+	vout := filepath.Join(dir, "verify-out")
+	code, _, stderr = stormdrill(t, "verify", path, "--out", vout)
+	if code != exitUsage || !strings.Contains(stderr, "partner_server.listen") || !strings.Contains(stderr, "$RUN_TEST_TOKEN") {
+		t.Errorf("verify: exit %d, stderr %q; want 2 naming partner_server.listen and $RUN_TEST_TOKEN", code, stderr)
+	}
+	if _, err := os.Stat(vout); !os.IsNotExist(err) {
+		t.Errorf("the refused verify created %s (stat: %v)", vout, err)
+	}
 }

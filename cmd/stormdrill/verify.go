@@ -38,6 +38,9 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	if !d.IsExternal() {
 		return usagef("stormdrill verify: %s: mode is %q; verify drives a system described by mode = \"external\" and [system]", pos[0], d.Mode)
 	}
+	if err := external.CheckPartnerServer(d); err != nil {
+		return usageError{fmt.Errorf("%s: %w", pos[0], err)}
+	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("out", "verify-"+d.Name)
