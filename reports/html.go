@@ -394,9 +394,9 @@ li.bad { color: var(--fail); font-weight: 600; }
 </section>{{end}}
 
 {{if or .Lateness .Alerts .Restarts}}<section id="live">
-<h2>Live run</h2>
+<h2>{{.RunHeading}}</h2>
 {{with .Lateness}}<p><a href="#lateness">Arrival lateness</a> p50 / p90 / p99 / p99.9 / max: {{.}}</p>{{end}}
-{{if .Restarts}}<h3>Dispatcher restarts</h3>
+{{if .Restarts}}<h3>{{.RestartsHeading}}</h3>
 <table>
 <thead><tr><th class="num">at</th><th class="num">down for</th><th>kind</th><th class="num">in flight</th></tr></thead>
 <tbody>

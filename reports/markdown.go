@@ -79,7 +79,10 @@ type reportView struct {
 
 	Baseline *comparisonView
 
-	Lateness        string // live: p50 / p90 / p99 / p99.9 / max
+	Lateness        string // live and external: p50 / p90 / p99 / p99.9 / max
+	// RunHeading and RestartsHeading name the wall-clock section after the
+	// mode: a live run restarts the dispatcher, an external run the system.
+	RunHeading, RestartsHeading string
 	Alerts          []alertRow
 	AlertsOmitted   int
 	Restarts        []restartRow
@@ -362,6 +365,10 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 
 	if s.Lateness != nil {
 		v.Lateness = percentileText(*s.Lateness)
+	}
+	v.RunHeading, v.RestartsHeading = "Live run", "Dispatcher restarts"
+	if s.Mode == "external" {
+		v.RunHeading, v.RestartsHeading = "External run", "System restarts"
 	}
 	for i, a := range s.Alerts {
 		if i >= maxAlertRows {
@@ -890,14 +897,14 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 
 	if v.Lateness != "" || len(v.Alerts) > 0 || len(v.Restarts) > 0 {
 		m.line("")
-		m.line("## Live run")
+		m.line("## " + v.RunHeading)
 		if v.Lateness != "" {
 			m.line("")
 			m.line(fmt.Sprintf("[Arrival lateness](#%s) p50 / p90 / p99 / p99.9 / max: %s", anchorLateness, v.Lateness))
 		}
 		if len(v.Restarts) > 0 {
 			m.line("")
-			m.line("### Dispatcher restarts")
+			m.line("### " + v.RestartsHeading)
 			m.line("")
 			m.line("| at | down for | kind | in flight |")
 			m.line("| ---: | ---: | --- | ---: |")

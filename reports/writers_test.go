@@ -320,3 +320,31 @@ func TestCSVCohortColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestWallClockSectionNamedAfterTheMode: the section with the arrival
+// lateness and the restarts is the live run's in a live run and the
+// external run's in an external one (it was headed "Live run", and its
+// restarts "Dispatcher restarts", for an external run too).
+func TestWallClockSectionNamedAfterTheMode(t *testing.T) {
+	for _, c := range []struct {
+		mode, run, restarts string
+	}{
+		{"live", "Live run", "Dispatcher restarts"},      // the harness restarts its own dispatcher
+		{"external", "External run", "System restarts"}, // the system under drill restarts
+	} {
+		run := fixtureRun(t)
+		run.Summary.Mode = c.mode
+		md := string(render(t, func(b *bytes.Buffer) error { return WriteMarkdown(b, run, fixturePlots) }))
+		page := string(render(t, func(b *bytes.Buffer) error { return WriteHTML(b, run, nil, nil) }))
+		for _, want := range []string{"## " + c.run + "\n", "### " + c.restarts + "\n"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("%s: report.md lacks %q", c.mode, want)
+			}
+		}
+		for _, want := range []string{"<h2>" + c.run + "</h2>", "<h3>" + c.restarts + "</h3>"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("%s: report.html lacks %q", c.mode, want)
+			}
+		}
+	}
+}

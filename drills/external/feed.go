@@ -1,6 +1,7 @@
 package external
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
 	"net/http"
@@ -33,6 +34,7 @@ const never = int64(math.MaxInt64)
 // seen is one delivery as the partners (and the dead-letter source) saw it.
 type seen struct {
 	attempts int
+	firstAt  int64 // first attempt's arrival; never if none
 	lastDone int64 // drill ns
 	lastRA   int64 // Retry-After of the last answer, ns; -1 none
 	firstOK  int64 // first 2xx answer's end; never if none
@@ -142,7 +144,7 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 	conc := make([]int, len(h.specs))
 	ss := make([]seen, len(dels))
 	for i := range ss {
-		ss[i] = seen{lastRA: -1, firstOK: never, commitAt: never, deadAt: never, terminal: never}
+		ss[i] = seen{lastRA: -1, firstAt: never, firstOK: never, commitAt: never, deadAt: never, terminal: never}
 	}
 	gaps := make([][]float64, MaxBackoffOrdinal+1)
 	var raGaps []float64
@@ -178,6 +180,7 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 		}
 		s := &ss[idx]
 		s.attempts++
+		s.firstAt = min(s.firstAt, a)
 		ord := s.attempts
 		facts = append(facts, fact{at: a, kind: factStart, sub: int32(sub), n: int32(ord)},
 			fact{at: e, kind: factEnd, sub: int32(sub), n: int32(k)})
@@ -276,6 +279,39 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 		}
 	}
 	sort.Slice(terms, func(i, j int) bool { return terms[i] < terms[j] })
+	// The partner side splits the waiting deliveries as the queue does,
+	// by what it can see: ready = created and never called yet (new work
+	// waiting for a worker), delayed = called at least once and not yet
+	// resolved (waiting for a retry, or in flight). left holds when each
+	// delivery stopped being ready: its first call or its resolution.
+	left := make([]int64, 0, len(dels))
+	byFirst := make([]int, 0, len(dels)) // called deliveries, in first-call order
+	for i := range ss {
+		if l := min(ss[i].firstAt, ss[i].terminal); l != never {
+			left = append(left, l)
+		}
+		if ss[i].firstAt != never {
+			byFirst = append(byFirst, i)
+		}
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i] < left[j] })
+	sort.SliceStable(byFirst, func(i, j int) bool { return ss[byFirst[i]].firstAt < ss[byFirst[j]].firstAt })
+	// oldestReady advances p past the deliveries of byCreated called or
+	// resolved by tm (neither can become ready again) and returns the age
+	// at tm of the first one still waiting for its first call, 0 if none.
+	oldestReady := func(p *int, tm int64) time.Duration {
+		for *p < len(byCreated) && int64(dels[byCreated[*p]].created) <= tm && min(ss[byCreated[*p]].firstAt, ss[byCreated[*p]].terminal) <= tm {
+			*p++
+		}
+		if *p < len(byCreated) && int64(dels[byCreated[*p]].created) <= tm {
+			return time.Duration(tm - int64(dels[byCreated[*p]].created))
+		}
+		return 0
+	}
+	// called holds the called deliveries not known to be resolved, oldest
+	// created on top: each is pushed once at its first call and popped
+	// once resolved, so the samples cost O(n log n) in all.
+	called := &createdHeap{dels: dels}
 	// oldest advances p past the deliveries of order resolved by tm and
 	// returns the age at tm of the first one still open, 0 if none.
 	oldest := func(order []int, p *int, tm int64) time.Duration {
@@ -289,7 +325,7 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 	}
 	cohortP := make([]int, ncol)
 	var inFlight int64
-	fi, fl, ci, ti, oi := 0, 0, 0, 0, 0
+	fi, fl, ci, ti, ri, li, bi := 0, 0, 0, 0, 0, 0, 0
 	iv := int64(t.Interval())
 	for k := int64(1); ; k++ {
 		tm := min(k*iv, endNs)
@@ -306,9 +342,22 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 		for ti < len(terms) && terms[ti] <= tm {
 			ti++
 		}
-		open := int64(ci - ti)
-		g := tally.Gauges{InFlight: inFlight, Delayed: max(0, open-inFlight),
-			OldestDelayedAge: oldest(byCreated, &oi, tm), CohortOldestAge: make([]time.Duration, ncol)}
+		for li < len(left) && left[li] <= tm {
+			li++
+		}
+		for ; bi < len(byFirst) && ss[byFirst[bi]].firstAt <= tm; bi++ {
+			heap.Push(called, byFirst[bi])
+		}
+		for called.Len() > 0 && ss[called.idx[0]].terminal <= tm {
+			heap.Pop(called)
+		}
+		var oldestDelayed time.Duration
+		if called.Len() > 0 {
+			oldestDelayed = time.Duration(tm - int64(dels[called.idx[0]].created))
+		}
+		open, ready := int64(ci-ti), max(0, int64(ci-li))
+		g := tally.Gauges{InFlight: inFlight, Ready: ready, Delayed: max(0, open-ready-inFlight),
+			OldestReadyAge: oldestReady(&ri, tm), OldestDelayedAge: oldestDelayed, CohortOldestAge: make([]time.Duration, ncol)}
 		for c := range ncol {
 			g.CohortOldestAge[c] = oldest(cohortOrder[c], &cohortP[c], tm)
 		}
@@ -427,4 +476,20 @@ func systemText(s *drills.System) string {
 	}
 	b.WriteString("; ingest " + s.Ingest)
 	return b.String()
+}
+
+// createdHeap is a min-heap of delivery indexes by creation time.
+type createdHeap struct {
+	dels []delivery
+	idx  []int
+}
+
+func (h *createdHeap) Len() int           { return len(h.idx) }
+func (h *createdHeap) Less(i, j int) bool { return h.dels[h.idx[i]].created < h.dels[h.idx[j]].created }
+func (h *createdHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *createdHeap) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *createdHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
 }
