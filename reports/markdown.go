@@ -79,14 +79,14 @@ type reportView struct {
 
 	Baseline *comparisonView
 
-	Lateness        string // live and external: p50 / p90 / p99 / p99.9 / max
+	Lateness string // live and external: p50 / p90 / p99 / p99.9 / max
 	// RunHeading and RestartsHeading name the wall-clock section after the
 	// mode: a live run restarts the dispatcher, an external run the system.
 	RunHeading, RestartsHeading string
-	Alerts          []alertRow
-	AlertsOmitted   int
-	Restarts        []restartRow
-	RestartsOmitted int
+	Alerts                      []alertRow
+	AlertsOmitted               int
+	Restarts                    []restartRow
+	RestartsOmitted             int
 
 	Dir string
 }

@@ -329,7 +329,7 @@ func TestWallClockSectionNamedAfterTheMode(t *testing.T) {
 	for _, c := range []struct {
 		mode, run, restarts string
 	}{
-		{"live", "Live run", "Dispatcher restarts"},      // the harness restarts its own dispatcher
+		{"live", "Live run", "Dispatcher restarts"},     // the harness restarts its own dispatcher
 		{"external", "External run", "System restarts"}, // the system under drill restarts
 	} {
 		run := fixtureRun(t)
