@@ -115,12 +115,83 @@ type result struct {
 // but lease_until, even while an attempt is in flight whose outcome is
 // not stored yet.
 type heldRow struct {
+	id         string
 	attempt    int
 	runAt      time.Time
 	prevDelay  time.Duration
 	lastErr    string
 	updated    time.Time
 	leaseUntil time.Time
+	// idx is the row's place in the dispatcher's leases heap.
+	idx int
+}
+
+// leaseHeap orders the held rows by lease expiry (a binary min-heap), so
+// a renewal pass looks only at the rows whose lease is due for renewal,
+// not at every row held: its cost does not grow with what is held.
+type leaseHeap []*heldRow
+
+func (h leaseHeap) less(i, j int) bool { return h[i].leaseUntil.Before(h[j].leaseUntil) }
+
+func (h leaseHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+
+func (h leaseHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h leaseHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+func (h *leaseHeap) push(r *heldRow) {
+	r.idx = len(*h)
+	*h = append(*h, r)
+	h.up(r.idx)
+}
+
+func (h *leaseHeap) remove(r *heldRow) {
+	s := *h
+	i, last := r.idx, len(s)-1
+	if i != last {
+		s.swap(i, last)
+	}
+	s[last] = nil
+	*h = s[:last]
+	if i != last {
+		h.fix(i)
+	}
+	r.idx = -1
+}
+
+// fix restores the order after the lease of the row at i changed.
+func (h leaseHeap) fix(i int) {
+	r := h[i]
+	h.up(i)
+	h.down(r.idx)
 }
 
 type alertKey struct{ partner, reason string }
@@ -139,14 +210,18 @@ type Alert struct {
 }
 
 type dispatcher struct {
-	cfg     Config
-	eps     []endpoint
-	byName  map[string]int32
-	core    *dispatch.Core
-	rng     *rand.Rand
-	held    map[string]*heldRow
-	wallTO  time.Duration
-	pending []queue.Completion
+	cfg    Config
+	eps    []endpoint
+	byName map[string]int32
+	core   *dispatch.Core
+	rng    *rand.Rand
+	held   map[string]*heldRow
+	leases leaseHeap // held's rows by lease expiry
+	// renewLooked counts the held rows renew has looked at (a test
+	// checks that it does not grow with what is held).
+	renewLooked int64
+	wallTO      time.Duration
+	pending     []queue.Completion
 	// sent is the batch of transitions the store goroutine is writing
 	// (nil while it is idle); pending and sent swap backing arrays.
 	sent []queue.Completion
@@ -603,6 +678,9 @@ func (ds *dispatcher) stored(p storeResp, limit int, wallNow time.Time) error {
 
 // unhold drops a delivery whose turn ended from held (see leftHeld).
 func (ds *dispatcher) unhold(id string) {
+	if h := ds.held[id]; h != nil {
+		ds.leases.remove(h)
+	}
 	delete(ds.held, id)
 	if ds.storeBusy {
 		ds.leftHeld[id] = struct{}{}
@@ -643,6 +721,7 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 			// Already ours (its lease had run out while we kept it): the
 			// claim renewed the lease and nothing else changes.
 			h.leaseUntil, h.updated = r.LeaseUntil, now
+			ds.leases.fix(h.idx)
 			continue
 		}
 		if _, ok := ds.leftHeld[r.ID]; ok {
@@ -663,8 +742,10 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 		if r.Created.IsZero() {
 			it.FirstSeen = r.RunAt.UnixNano()
 		}
-		ds.held[r.ID] = &heldRow{attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
+		h := &heldRow{id: r.ID, attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
 			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil}
+		ds.held[r.ID] = h
+		ds.leases.push(h)
 		it.Epoch = claimedUnstarted
 		ds.unstarted++
 		ds.core.Requeue(it, now)
@@ -675,9 +756,11 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 
 // renew queues a lease renewal (KindHold with the row's stored values and
 // a lease from now) for every held delivery with less than two thirds of
-// a lease left, at most MaxRenewBatch; more reports that some were left
-// for the next batch. The renewals go to the store with the next flush,
-// after the transitions queued before them.
+// a lease left, soonest expiry first, at most MaxRenewBatch; more reports
+// that some were left for the next batch. The renewals go to the store
+// with the next flush, after the transitions queued before them. It takes
+// them off the top of the lease heap: the rows it looks at are the ones it
+// renews (and one more), however many are held.
 func (ds *dispatcher) renew(now time.Time) (more bool) {
 	if len(ds.pending) > MaxPendingCompletions/2 {
 		return false // the store is not taking writes; renewals would only pile up
@@ -686,17 +769,20 @@ func (ds *dispatcher) renew(now time.Time) (more bool) {
 	horizon := now.Add(lease - lease/3)
 	until := now.Add(lease)
 	n := 0
-	for id, h := range ds.held {
+	for len(ds.leases) > 0 {
+		h := ds.leases[0]
+		ds.renewLooked++
 		if h.leaseUntil.After(horizon) {
-			continue
+			break
 		}
 		if n >= MaxRenewBatch {
 			more = true
 			break
 		}
-		ds.pending = append(ds.pending, queue.Completion{ID: id, Owner: ds.cfg.Owner, Kind: queue.KindHold, At: h.updated,
+		ds.pending = append(ds.pending, queue.Completion{ID: h.id, Owner: ds.cfg.Owner, Kind: queue.KindHold, At: h.updated,
 			Attempt: h.attempt, RunAt: h.runAt, PrevDelay: h.prevDelay, LastError: h.lastErr, LeaseUntil: until})
 		h.leaseUntil = until
+		ds.leases.down(0)
 		n++
 	}
 	ds.stats.Renewed += int64(n)
@@ -845,6 +931,7 @@ func (ds *dispatcher) complete(r result) {
 		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.cfg.LeaseTimeout)
 		if h := ds.held[it.ID]; h != nil {
 			h.attempt, h.runAt, h.prevDelay, h.lastErr, h.updated, h.leaseUntil = c.Attempt, c.RunAt, c.PrevDelay, c.LastError, c.At, c.LeaseUntil
+			ds.leases.fix(h.idx)
 		}
 		ds.stats.Rescheduled++
 		ds.pending = append(ds.pending, c)
