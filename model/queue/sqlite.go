@@ -48,8 +48,42 @@ type SQLite struct {
 var _ Store = (*SQLite)(nil)
 
 type sqliteStmts struct {
-	insert, selReady, selExpired, lease, transition, release, hold *sql.Stmt
-	insDead, insAttempt, get, reject                               *sql.Stmt
+	selReady, selExpired, transition, release, hold *sql.Stmt
+	insDead, get, reject                            *sql.Stmt
+	// The batch statements, by rows: insert, lease and insAttempt[k]
+	// carry 1<<k rows (see eachChunk).
+	insert, lease, insAttempt multiStmts
+}
+
+// maxChunkShift: a batch statement carries at most 1<<maxChunkShift rows.
+// A batch of n rows goes as chunks of decreasing powers of two (at most
+// maxChunkShift+1 statements for fewer than 1<<(maxChunkShift+1) rows),
+// so a few prepared statements serve every batch size. One statement per
+// row cost more in the driver than in SQLite on the hot paths.
+const maxChunkShift = 8
+
+type multiStmts [maxChunkShift + 1]*sql.Stmt
+
+// eachChunk calls fn for each chunk of a batch of n rows: rows [lo,
+// lo+1<<k), the largest power of two that fits first.
+func eachChunk(n int, fn func(lo, k int) error) error {
+	for lo := 0; lo < n; {
+		k := maxChunkShift
+		for 1<<k > n-lo {
+			k--
+		}
+		if err := fn(lo, k); err != nil {
+			return err
+		}
+		lo += 1 << k
+	}
+	return nil
+}
+
+// placeholders is n groups of per placeholders, "(?, ?), (?, ?)".
+func placeholders(n, per int) string {
+	g := "(" + strings.Repeat("?, ", per-1) + "?)"
+	return strings.Repeat(g+", ", n-1) + g
 }
 
 // deliveryCols is the column list scanDelivery reads, in order.
@@ -110,16 +144,28 @@ func (s *SQLite) init() error {
 		return nil
 	}
 	st := &s.st
-	return errors.Join(
-		prep(&st.insert, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
-			first_seen, created, run_at, prev_delay, state, last_error, updated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?) ON CONFLICT (id) DO NOTHING`),
+	var errs []error
+	for k := 0; k <= maxChunkShift; k++ {
+		n := 1 << k
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = "?" + strconv.Itoa(4+i)
+		}
+		errs = append(errs,
+			prep(&st.insert[k], `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
+			first_seen, created, run_at, prev_delay, last_error, updated, state)
+			VALUES `+strings.ReplaceAll(placeholders(n, 12), "?)", "?, 'ready')")+` ON CONFLICT (id) DO NOTHING`),
+			prep(&st.lease[k], `UPDATE deliveries SET state = 'leased', lease_owner = ?1, lease_until = ?2,
+			updated = ?3, first_seen = CASE WHEN first_seen = 0 THEN ?3 ELSE first_seen END
+			WHERE id IN (`+strings.Join(ids, ", ")+`)`),
+			prep(&st.insAttempt[k], `INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
+			VALUES `+placeholders(n, 7)))
+	}
+	return errors.Join(append(errs,
 		prep(&st.selReady, `SELECT `+deliveryCols+` FROM deliveries
 			WHERE state = 'ready' AND run_at <= ? ORDER BY run_at, id LIMIT ?`),
 		prep(&st.selExpired, `SELECT `+deliveryCols+` FROM deliveries
 			WHERE state = 'leased' AND lease_until <= ? ORDER BY run_at, id LIMIT ?`),
-		prep(&st.lease, `UPDATE deliveries SET state = 'leased', lease_owner = ?1, lease_until = ?2,
-			updated = ?3, first_seen = CASE WHEN first_seen = 0 THEN ?3 ELSE first_seen END WHERE id = ?4`),
 		// NULL parameters keep the column: a release changes only the state.
 		prep(&st.transition, `UPDATE deliveries SET state = ?1, attempt = COALESCE(?2, attempt),
 			run_at = COALESCE(?3, run_at), prev_delay = COALESCE(?4, prev_delay),
@@ -134,15 +180,13 @@ func (s *SQLite) init() error {
 			last_error, attempts, created, first_seen, dead_at, payload)
 			SELECT id, event, partner, cohort, ?1, ?2, ?3, created, first_seen, ?4, payload
 			FROM deliveries WHERE id = ?5`),
-		prep(&st.insAttempt, `INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`),
 		prep(&st.get, `SELECT `+deliveryCols+` FROM deliveries WHERE id = ?`),
 		// A rejected delivery: dead since ?9, never attempted; insDead
 		// copies its dead letter from this row.
 		prep(&st.reject, `INSERT INTO deliveries (id, event, partner, cohort, payload, attempt,
 			first_seen, created, run_at, prev_delay, state, last_error, updated)
 			VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7, ?8, 0, 'dead', '', ?9) ON CONFLICT (id) DO NOTHING`),
-	)
+	)...)
 }
 
 // migration is one embedded schema file, NNNN_name.sql.
@@ -234,8 +278,12 @@ func (s *SQLite) DB() *sql.DB { return s.db }
 
 // Close implements Store.
 func (s *SQLite) Close() error {
-	for _, st := range []*sql.Stmt{s.st.insert, s.st.selReady, s.st.selExpired, s.st.lease,
-		s.st.transition, s.st.release, s.st.hold, s.st.insDead, s.st.insAttempt, s.st.get, s.st.reject} {
+	sts := []*sql.Stmt{s.st.selReady, s.st.selExpired, s.st.transition, s.st.release, s.st.hold,
+		s.st.insDead, s.st.get, s.st.reject}
+	for k := range s.st.insert {
+		sts = append(sts, s.st.insert[k], s.st.lease[k], s.st.insAttempt[k])
+	}
+	for _, st := range sts {
 		if st != nil {
 			st.Close()
 		}
@@ -294,6 +342,14 @@ func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
+// stmtContext is the context for the statements of one write
+// transaction: ctx without its cancellation. The driver starts a goroutine
+// to watch every statement whose context can end, which cost more than
+// the statement itself on the hot paths (a claim or a batch of
+// completions is hundreds of statements). The transaction still ends with
+// ctx: database/sql rolls it back then, and its next statement fails.
+func stmtContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // Enqueue implements Store.
 func (s *SQLite) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 	for _, d := range ds {
@@ -302,25 +358,33 @@ func (s *SQLite) Enqueue(ctx context.Context, ds []Delivery) (int, error) {
 		}
 	}
 	accepted := 0
+	sctx := stmtContext(ctx)
+	args := make([]any, 0, 12*min(len(ds), 1<<maxChunkShift))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		ins := tx.StmtContext(ctx, s.st.insert)
-		for _, d := range ds {
-			updated := toNS(d.FirstSeen)
-			if updated == 0 {
-				updated = toNS(d.Created)
+		accepted = 0 // a retried closure must not double count
+		// Rows are inserted in order, so of two with one id in a batch the
+		// first is kept, as with one statement per row.
+		return eachChunk(len(ds), func(lo, k int) error {
+			args = args[:0]
+			for _, d := range ds[lo : lo+1<<k] {
+				updated := toNS(d.FirstSeen)
+				if updated == 0 {
+					updated = toNS(d.Created)
+				}
+				args = append(args, d.ID, d.Event, d.Partner, d.Cohort, d.Payload, d.Attempt,
+					toNS(d.FirstSeen), toNS(d.Created), toNS(runAtOf(d)), int64(d.PrevDelay), d.LastError, updated)
 			}
-			r, err := ins.ExecContext(ctx, d.ID, d.Event, d.Partner, d.Cohort, d.Payload, d.Attempt,
-				toNS(d.FirstSeen), toNS(d.Created), toNS(runAtOf(d)), int64(d.PrevDelay), d.LastError, updated)
+			r, err := tx.StmtContext(sctx, s.st.insert[k]).ExecContext(sctx, args...)
 			if err != nil {
-				return fmt.Errorf("enqueue %s: %w", d.ID, err)
+				return fmt.Errorf("enqueue %d deliveries from %s: %w", 1<<k, ds[lo].ID, err)
 			}
 			n, err := r.RowsAffected()
 			if err != nil {
 				return err
 			}
 			accepted += int(n)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("queue: %w", err)
@@ -402,21 +466,30 @@ func (s *SQLite) Claim(ctx context.Context, owner string, now time.Time, lease t
 	nowNS := toNS(now)
 	untilNS := now.Add(lease).UnixNano()
 	var out []Delivery
+	sctx := stmtContext(ctx)
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		ready, err := queryDeliveries(ctx, tx.StmtContext(ctx, s.st.selReady), nowNS, limit)
+		ready, err := queryDeliveries(sctx, tx.StmtContext(sctx, s.st.selReady), nowNS, limit)
 		if err != nil {
 			return err
 		}
-		expired, err := queryDeliveries(ctx, tx.StmtContext(ctx, s.st.selExpired), nowNS, limit)
+		expired, err := queryDeliveries(sctx, tx.StmtContext(sctx, s.st.selExpired), nowNS, limit)
 		if err != nil {
 			return err
 		}
 		out = mergeByRunAt(ready, expired, limit)
-		upd := tx.StmtContext(ctx, s.st.lease)
-		for i := range out {
-			if _, err := upd.ExecContext(ctx, owner, untilNS, nowNS, out[i].ID); err != nil {
-				return err
+		args := make([]any, 0, 3+min(len(out), 1<<maxChunkShift))
+		err = eachChunk(len(out), func(lo, k int) error {
+			args = append(args[:0], owner, untilNS, nowNS)
+			for i := lo; i < lo+1<<k; i++ {
+				args = append(args, out[i].ID)
 			}
+			_, err := tx.StmtContext(sctx, s.st.lease[k]).ExecContext(sctx, args...)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for i := range out {
 			out[i].State, out[i].LeaseOwner, out[i].LeaseUntil = StateLeased, owner, fromNS(untilNS)
 			if out[i].FirstSeen.IsZero() {
 				out[i].FirstSeen = fromNS(nowNS)
@@ -453,25 +526,32 @@ func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 			return res, err
 		}
 	}
+	sctx := stmtContext(ctx)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		res = CompleteResult{} // a retried closure must not double count
-		tr := tx.StmtContext(ctx, s.st.transition)
-		var insDead, insAttempt *sql.Stmt
+		tr := tx.StmtContext(sctx, s.st.transition)
+		var insDead, hold *sql.Stmt
+		// The attempt rows go in after the transitions, in their order, a
+		// chunk per statement (nothing in the batch reads them).
+		var attempts []any
 		for _, c := range cs {
 			var r sql.Result
 			var err error
 			at := toNS(c.At)
 			switch c.Kind {
 			case KindRelease:
-				r, err = tr.ExecContext(ctx, StateReady, nil, nil, nil, nil, nil, c.ID, c.Owner)
+				r, err = tr.ExecContext(sctx, StateReady, nil, nil, nil, nil, nil, c.ID, c.Owner)
 			case KindAck:
-				r, err = tr.ExecContext(ctx, StateDelivered, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
+				r, err = tr.ExecContext(sctx, StateDelivered, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
 			case KindReschedule:
-				r, err = tr.ExecContext(ctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
+				r, err = tr.ExecContext(sctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
 			case KindDeadLetter:
-				r, err = tr.ExecContext(ctx, StateDead, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
+				r, err = tr.ExecContext(sctx, StateDead, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
 			case KindHold:
-				r, err = tx.StmtContext(ctx, s.st.hold).ExecContext(ctx, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay),
+				if hold == nil {
+					hold = tx.StmtContext(sctx, s.st.hold)
+				}
+				r, err = hold.ExecContext(sctx, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay),
 					c.LastError, toNS(c.LeaseUntil), at, c.ID, c.Owner)
 			}
 			if err != nil {
@@ -488,22 +568,24 @@ func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 			res.Applied++
 			if c.Kind == KindDeadLetter {
 				if insDead == nil {
-					insDead = tx.StmtContext(ctx, s.st.insDead)
+					insDead = tx.StmtContext(sctx, s.st.insDead)
 				}
-				if _, err := insDead.ExecContext(ctx, c.Reason, c.LastError, c.Attempt, at, c.ID); err != nil {
+				if _, err := insDead.ExecContext(sctx, c.Reason, c.LastError, c.Attempt, at, c.ID); err != nil {
 					return fmt.Errorf("dead-letter %s: %w", c.ID, err)
 				}
 			}
 			if c.RecordAttempt && c.Kind != KindRelease {
-				if insAttempt == nil {
-					insAttempt = tx.StmtContext(ctx, s.st.insAttempt)
-				}
-				if _, err := insAttempt.ExecContext(ctx, c.ID, c.Attempt, toNS(c.Started), at, c.Status, c.LastError, c.Owner); err != nil {
-					return fmt.Errorf("attempt %s: %w", c.ID, err)
-				}
+				attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), at, c.Status, c.LastError, c.Owner)
 			}
 		}
-		return nil
+		const per = 7 // values per attempt row
+		return eachChunk(len(attempts)/per, func(lo, k int) error {
+			_, err := tx.StmtContext(sctx, s.st.insAttempt[k]).ExecContext(sctx, attempts[lo*per:(lo+1<<k)*per]...)
+			if err != nil {
+				return fmt.Errorf("attempts of %d deliveries from %s: %w", 1<<k, attempts[lo*per], err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return CompleteResult{}, fmt.Errorf("queue: complete: %w", err)

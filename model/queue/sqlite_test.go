@@ -315,7 +315,9 @@ func BenchmarkSQLiteCycle(b *testing.B) {
 // benchCycle is the store benchmark every engine runs: enqueue, claim and
 // ack b.N deliveries, reporting deliveries per second.
 func benchCycle(b *testing.B, s Store) {
-	ctx := context.Background()
+	// With a deadline, as the dispatcher and the injector call the store.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
 	const enqueueBatch, claimBatch = 256, 64
 	payload := []byte(`{"shipment":"SH-000000","status":"in_transit","eta":"2026-01-02T00:00:00Z"}`)
 	b.ResetTimer()
@@ -440,5 +442,71 @@ func BenchmarkSQLiteSample(b *testing.B) {
 		if err != nil || sm.Ready != backlog || sm.Delivered != backlog {
 			b.Fatalf("sample %+v, %v", sm, err)
 		}
+	}
+}
+
+// TestSQLiteBatchesAcrossChunkSizes: batches whose sizes straddle the
+// chunks of the batch statements (1, 255, 256, 257, 600) keep every row,
+// in order: an enqueue counts what it added (an id twice in one batch, or
+// already stored, is ignored), a claim leases exactly what it returns,
+// and the attempt history of a batch of completions is whole, each row
+// with its own values.
+func TestSQLiteBatchesAcrossChunkSizes(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []int{1, 255, 256, 257, 600} {
+		s, _ := openTemp(t)
+		ds := make([]Delivery, 0, n+2)
+		for i := 0; i < n; i++ {
+			d := delivery(fmt.Sprintf("evt-%04d:acme-0", i), t0.Add(time.Duration(i)*time.Millisecond))
+			d.Payload = []byte(strconv.Itoa(i))
+			ds = append(ds, d)
+		}
+		dup := ds[n/2]
+		dup.Payload = []byte("second")
+		ds = append(ds, dup)
+		got, err := s.Enqueue(ctx, ds)
+		if err != nil || got != n {
+			t.Fatalf("n=%d: enqueue added %d, %v; want %d", n, got, err, n)
+		}
+		if p := mustGet(t, s, dup.ID).Payload; string(p) != strconv.Itoa(n/2) {
+			t.Errorf("n=%d: %s has payload %q; the first of two rows with its id should stay", n, dup.ID, p)
+		}
+		if got, err := s.Enqueue(ctx, ds[:n/3+1]); err != nil || got != 0 {
+			t.Errorf("n=%d: enqueueing known ids added %d, %v", n, got, err)
+		}
+		now := t0.Add(time.Hour)
+		want := max(n-1, 1) // all but one, or the one
+		claimed := mustClaim(t, s, "o", now, time.Minute, want)
+		if len(claimed) != want {
+			t.Fatalf("n=%d: claimed %d, want %d", n, len(claimed), want)
+		}
+		if c := mustCounts(t, s, now); c.Leased != int64(want) || c.Ready != int64(n-want) {
+			t.Errorf("n=%d: after the claim %+v; want %d leased, %d ready", n, c, want, n-want)
+		}
+		cs := make([]Completion, len(claimed))
+		for i, d := range claimed {
+			if i > 0 && claimed[i-1].ID >= d.ID {
+				t.Fatalf("n=%d: claim out of order at %d", n, i)
+			}
+			cs[i] = Completion{ID: d.ID, Owner: "o", Kind: KindAck, At: now.Add(time.Duration(i)), Started: now,
+				Attempt: 1, Status: 200 + i%3, LastError: "e" + d.ID, RecordAttempt: true}
+		}
+		if r := mustComplete(t, s, cs...); r.Applied != len(cs) || r.Stale != 0 {
+			t.Fatalf("n=%d: complete %+v", n, r)
+		}
+		var rows int
+		if err := s.DB().QueryRow(`SELECT count(*) FROM attempts`).Scan(&rows); err != nil || rows != len(cs) {
+			t.Fatalf("n=%d: %d attempt rows, %v; want %d", n, rows, err, len(cs))
+		}
+		for _, i := range []int{0, len(cs) / 2, len(cs) - 1} {
+			as, err := s.Attempts(ctx, cs[i].ID)
+			if err != nil || len(as) != 1 {
+				t.Fatalf("n=%d: attempts of %s: %+v, %v", n, cs[i].ID, as, err)
+			}
+			if a := as[0]; a.Status != cs[i].Status || a.Error != cs[i].LastError || !a.Ended.Equal(cs[i].At) || a.Owner != "o" {
+				t.Errorf("n=%d: attempt of %s is %+v; want status %d, error %q, ended %v", n, cs[i].ID, a, cs[i].Status, cs[i].LastError, cs[i].At)
+			}
+		}
+		s.Close()
 	}
 }
