@@ -245,6 +245,58 @@ func TestLeaseExpiryAndStaleCompletion(t *testing.T) {
 	})
 }
 
+// TestMixedBatchKeepsOrder: one Complete batch mixes acks (fresh, stale,
+// an id acked twice) with a hold and a reschedule of the same ids; each
+// delivery's completions apply in batch order, the stale ones change
+// nothing and record no attempt, and the history lists the applied
+// attempts in order.
+func TestMixedBatchKeepsOrder(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		mustEnqueue(t, s, delivery("a", t0), delivery("b", t0), delivery("c", t0), delivery("d", t0))
+		if got := mustClaim(t, s, "o", t0, time.Minute, 4); len(got) != 4 {
+			t.Fatalf("claimed %d", len(got))
+		}
+		at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+		r := mustComplete(t, s,
+			Completion{ID: "a", Owner: "o", Kind: KindAck, At: at(1), Attempt: 1, Status: 200, RecordAttempt: true},
+			Completion{ID: "b", Owner: "o", Kind: KindHold, At: at(2), Attempt: 1, RunAt: at(500), LeaseUntil: at(90_000),
+				LastError: "HTTP 503", Status: 503, RecordAttempt: true},
+			Completion{ID: "c", Owner: "other", Kind: KindAck, At: at(3), Attempt: 1, RecordAttempt: true}, // not its lease
+			Completion{ID: "a", Owner: "o", Kind: KindAck, At: at(4), Attempt: 2, RecordAttempt: true},     // already delivered
+			Completion{ID: "b", Owner: "o", Kind: KindAck, At: at(5), Attempt: 2, Status: 201, RecordAttempt: true},
+			Completion{ID: "d", Owner: "o", Kind: KindReschedule, At: at(6), Attempt: 1, RunAt: at(700), Status: 500,
+				LastError: "HTTP 500", RecordAttempt: true},
+			Completion{ID: "c", Owner: "o", Kind: KindAck, At: at(7), Attempt: 1, Status: 202, RecordAttempt: true},
+		)
+		if r != (CompleteResult{Applied: 5, Stale: 2}) {
+			t.Fatalf("complete %+v, want 5 applied, 2 stale", r)
+		}
+		for _, w := range []struct {
+			id      string
+			state   State
+			attempt int
+		}{{"a", StateDelivered, 1}, {"b", StateDelivered, 2}, {"c", StateDelivered, 1}, {"d", StateReady, 1}} {
+			if d := mustGet(t, s, w.id); d.State != w.state || d.Attempt != w.attempt || d.LeaseOwner != "" {
+				t.Errorf("%s: %s attempt %d owner %q; want %s attempt %d, no owner", w.id, d.State, d.Attempt, d.LeaseOwner, w.state, w.attempt)
+			}
+		}
+		for id, want := range map[string][]int{"a": {200}, "b": {503, 201}, "c": {202}, "d": {500}} {
+			h, err := s.Attempts(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			for _, a := range h {
+				got = append(got, a.Status)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: attempt statuses %v, want %v", id, got, want)
+			}
+		}
+		return s
+	})
+}
+
 func TestRescheduleSurvivesReopen(t *testing.T) {
 	forEach(t, func(t *testing.T, s Store, reopen func(Store) Store) Store {
 		ctx := context.Background()

@@ -50,9 +50,9 @@ var _ Store = (*SQLite)(nil)
 type sqliteStmts struct {
 	selReady, selExpired, transition, release, hold *sql.Stmt
 	insDead, get, reject                            *sql.Stmt
-	// The batch statements, by rows: insert, lease and insAttempt[k]
+	// The batch statements, by rows: insert, lease, ack and insAttempt[k]
 	// carry 1<<k rows (see eachChunk).
-	insert, lease, insAttempt multiStmts
+	insert, lease, ack, insAttempt multiStmts
 }
 
 // maxChunkShift: a batch statement carries at most 1<<maxChunkShift rows.
@@ -159,7 +159,14 @@ func (s *SQLite) init() error {
 			updated = ?3, first_seen = CASE WHEN first_seen = 0 THEN ?3 ELSE first_seen END
 			WHERE id IN (`+strings.Join(ids, ", ")+`)`),
 			prep(&st.insAttempt[k], `INSERT INTO attempts (delivery_id, ordinal, started, ended, status, error, owner)
-			VALUES `+placeholders(n, 7)))
+			VALUES `+placeholders(n, 7)),
+			// The transition of KindAck for n deliveries with distinct ids;
+			// it returns the ids it applied to (the others were stale).
+			prep(&st.ack[k], `UPDATE deliveries SET state = 'delivered', attempt = v.column2, last_error = v.column3,
+			updated = v.column4, lease_owner = '', lease_until = 0
+			FROM (VALUES `+placeholders(n, 5)+`) AS v
+			WHERE deliveries.id = v.column1 AND deliveries.state = 'leased' AND deliveries.lease_owner = v.column5
+			RETURNING deliveries.id`))
 	}
 	return errors.Join(append(errs,
 		prep(&st.selReady, `SELECT `+deliveryCols+` FROM deliveries
@@ -281,7 +288,7 @@ func (s *SQLite) Close() error {
 	sts := []*sql.Stmt{s.st.selReady, s.st.selExpired, s.st.transition, s.st.release, s.st.hold,
 		s.st.insDead, s.st.get, s.st.reject}
 	for k := range s.st.insert {
-		sts = append(sts, s.st.insert[k], s.st.lease[k], s.st.insAttempt[k])
+		sts = append(sts, s.st.insert[k], s.st.lease[k], s.st.ack[k], s.st.insAttempt[k])
 	}
 	for _, st := range sts {
 		if st != nil {
@@ -534,15 +541,72 @@ func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 		// The attempt rows go in after the transitions, in their order, a
 		// chunk per statement (nothing in the batch reads them).
 		var attempts []any
+		// Acks, the bulk of a batch, gather into a run of distinct ids
+		// written a chunk per statement; the run is written before any
+		// other kind of completion, or a second one of an id in it, so
+		// every delivery's transitions keep their order.
+		var acks []Completion
+		inAcks := map[string]struct{}{}
+		var args []any
+		applied := map[string]struct{}{}
+		writeAcks := func() error {
+			err := eachChunk(len(acks), func(lo, k int) error {
+				chunk := acks[lo : lo+1<<k]
+				args = args[:0]
+				for _, c := range chunk {
+					args = append(args, c.ID, c.Attempt, c.LastError, toNS(c.At), c.Owner)
+				}
+				rows, err := tx.StmtContext(sctx, s.st.ack[k]).QueryContext(sctx, args...)
+				if err != nil {
+					return fmt.Errorf("ack %d deliveries from %s: %w", len(chunk), chunk[0].ID, err)
+				}
+				clear(applied)
+				for rows.Next() {
+					var id string
+					if err := rows.Scan(&id); err != nil {
+						rows.Close()
+						return err
+					}
+					applied[id] = struct{}{}
+				}
+				rows.Close()
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				for _, c := range chunk {
+					if _, ok := applied[c.ID]; !ok {
+						res.Stale++
+						continue
+					}
+					res.Applied++
+					if c.RecordAttempt {
+						attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), toNS(c.At), c.Status, c.LastError, c.Owner)
+					}
+				}
+				return nil
+			})
+			acks = acks[:0]
+			clear(inAcks)
+			return err
+		}
 		for _, c := range cs {
+			_, again := inAcks[c.ID]
+			if len(acks) > 0 && (c.Kind != KindAck || again) {
+				if err := writeAcks(); err != nil {
+					return err
+				}
+			}
+			if c.Kind == KindAck {
+				acks = append(acks, c)
+				inAcks[c.ID] = struct{}{}
+				continue
+			}
 			var r sql.Result
 			var err error
 			at := toNS(c.At)
 			switch c.Kind {
 			case KindRelease:
 				r, err = tr.ExecContext(sctx, StateReady, nil, nil, nil, nil, nil, c.ID, c.Owner)
-			case KindAck:
-				r, err = tr.ExecContext(sctx, StateDelivered, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
 			case KindReschedule:
 				r, err = tr.ExecContext(sctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
 			case KindDeadLetter:
@@ -577,6 +641,9 @@ func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 			if c.RecordAttempt && c.Kind != KindRelease {
 				attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), at, c.Status, c.LastError, c.Owner)
 			}
+		}
+		if err := writeAcks(); err != nil {
+			return err
 		}
 		const per = 7 // values per attempt row
 		return eachChunk(len(attempts)/per, func(lo, k int) error {
