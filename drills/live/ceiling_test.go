@@ -284,7 +284,7 @@ func BenchmarkLiveCeiling(b *testing.B) {
 		fmt.Printf("| %-62s | %14s | %-22s |\n", "measure", "rate", "ratio")
 		fmt.Printf("| %-62s | %14s | %-22s |\n", strings.Repeat("-", 62), strings.Repeat("-", 13)+":", strings.Repeat("-", 22))
 		row := func(what, rate, ratio string) { fmt.Printf("| %-62s | %14s | %-22s |\n", what, rate, ratio) }
-		row(fmt.Sprintf("raw HTTP, Go client loop (%d workers; before, after: %.0f, %.0f)", rawClientWorkers, raw0, raw1), fmt.Sprintf("%.0f/s", raw), "1.00× raw")
+		row(fmt.Sprintf("raw HTTP, Go client loop, %d workers (before %.0f, after %.0f)", rawClientWorkers, raw0, raw1), fmt.Sprintf("%.0f/s", raw), "1.00× raw")
 		row(fmt.Sprintf("end to end, SQLite (ceiling runs %.0f)", ceilings), fmt.Sprintf("%.0f/s", e2e), fmt.Sprintf("**%.2f× raw**", e2e/raw))
 		if pg > 0 {
 			row("end to end, PostgreSQL", fmt.Sprintf("%.0f/s", pg), fmt.Sprintf("%.2f× raw", pg/raw))
