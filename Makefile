@@ -41,7 +41,7 @@ demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
 bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end to end
 	$(GO) test -run '^$$' -bench . -benchmem ./model/ ./model/dispatch/ ./fakepartner/
 	$(GO) test -run '^$$' -bench 'SQLite|Postgres' -benchmem ./model/queue/  # Postgres needs STORMDRILL_TEST_POSTGRES
-	$(GO) test -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/
+	$(GO) test -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/  # prints the live ceiling table; its PostgreSQL row needs STORMDRILL_TEST_POSTGRES
 	./$(BIN) bench
 
 FUZZTIME ?= 30s
