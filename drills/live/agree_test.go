@@ -124,21 +124,27 @@ func compareRuns(t *testing.T, simRun, liveRun *reports.Run) {
 		}
 		return *x.DrainTimeS
 	}
+	// Counts compare within their tolerance or one event, whichever is
+	// more: 5% of a count under 20 is less than one, and a rare event (one
+	// max-attempts dead letter in the fault drill) comes out at 0 or 2 live
+	// when the partner's per-call draws, made in call order, fall to other
+	// calls once two calls arrive in the other order.
 	type row struct {
 		name      string
 		sim, live float64
 		tol       float64
+		slack     float64 // events
 	}
 	rows := []row{
-		{"delivered", float64(s.Deliveries.Delivered), float64(l.Deliveries.Delivered), 0.05},
-		{"dead_lettered", float64(s.Deliveries.DeadLettered), float64(l.Deliveries.DeadLettered), 0.05},
-		{"amplification", s.Amplification, l.Amplification, 0.05},
-		{"healthy.latency.p99", s.HealthyLatencyS.P99, l.HealthyLatencyS.P99, 0.25},
-		{"drain_time", drain(s), drain(l), 0.25},
+		{"delivered", float64(s.Deliveries.Delivered), float64(l.Deliveries.Delivered), 0.05, 1},
+		{"dead_lettered", float64(s.Deliveries.DeadLettered), float64(l.Deliveries.DeadLettered), 0.05, 1},
+		{"amplification", s.Amplification, l.Amplification, 0.05, 0},
+		{"healthy.latency.p99", s.HealthyLatencyS.P99, l.HealthyLatencyS.P99, 0.25, 0},
+		{"drain_time", drain(s), drain(l), 0.25, 0},
 	}
 	simSums, liveSums := columnSums(t, simRun.Timeseries), columnSums(t, liveRun.Timeseries)
 	for _, col := range slices.Sorted(mapsKeys(simSums)) {
-		rows = append(rows, row{"Σ " + col, simSums[col], liveSums[col], 0.05})
+		rows = append(rows, row{"Σ " + col, simSums[col], liveSums[col], 0.05, 1})
 	}
 	for col := range liveSums {
 		if _, ok := simSums[col]; !ok {
@@ -149,8 +155,8 @@ func compareRuns(t *testing.T, simRun, liveRun *reports.Run) {
 		t.Logf("%-36s sim %10.4g  live %10.4g", r.name, r.sim, r.live)
 	}
 	for _, r := range rows {
-		if !within(r.sim, r.live, r.tol) {
-			t.Errorf("%s: sim %.4g, live %.4g: differ by more than %.0f%%", r.name, r.sim, r.live, r.tol*100)
+		if !within(r.sim, r.live, r.tol) && !(math.Abs(r.live-r.sim) <= r.slack+0.01) { // 0.01: the CSV's rounding
+			t.Errorf("%s: sim %.4g, live %.4g: differ by more than %.0f%% (or %g)", r.name, r.sim, r.live, r.tol*100, r.slack)
 		}
 	}
 	if l.Deliveries.Lost != 0 || s.Deliveries.Lost != 0 {

@@ -56,6 +56,12 @@ func TestBreakerHeldDeliveriesCountAsDelayed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a live drill")
 	}
+	if raceEnabled {
+		// Timing, not memory safety, is what this test checks: under the
+		// race detector the dispatcher fell seconds behind a 6s outage at
+		// speed 5 (the breaker never opened, or opened late).
+		t.Skip("timing of a breaker's outage window; run without -race")
+	}
 	d := parseDrill(t, heldDrill)
 	run, err := Run(d, t.TempDir(), Options{Executable: testExecutable(t), Log: logWriter{t}})
 	if err != nil {
@@ -94,10 +100,15 @@ func TestBreakerHeldDeliveriesCountAsDelayed(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("only %d samples in [%v, %v]s", n, from, to)
 	}
-	// Healthy deliveries answer in 5ms; a ready age near the outage's
-	// length would be the held deliveries counted as ready.
-	if maxReady > 0.5 {
-		t.Errorf("oldest ready age reached %.2fs during the outage: want < 0.5s", maxReady)
+	// Held deliveries counted as ready would make the oldest ready age the
+	// oldest held one's, which grows with the outage to maxDelayed (4s or
+	// more, checked below). Healthy deliveries answer in 5ms, but a ready
+	// one's age is also how long the dispatcher process waited for a CPU:
+	// 100ms of wall time (0.5s of drill time at speed 5) at load 11. Half
+	// of maxDelayed tells the two apart with a margin of more than 0.5s of
+	// wall time either side.
+	if maxReady >= maxDelayed/2 {
+		t.Errorf("oldest ready age reached %.2fs during the outage, the oldest delayed age %.2fs: want under half of it", maxReady, maxDelayed)
 	}
 	// The first held delivery was created about 2s in; by 7.9s it is
 	// about 5.9s old.

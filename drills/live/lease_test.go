@@ -13,7 +13,10 @@ import (
 
 // leaseDrill has one subscriber and a 1s lease, far shorter than the time
 // its deliveries wait in a dispatcher's memory; PARTNER, GUARD and
-// DISPATCHER say what they wait for.
+// DISPATCHER say what they wait for. The attempt timeout is far above the
+// partner's answers: an attempt that timed out (a 300ms answer was late by
+// 100ms of wall time under the race detector) is retried, and the partner
+// counts the retry as a duplicate, which is not what the test looks for.
 const leaseDrill = `
 name = "lease"
 mode = "live"
@@ -35,7 +38,7 @@ jitter = "none"
 GUARD
 [dispatcher]
 workers = 4
-attempt_timeout = "500ms"
+attempt_timeout = "5s"
 lease_timeout = "1s"
 claim_batch = 32
 DISPATCHER
@@ -59,12 +62,16 @@ func TestLeaseRenewalKeepsHeldDeliveriesFromASecondDispatcher(t *testing.T) {
 	}{
 		// one slot, 300ms answers: the 10th waits about 3s for the slot
 		{"partner slot", `latency = { dist = "constant", value = "300ms" }`, "", "per_partner_concurrency = 1", 10},
-		// down for 2s; the breaker opens at once and holds everything
-		// until its probe after 2.5s
+		// down for 6s; the breaker opens at the first call and holds
+		// everything until a probe after the outage, each probe 2.5s
+		// after the last. 6s is longer than the dispatcher's start-up
+		// under the race detector (its first call came up to 2.4s of
+		// drill time in, at load 11; with a 2s outage the breaker never
+		// opened)
 		{"open breaker", `latency = { dist = "constant", value = "5ms" }
   [[partners.outages]]
   start = "0s"
-  for = "2s"
+  for = "6s"
   kind = "unavailable"`, `[policy.breaker]
 trip = "consecutive"
 threshold = 1
@@ -78,6 +85,10 @@ on_open = "hold"`, "", 10},
 			if n := enqueueEvents(t, r, st, tc.deliveries); n != tc.deliveries {
 				t.Fatalf("enqueued %d", n)
 			}
+			// Drill time 0 (the outage's start) is now, when the
+			// dispatchers start, not when the stores began to open.
+			r.clock.Start = time.Now()
+			r.srv.SetStart(r.clock.Start)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var wg sync.WaitGroup

@@ -35,6 +35,9 @@ const (
 	BootMargin = 500 * time.Millisecond
 	// readyTimeout bounds a dispatcher's start-up.
 	readyTimeout = 20 * time.Second
+	// bootTries bounds how often the dispatchers are started when they
+	// were not ready by drill time 0 (see bootDispatchers).
+	bootTries = 4
 	// MaxInsertBatch bounds the deliveries one injection transaction
 	// holds: the write lock it takes is one the dispatchers wait for.
 	MaxInsertBatch = 512
@@ -204,7 +207,7 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	r.procs = make([]*child, r.processes())
 	// Every spawn's exit is reported once; a run spawns each process once
 	// and again after each fault.
-	r.exited = make(chan *child, r.processes()*(len(d.Faults)+1))
+	r.exited = make(chan *child, r.processes()*(len(d.Faults)+bootTries))
 	r.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: d.Speed, Seed: d.Seed,
 		OnAttempt: func(a fakepartner.Attempt) {
 			if rec := r.recorder(); rec != nil {
@@ -502,6 +505,47 @@ func (r *runner) faultProcesses(f drills.Fault) []int {
 	return all
 }
 
+// bootDispatchers sets drill time 0 a boot margin ahead and starts the
+// dispatcher processes, which take it on their command line. Drill time 0
+// must find them ready: one that is ready later sees the drill's first
+// seconds pass while its deliveries wait in the store, and an outage that
+// starts at 0 may be over before its first call (under the race detector
+// on a loaded machine a dispatcher was ready 1.9s after a 0.5s margin). So
+// processes that were late are killed and started again, with a margin
+// twice the boot they took, before anything is injected.
+func (r *runner) bootDispatchers() error {
+	// Several processes boot at once; give them more time together.
+	boot := BootMargin + time.Duration(r.processes()-1)*BootMargin/2
+	for try := 1; ; try++ {
+		r.clock = dispatcher.Clock{Start: time.Now().Add(boot), Speed: r.d.Speed}
+		r.srv.SetStart(r.clock.Start)
+		// The store's times are drill-clock instants; recording the clock
+		// lets `stormdrill dlq` show them as the wall-clock instants of the
+		// run.
+		cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout)
+		err := r.st.SetClock(cctx, queue.Clock{Start: r.clock.Start, Speed: r.clock.Speed})
+		ccancel()
+		if err != nil {
+			return fmt.Errorf("live: recording the drill clock: %w", err)
+		}
+		launched := time.Now()
+		if err := r.spawnAll(r.faultProcesses(drills.Fault{})); err != nil {
+			return err
+		}
+		late := time.Since(r.clock.Start)
+		if late <= 0 || try == bootTries {
+			return nil
+		}
+		took := time.Since(launched)
+		fmt.Fprintf(r.logw, "live: the dispatchers were ready %v after drill time 0 (boot %v); starting them again\n",
+			late.Round(time.Millisecond), took.Round(time.Millisecond))
+		for n := range r.procs {
+			_ = r.stop(n+1, false)
+		}
+		boot = min(2*took, readyTimeout)
+	}
+}
+
 // up reports whether any dispatcher process is running.
 func (r *runner) up() bool {
 	for _, c := range r.procs {
@@ -514,24 +558,12 @@ func (r *runner) up() bool {
 
 func (r *runner) run() error {
 	d := r.d
-	// Several processes boot at once; give them more time together.
-	boot := BootMargin + time.Duration(r.processes()-1)*BootMargin/2
-	r.clock = dispatcher.Clock{Start: time.Now().Add(boot), Speed: d.Speed}
-	r.srv.SetStart(r.clock.Start)
 	var err error
 	if r.st, err = queue.Open(r.storeDSN); err != nil {
 		return fmt.Errorf("live: opening the store %s: %w", queue.RedactDSN(r.storeDSN), err)
 	}
 	if err := r.checkEmpty(); err != nil {
 		return err
-	}
-	// The store's times are drill-clock instants; recording the clock lets
-	// `stormdrill dlq` show them as the wall-clock instants of the run.
-	cctx, ccancel := context.WithTimeout(context.Background(), storeCallTimeout)
-	err = r.st.SetClock(cctx, queue.Clock{Start: r.clock.Start, Speed: r.clock.Speed})
-	ccancel()
-	if err != nil {
-		return fmt.Errorf("live: recording the drill clock: %w", err)
 	}
 	// The injector writes through a store of its own. On SQLite it
 	// retries a busy store itself, every few hundred microseconds, instead
@@ -547,7 +579,7 @@ func (r *runner) run() error {
 		return err
 	}
 	defer injStore.Close()
-	if err := r.spawnAll(r.faultProcesses(drills.Fault{})); err != nil {
+	if err := r.bootDispatchers(); err != nil {
 		return err
 	}
 	rec := newLiveRecorder(r)
