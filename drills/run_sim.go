@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
@@ -97,13 +98,20 @@ type writeRef struct {
 	terminal bool // the delivery ended meanwhile; pool it after the last write
 }
 
+// subscriber is one subscriber's state, its simulated partner and random
+// stream included, in one piece: an attempt reads it all, and at tens of
+// thousands of subscribers separate slices (or pointers between them) cost
+// a cache and TLB miss each, one after the other. The fields an attempt
+// reads come first, the partner's hot fields right after them.
 type subscriber struct {
+	pcg     rand.PCG  // the partner's random stream; rng draws from it
+	rng     rand.Rand // reads pcg
 	cohort  int32
 	member  int32
-	name    string
 	healthy bool
 	badData bool // the cohort rejects some deliveries as bad data: items need a Key
-	partner *fakepartner.Sim
+	name    string
+	partner fakepartner.Sim // not copied once initialised: subs never grows
 }
 
 type simRun struct {
@@ -125,6 +133,8 @@ type simRun struct {
 	keyEvent    int64  // the event keyPrefix hashes
 	keyPrefix   uint64 // deliveryKeyPrefix(keyEvent)
 	keyPrefixOK bool
+
+	breakers []model.Breaker // the current breakers, one a subscriber; nil without
 
 	slots     []inflight
 	freeSlots []int32
@@ -218,14 +228,11 @@ func newSimRun(d *Drill) (*simRun, error) {
 	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
 		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
 	}
-	// Each subscriber's state lives in slices in subscriber order, names
-	// included, rather than in an allocation each: an event fans out in that
-	// order, so at tens of thousands of subscribers the walk reads memory
-	// in order instead of missing the cache at every step.
+	// Each subscriber's state lives in one slice in subscriber order, names
+	// in one string, rather than in an allocation each: an event fans out in
+	// that order, so at tens of thousands of subscribers the walk reads
+	// memory in order instead of missing the cache at every step.
 	n := len(layout.Subscribers)
-	sims := make([]fakepartner.Sim, n)
-	pcgs := make([]rand.PCG, n)
-	rngs := make([]rand.Rand, n)
 	nameLen := 0
 	for _, s := range layout.Subscribers {
 		nameLen += len(s.Name)
@@ -235,21 +242,18 @@ func newSimRun(d *Drill) (*simRun, error) {
 		names = append(names, s.Name...)
 	}
 	allNames := string(names)
-	r.subs = make([]subscriber, 0, n)
+	r.subs = make([]subscriber, n)
 	off := 0
 	for i, s := range layout.Subscribers {
 		sp := &specs[s.Cohort]
-		sim.SeedPCG(&pcgs[i], d.Seed, "partner/"+s.Name)
-		rngs[i] = *rand.New(&pcgs[i])
-		partner := &sims[i]
-		partner.Init(sp, s.Member, &rngs[i])
-		partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
-		name := allNames[off : off+len(s.Name)]
+		sub := &r.subs[i]
+		sim.SeedPCG(&sub.pcg, d.Seed, "partner/"+s.Name)
+		sub.rng = *rand.New(&sub.pcg)
+		sub.cohort, sub.member, sub.healthy, sub.badData = int32(s.Cohort), int32(s.Member), s.Healthy, sp.PermanentErrors > 0
+		sub.name = allNames[off : off+len(s.Name)]
 		off += len(s.Name)
-		r.subs = append(r.subs, subscriber{
-			cohort: int32(s.Cohort), member: int32(s.Member), name: name, healthy: s.Healthy, partner: partner,
-			badData: sp.PermanentErrors > 0,
-		})
+		sub.partner.Init(sp, s.Member, &sub.rng)
+		sub.partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
 		pcs = append(pcs, dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
 	}
 	r.fan = d.NewFanout(specs)
@@ -297,6 +301,7 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	if d.BreakerEnabled() {
 		brs = make([]model.Breaker, len(r.subs))
 	}
+	r.breakers = brs
 	var buds []model.Budget
 	if d.BudgetEnabled() && global == nil {
 		buds = make([]model.Budget, len(r.subs))
@@ -339,6 +344,13 @@ func (r *simRun) run(opt SimOptions) error {
 		t, ev := r.q.Pop()
 		if t > r.hardEndNs {
 			break
+		}
+		if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
+			// The next completion's delivery: fetched while this event runs.
+			if it := r.slots[next.slot].it; it != nil {
+				sim.Prefetch(unsafe.Pointer(it))
+				sim.Prefetch(unsafe.Add(unsafe.Pointer(it), 64))
+			}
 		}
 		events++
 		if opt.MaxEvents > 0 && events > opt.MaxEvents {
@@ -462,6 +474,14 @@ func (r *simRun) feedSource(t int64) {
 			if block && r.core.Full() {
 				return
 			}
+			// Ask for the state of the subscribers a few deliveries on, in
+			// two stages: the partner, then what it points to.
+			if k := r.heldSub + 8; k < len(r.fanout) {
+				r.core.Prefetch(r.fanout[k])
+			}
+			if k := r.heldSub + 4; k < len(r.fanout) {
+				r.core.PrefetchQueue(r.fanout[k])
+			}
 			si := r.fanout[r.heldSub]
 			it := r.newItem(si, created, eventNo)
 			r.tally.Created(int(si), 1)
@@ -488,6 +508,10 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 	if n := len(r.pool); n > 0 {
 		it = r.pool[n-1]
 		r.pool = r.pool[:n-1]
+		if n > 2 { // the item after next: pooled items are cold
+			sim.Prefetch(unsafe.Pointer(r.pool[n-3]))
+			sim.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
+		}
 		*it = dispatch.Item{}
 	} else {
 		it = &dispatch.Item{}
@@ -572,6 +596,7 @@ func (r *simRun) pump(t int64) {
 			r.deadLetter(t, it, reason, true)
 			continue
 		}
+		r.prefetchSub(it.Partner)
 		r.start(t, it)
 	}
 	if r.heldHead < len(r.held) {
@@ -623,6 +648,7 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	if it == nil || ev.epoch != it.Epoch || it.Slot != ev.slot {
 		return // the attempt was lost in a restart
 	}
+	r.prefetchSub(it.Partner)
 	var o model.Outcome
 	if f.timedOut {
 		o.Err = model.ErrTimeout
@@ -851,3 +877,22 @@ func (r *simRun) heldDeliveries() float64 {
 	head := r.fan.Degree(r.events) - r.heldSub
 	return float64(max(head, 0)) + float64(held-1)*r.d.FanoutMean()
 }
+
+// prefetchSub asks for the cache lines of subscriber si's state that an
+// attempt reads (its subscriber, partner and breaker state) all at once, as
+// soon as si is known: at tens of thousands of subscribers each is a cache
+// miss, and fetched together they overlap instead of adding up.
+func (r *simRun) prefetchSub(si int32) {
+	p := unsafe.Pointer(&r.subs[si])
+	for off := uintptr(0); off < subscriberHot; off += 64 {
+		sim.Prefetch(unsafe.Add(p, off))
+	}
+	if r.breakers != nil {
+		sim.Prefetch(unsafe.Pointer(&r.breakers[si]))
+	}
+	r.core.Prefetch(si)
+}
+
+// subscriberHot is how many bytes of a subscriber an attempt reads: up to
+// the end of its partner's counters and server heap.
+const subscriberHot = unsafe.Offsetof(subscriber{}.partner) + fakepartner.SimHotBytes

@@ -3,6 +3,7 @@ package fakepartner
 import (
 	"math/rand/v2"
 	"time"
+	"unsafe"
 )
 
 // SimEpoch is the wall-clock instant of drill time 0 in simulation; HTTP-dates
@@ -110,10 +111,14 @@ type SimStats struct {
 // for concurrent use; the simulation calls it from one goroutine, in time
 // order.
 type Sim struct {
-	b      Behaviour
-	spec   *Spec
+	spec   *Spec // first: every call reads these and then b's first fields
 	member int
+	b      Behaviour
 }
+
+// SimHotBytes is how many bytes from its start a Sim's Begin and Finish
+// read of the Sim itself, for a caller that prefetches them.
+const SimHotBytes = unsafe.Offsetof(Sim{}.b) + unsafe.Offsetof(Behaviour{}.lastWrite)
 
 // NewSim returns the simulated subscriber member of the cohort spec. rng is
 // the subscriber's own random stream. spec must be valid and must not change

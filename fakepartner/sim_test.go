@@ -31,6 +31,10 @@ func TestSimCapacityQueueing(t *testing.T) {
 		{"one server", 1, []time.Duration{0, 10 * ms, 20 * ms, 300 * ms}, []time.Duration{100 * ms, 190 * ms, 280 * ms, 100 * ms}},
 		// two run at once; the third waits for the earlier of the two
 		{"two servers", 2, []time.Duration{0, 10 * ms, 20 * ms, 30 * ms}, []time.Duration{100 * ms, 100 * ms, 180 * ms, 180 * ms}},
+		// eight servers (the heap inside the Behaviour) and nine (the heap
+		// beside it): the call after the last free server waits 100ms
+		{"eight servers", 8, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0, 0}, []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 200 * ms}},
+		{"nine servers", 9, []time.Duration{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, []time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 100 * ms, 200 * ms}},
 		// unlimited: nobody waits
 		{"unlimited", 0, []time.Duration{0, 0, 0}, []time.Duration{100 * ms, 100 * ms, 100 * ms}},
 	}

@@ -59,6 +59,15 @@ func (q *Queue[E]) Peek() (at int64, ok bool) {
 	return q.h[0].at, true
 }
 
+// PeekEvent returns the event Pop would return next, without removing it;
+// ok is false when there is none.
+func (q *Queue[E]) PeekEvent() (ev E, ok bool) {
+	if len(q.h) == 0 {
+		return ev, false
+	}
+	return q.h[0].ev, true
+}
+
 // Pop removes the next event, advances the clock to it and returns it.
 func (q *Queue[E]) Pop() (at int64, ev E) {
 	h := q.h

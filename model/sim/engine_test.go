@@ -26,6 +26,25 @@ func TestQueueOrdersByTimeThenInsertion(t *testing.T) {
 	}
 }
 
+func TestQueuePeekEventIsWhatPopReturns(t *testing.T) {
+	var q Queue[int]
+	if _, ok := q.PeekEvent(); ok {
+		t.Fatal("PeekEvent on an empty queue says ok")
+	}
+	r := NewRand(3, "peek")
+	for i := 0; i < 200; i++ {
+		q.Push(r.Int64N(50), i)
+	}
+	for q.Len() > 0 {
+		peeked, ok := q.PeekEvent()
+		at, _ := q.Peek()
+		gotAt, got := q.Pop()
+		if !ok || peeked != got || at != gotAt {
+			t.Fatalf("PeekEvent %d (ok %v) at %d, then Pop %d at %d", peeked, ok, at, got, gotAt)
+		}
+	}
+}
+
 func TestQueuePastEventRunsNow(t *testing.T) {
 	var q Queue[int]
 	q.Push(100, 1)
