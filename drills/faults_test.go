@@ -5,49 +5,72 @@ import (
 	"testing"
 )
 
-// The partner fault kinds in a simulated drill (testdata/faults.toml):
-// each cohort's attempts end as the kind says, lost acks come back as
-// duplicates that duplicates_beyond_in_flight leaves out, a redirect
-// dead-letters as permanent, and nothing is lost.
+// The partner fault kinds in a simulated drill (testdata/faults.toml), each
+// kind in a cohort of its own, as a scripted outage and as a per-call
+// probability (cohorts pc-*): each cohort's attempts end as its kind says,
+// lost acks come back as duplicates that duplicates_beyond_in_flight leaves
+// out, a redirect dead-letters as permanent, and nothing is lost.
 func TestFaultKindsDrill(t *testing.T) {
 	d := loadDrill(t, "testdata/faults.toml", nil)
 	run := runDrill(t, d)
 	s := run.Summary
 	codes := map[string]map[string]int64{}
+	deadLetters := map[string]int64{}
 	for _, c := range s.Cohorts {
 		codes[c.Name] = c.StatusCodes
-		t.Logf("%-9s %v", c.Name, c.StatusCodes)
+		deadLetters[c.Name] = c.DeadLettered
+		t.Logf("%-12s %v", c.Name, c.StatusCodes)
 	}
 	t.Logf("duplicates %d, lost acks %d, dead letters %v", s.Duplicates, s.LostAcks, s.DeadLetterReasons)
-	if s.Deliveries.Lost != 0 {
-		t.Errorf("lost %d", s.Deliveries.Lost)
+	if s.Deliveries.Lost != 0 || s.Deliveries.Pending != 0 {
+		t.Errorf("deliveries %+v: want none lost or pending", s.Deliveries)
 	}
-	if n := codes["lostack"]["reset"]; n < 20 || s.LostAcks != n {
-		t.Errorf("lostack: %d resets, %d lost acks; want at least 20, every reset a lost ack", n, s.LostAcks)
+	// Each cohort's fault shows as the outcome the caller classes it by;
+	// the outages' at least 20 times, the per-call faults on about their
+	// share of the cohort's attempts.
+	attempts := func(cohort string) (n int64) {
+		for _, k := range codes[cohort] {
+			n += k
+		}
+		return n
 	}
-	if n := codes["redirect"]["307"]; n < 20 || s.DeadLetterReasons["permanent"] != n {
-		t.Errorf("redirect: %d answers 307, %d permanent dead letters; want at least 20, one for each", n, s.DeadLetterReasons["permanent"])
+	for _, tt := range []struct {
+		cohort, outcome string
+		share           float64 // per call: the probability; 0 for an outage
+	}{
+		{"lostack", "reset", 0}, {"redirect", "307", 0}, {"refused", "refused", 0}, {"dribble", "timeout", 0},
+		{"empty", "reset", 0}, {"garbage", "reset", 0}, {"truncated", "reset", 0},
+		{"pc-lostack", "reset", 0.2}, {"pc-redirect", "307", 0.1}, {"pc-dribble", "timeout", 0.2},
+		{"pc-empty", "reset", 0.2}, {"pc-garbage", "reset", 0.2}, {"pc-truncated", "reset", 0.2},
+	} {
+		n, all := codes[tt.cohort][tt.outcome], attempts(tt.cohort)
+		if others := all - n - codes[tt.cohort]["200"]; others != 0 {
+			t.Errorf("%s: %d attempts ended otherwise than 200 or %s: %v", tt.cohort, others, tt.outcome, codes[tt.cohort])
+		}
+		if tt.share == 0 {
+			if n < 20 {
+				t.Errorf("%s: %d attempts ended %s, want at least 20", tt.cohort, n, tt.outcome)
+			}
+			continue
+		}
+		if f := float64(n) / float64(all); f < 0.6*tt.share || f > 1.4*tt.share {
+			t.Errorf("%s: %d of %d attempts ended %s (%.3f), want about %v", tt.cohort, n, all, tt.outcome, f, tt.share)
+		}
 	}
-	if n := codes["refused"]["refused"]; n < 20 {
-		t.Errorf("refused: %d refused attempts, want at least 20", n)
+	// Only redirects dead-letter, as permanent, one for each 307.
+	redirects := codes["redirect"]["307"] + codes["pc-redirect"]["307"]
+	if s.DeadLetterReasons["permanent"] != redirects || s.Deliveries.DeadLettered != redirects ||
+		deadLetters["redirect"]+deadLetters["pc-redirect"] != redirects {
+		t.Errorf("dead letters %v (by cohort %v); want %d permanent, from the redirect cohorts only", s.DeadLetterReasons, deadLetters, redirects)
 	}
-	// Every dribbled attempt in the window outlasts the timeout; the
-	// partner has the delivery, so its later success is a duplicate.
-	timeouts := codes["dribble"]["timeout"]
-	if timeouts < 20 {
-		t.Errorf("dribble: %d timeouts, want at least 20", timeouts)
-	}
-	// broken: a tenth of the calls each, all seen as resets.
-	calls := int64(0)
-	for _, n := range codes["broken"] {
-		calls += n
-	}
-	if r := codes["broken"]["reset"]; float64(r) < 0.2*float64(calls) || float64(r) > 0.4*float64(calls) {
-		t.Errorf("broken: %d resets of %d attempts, want about 30%%", r, calls)
+	// Every reset of a lost-ack cohort is a lost ack.
+	if n := codes["lostack"]["reset"] + codes["pc-lostack"]["reset"]; s.LostAcks != n {
+		t.Errorf("%d lost acks, %d resets in the lost-ack cohorts; want one for each", s.LostAcks, n)
 	}
 	// Every duplicate comes from a lost ack or a dribble the timeout hid:
 	// those of lost acks are not beyond the attempts whose outcome the
 	// dispatcher never learned; those of timeouts are.
+	timeouts := codes["dribble"]["timeout"] + codes["pc-dribble"]["timeout"]
 	beyond, _, err := s.Metric("duplicates_beyond_in_flight")
 	if err != nil {
 		t.Fatal(err)

@@ -177,7 +177,19 @@ func callFaultsDoc() string {
 		parts = append(parts, "`"+CallFaultKey(n)+"`")
 	}
 	return "Faults that strike single calls outside outages: kind → the probability in [0, 1] that a call meets it, e.g. `{ lost_ack = 0.01 }`; the kinds (as for outages, `_` for `-`): " +
-		joinChoices(parts) + "; at most 1 in all, drawn apart from transient_errors."
+		joinChoices(parts) + "; at most 1 in all, drawn apart from transient_errors." + notPerCallDoc()
+}
+
+// notPerCallDoc says why the kinds that cannot strike single calls, for a
+// reason of their own, cannot.
+func notPerCallDoc() string {
+	var s string
+	for i := range fakepartner.OutageKinds {
+		if k := &fakepartner.OutageKinds[i]; k.NotPerCall != "" {
+			s += " Not `" + CallFaultKey(k.Name) + "`: " + k.NotPerCall + "."
+		}
+	}
+	return s
 }
 
 func jitterDoc() string {

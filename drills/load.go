@@ -101,6 +101,9 @@ func parseDrill(name string, data []byte, overrides map[string]string) (*Drill, 
 		// Validation would only repeat what failed to decode.
 		return nil, ld.result()
 	}
+	for k := range ld.present {
+		d.policyDeclared = d.policyDeclared || strings.HasPrefix(k, "policy.")
+	}
 	applyDefaults(&d, func(key string) bool { return ld.present[key] })
 	for _, p := range validate(&d, func(key string) bool { return ld.present[key] }) {
 		ld.errAt(p.key, p.msg)

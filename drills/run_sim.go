@@ -70,6 +70,7 @@ type simEvent struct {
 	kind  evKind
 	epoch uint32
 	slot  int32 // evComplete: in-flight slot; evDown/evUp: fault index; evWrite: r.writes index
+	sub   int32 // evComplete: the subscriber, so its state is prefetched an event ahead (fits the entry's padding)
 }
 
 // inflight is an attempt under way.
@@ -135,6 +136,9 @@ type simRun struct {
 	keyPrefixOK bool
 
 	breakers []model.Breaker // the current breakers, one a subscriber; nil without
+	// prefetch: the subscribers' state outgrows the CPU's caches, so
+	// prefetching it pays (see prefetchSub); below that it only costs.
+	prefetch bool
 
 	slots     []inflight
 	freeSlots []int32
@@ -256,6 +260,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 		sub.partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
 		pcs = append(pcs, dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
 	}
+	r.prefetch = n >= prefetchSubscribers
 	r.fan = d.NewFanout(specs)
 	r.fanout = r.fan.Pick(0, nil)
 	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
@@ -345,12 +350,14 @@ func (r *simRun) run(opt SimOptions) error {
 		if t > r.hardEndNs {
 			break
 		}
-		if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
-			// The next completion's delivery: fetched while this event runs.
+		if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete && r.prefetch {
+			// The next completion's delivery and subscriber: fetched while
+			// this event runs.
 			if it := r.slots[next.slot].it; it != nil {
 				sim.Prefetch(unsafe.Pointer(it))
 				sim.Prefetch(unsafe.Add(unsafe.Pointer(it), 64))
 			}
+			r.prefetchSub(next.sub)
 		}
 		events++
 		if opt.MaxEvents > 0 && events > opt.MaxEvents {
@@ -476,11 +483,9 @@ func (r *simRun) feedSource(t int64) {
 			}
 			// Ask for the state of the subscribers a few deliveries on, in
 			// two stages: the partner, then what it points to.
-			if k := r.heldSub + 8; k < len(r.fanout) {
+			if k := r.heldSub + 8; r.prefetch && k < len(r.fanout) {
 				r.core.Prefetch(r.fanout[k])
-			}
-			if k := r.heldSub + 4; k < len(r.fanout) {
-				r.core.PrefetchQueue(r.fanout[k])
+				r.core.PrefetchQueue(r.fanout[k-4])
 			}
 			si := r.fanout[r.heldSub]
 			it := r.newItem(si, created, eventNo)
@@ -508,7 +513,7 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 	if n := len(r.pool); n > 0 {
 		it = r.pool[n-1]
 		r.pool = r.pool[:n-1]
-		if n > 2 { // the item after next: pooled items are cold
+		if n > 2 && r.prefetch { // the item after next: pooled items are cold
 			sim.Prefetch(unsafe.Pointer(r.pool[n-3]))
 			sim.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
 		}
@@ -588,6 +593,11 @@ func (r *simRun) pump(t int64) {
 	}
 	now := r.wall(t)
 	for {
+		if r.prefetch {
+			if p := r.core.Upcoming(); p >= 0 {
+				r.prefetchSub(p) // the delivery after the one Next returns now
+			}
+		}
 		it, verdict, reason := r.core.Next(now)
 		if it == nil {
 			break
@@ -596,7 +606,6 @@ func (r *simRun) pump(t int64) {
 			r.deadLetter(t, it, reason, true)
 			continue
 		}
-		r.prefetchSub(it.Partner)
 		r.start(t, it)
 	}
 	if r.heldHead < len(r.held) {
@@ -639,7 +648,7 @@ func (r *simRun) start(t int64, it *dispatch.Item) {
 			r.tally.ReplayAttempt(int(rp))
 		}
 	}
-	r.q.Push(end, simEvent{kind: evComplete, epoch: r.epoch, slot: slot})
+	r.q.Push(end, simEvent{kind: evComplete, epoch: r.epoch, slot: slot, sub: it.Partner})
 }
 
 func (r *simRun) complete(t int64, ev simEvent) {
@@ -648,7 +657,6 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	if it == nil || ev.epoch != it.Epoch || it.Slot != ev.slot {
 		return // the attempt was lost in a restart
 	}
-	r.prefetchSub(it.Partner)
 	var o model.Outcome
 	if f.timedOut {
 		o.Err = model.ErrTimeout
@@ -883,15 +891,19 @@ func (r *simRun) heldDeliveries() float64 {
 // soon as si is known: at tens of thousands of subscribers each is a cache
 // miss, and fetched together they overlap instead of adding up.
 func (r *simRun) prefetchSub(si int32) {
-	p := unsafe.Pointer(&r.subs[si])
-	for off := uintptr(0); off < subscriberHot; off += 64 {
-		sim.Prefetch(unsafe.Add(p, off))
+	if !r.prefetch {
+		return
 	}
+	sim.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
 	if r.breakers != nil {
 		sim.Prefetch(unsafe.Pointer(&r.breakers[si]))
 	}
 	r.core.Prefetch(si)
 }
+
+// prefetchSubscribers is the subscriber count from which the simulation
+// prefetches their state: about 1 MiB of it, more than a core's L2 cache.
+const prefetchSubscribers = 1024
 
 // subscriberHot is how many bytes of a subscriber an attempt reads: up to
 // the end of its partner's counters and server heap.

@@ -142,10 +142,13 @@ func TestDemoOutageNoBackoff(t *testing.T) {
 		}
 	}
 	// the first dead letters come once five failing calls of about 1.5s
-	// have run back to back (7.5s) and no later than the scenario's 15s
-	// (its figure needs about 3s per attempt: see the README),
-	if f := mean(first); f < 7.5*(1-timeTol) || f > 15*(1+timeTol) {
-		t.Errorf("first dead letter %vs after the outage start on average, want 5.6..18.75s", f)
+	// have run back to back: 7.5s. The scenario says about 15s, which
+	// needs about 3s per attempt and contradicts its own 2/s below (that
+	// needs at most 1.2s per attempt from 12 slots); the README's table
+	// says so. The demo keeps the scenario's parameters, so the assertion
+	// is the figure they give, with the claims' tolerance,
+	if f := mean(first); !within(f, 7.5, timeTol) {
+		t.Errorf("first dead letter %vs after the outage start on average, want 7.5s ± 25%%", f)
 	}
 	// then they come at about what the pool can burn: 12 slots ÷ 1.5s ÷
 	// 5 attempts = 1.6/s (the scenario says about 2/s).

@@ -36,7 +36,15 @@ type Drill struct {
 
 	// PartnerServer is where an external drill's partner server listens.
 	PartnerServer PartnerServer `toml:"partner_server"`
+
+	policyDeclared bool // some policy key was given (file, include or override)
 }
+
+// PolicyDeclared reports whether the drill (its files or overrides) gives
+// any policy key. An external drill without one leaves the retry policy to
+// the system under drill, which stormdrill cannot see: the defaults it
+// fills in then describe no real system (see stormdrill plan).
+func (d *Drill) PolicyDeclared() bool { return d.policyDeclared }
 
 // Source is the event arrival process. Each event fans out to one delivery
 // per subscriber of the cohorts named in To (all cohorts when empty).

@@ -415,6 +415,9 @@ func validateCallFaults(p *Partner, pre string) []problem {
 					hint = fmt.Sprintf(" (write %s)", CallFaultKey(k.String()))
 				} else {
 					hint = fmt.Sprintf(" (%s strikes only as an outage: partners[].outages)", k)
+					if why := k.Info().NotPerCall; why != "" {
+						hint = fmt.Sprintf(" (%s strikes only as an outage, partners[].outages: %s)", k, why)
+					}
 				}
 			}
 			bad("faults."+n, "%q is not a per-call fault%s; per call: %s", clip(n), hint, choices(keys...))

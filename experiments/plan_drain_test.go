@@ -217,41 +217,69 @@ func TestDrainModelRefusesBadInput(t *testing.T) {
 }
 
 // bundledOutageDrills lists every bundled drill with a scripted outage,
-// plus the Retry-After drill of the test data.
+// its own or an included one's: every drill under drills/ (its
+// subdirectories too, but not the test data) and experiments/drills/, plus
+// the plan's Retry-After drills of the test data. An external drill counts
+// when it declares the system's policy ([policy], as external-dispatch
+// does for stormdrill dispatch); without one the system retries by its own
+// policy (River's), which the plan does not apply to, and `stormdrill plan
+// --check` refuses it.
 func bundledOutageDrills(t *testing.T) []string {
 	t.Helper()
-	var out []string
-	for _, pat := range []string{"../drills/*.toml", "drills/*.toml", "testdata/plan-*.toml"} {
-		files, err := filepath.Glob(pat)
+	var files []string
+	for _, root := range []string{"../drills", "drills"} {
+		err := filepath.WalkDir(root, func(path string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if e.IsDir() && e.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			if !e.IsDir() && strings.HasSuffix(path, ".toml") {
+				files = append(files, path)
+			}
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
+	}
+	extra, err := filepath.Glob("testdata/plan-*.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, extra...)
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := drills.Load(f, nil)
+		if err != nil {
+			// Only a file that is not a drill of its own may fail to load:
+			// an include's shared keys.
+			if !strings.Contains(f, "include") {
+				t.Errorf("%s: %v", f, err)
 			}
-			// An external drill's policy is the system's own (River's, say),
-			// which neither the plan nor the simulation models.
-			if strings.Contains(string(b), "[[partners.outages]]") && !strings.Contains(string(b), `mode        = "external"`) {
-				out = append(out, f)
-				continue
-			}
-			// A drill may have its outage from an included drill.
-			if strings.Contains(string(b), "include") {
-				if d, err := drills.Load(f, nil); err == nil && d.Mode != "external" {
-					for _, p := range d.Partners {
-						if len(p.Outages) > 0 {
-							out = append(out, f)
-							break
-						}
-					}
-				}
-			}
+			continue
+		}
+		if d.Mode == "external" && !d.PolicyDeclared() {
+			continue
+		}
+		has := false
+		for _, p := range d.Partners {
+			has = has || len(p.Outages) > 0
+		}
+		if has {
+			out = append(out, f)
+		} else if strings.Contains(string(b), "outages") {
+			t.Errorf("%s mentions outages, but none loaded", f)
 		}
 	}
-	if len(out) < 8 {
-		t.Fatalf("found %d drills with an outage: %v", len(out), out)
+	t.Logf("%d drills with an outage: %v", len(out), out)
+	if len(out) < 12 {
+		t.Fatalf("found %d drills with an outage, want at least 12: %v", len(out), out)
 	}
 	return out
 }

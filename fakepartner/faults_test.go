@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model/sim"
 )
 
 // What each fault kind does to a call in simulation: the answer the caller
@@ -122,6 +124,56 @@ func TestCallFaults(t *testing.T) {
 		}
 	}
 	t.Error("a cohort with a per-call fault table drew the same latencies as one without: no draw was made")
+}
+
+// A served subscriber draws from the simulator's stream for it, so live
+// and simulated partners agree call for call.
+func TestSubscriberRandIsTheSimulatorsStream(t *testing.T) {
+	a, b := SubscriberRand(42, "acme", 3), sim.NewRand(42, "partner/acme-3")
+	for i := range 100 {
+		if x, y := a.Uint64(), b.Uint64(); x != y {
+			t.Fatalf("draw %d: %d, simulator %d", i, x, y)
+		}
+	}
+	if SubscriberRand(42, "acme", 3).Uint64() == SubscriberRand(42, "acme", 4).Uint64() {
+		t.Error("two members drew the same first number")
+	}
+}
+
+// In simulation a per-call fault at probability 1 answers every call as
+// the outage of its kind does: the same result, wire form, record and lost
+// ack; every per-call kind is checked.
+func TestCallFaultsMatchOutages(t *testing.T) {
+	for _, name := range PerCallKindNames() {
+		kind, err := ParseOutageKind(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perCall := Spec{Name: "acme", Count: 1, Latency: Dist{Value: ms}, CallFaults: []CallFault{{Kind: kind, P: 1}}}
+		outage := Spec{Name: "acme", Count: 1, Latency: Dist{Value: ms}, Outages: []Outage{{For: time.Hour, Kind: kind}}}
+		if kind == OutageDribble {
+			perCall.DribbleOver, outage.Outages[0].DribbleOver = time.Second, time.Second
+		}
+		for _, s := range []*Spec{&perCall, &outage} {
+			if err := s.Validate(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		a, b := NewSim(&perCall, 0, SubscriberRand(1, "acme", 0)), NewSim(&outage, 0, SubscriberRand(1, "acme", 0))
+		for i := range 20 {
+			at := time.Minute + time.Duration(i)*time.Second
+			ca, cb := a.BeginKey(at, uint64(i)), b.BeginKey(at, uint64(i))
+			ra, rb := a.Finish(&ca, at+ca.Latency), b.Finish(&cb, at+cb.Latency)
+			if ra.Kind != rb.Kind || ra.Status != rb.Status || ca.Wire != cb.Wire || ca.Processed != cb.Processed ||
+				ca.AckLost != cb.AckLost || ca.NoAnswer != cb.NoAnswer {
+				t.Fatalf("%s call %d: per call %+v (wire %d, processed %v, ack lost %v), outage %+v (wire %d, processed %v, ack lost %v)",
+					name, i, ra, ca.Wire, ca.Processed, ca.AckLost, rb, cb.Wire, cb.Processed, cb.AckLost)
+			}
+			if ra.Kind == ResultOK && kind != OutageDribble {
+				t.Fatalf("%s call %d: succeeded", name, i)
+			}
+		}
+	}
 }
 
 func TestCallFaultsValidate(t *testing.T) {
@@ -254,14 +306,81 @@ func TestServerFaultKinds(t *testing.T) {
 			t.Errorf("status %d, %v, Location %q; want 307 with a Location, not followed", status, err, h.Get("Location"))
 		}
 	})
-	t.Run("per-call", func(t *testing.T) {
-		spec := quickSpec("acme")
-		spec.CallFaults = []CallFault{{Kind: OutageGarbage, P: 1}}
-		_, base, _ := startServer(t, []Spec{spec}, ServerOptions{})
-		if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
-			t.Errorf("faults.garbage = 1: %v, want a malformed HTTP response", err)
-		}
-	})
+	// Each per-call kind at probability 1 answers a call as its outage
+	// does; a kind without a case here fails, so a new one gets one.
+	perCall := map[string]func(t *testing.T, s *Server, base string){
+		"timeout": func(t *testing.T, _ *Server, base string) {
+			_, _, err := rawPost(noFollow(300*time.Millisecond), base+"/p/acme", "d1")
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Errorf("error %v, want the client's timeout", err)
+			}
+		},
+		"reset": func(t *testing.T, _ *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("error %v, want connection reset by peer", err)
+			}
+		},
+		"empty": func(t *testing.T, _ *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, io.EOF) {
+				t.Errorf("error %v, want EOF (closed with no answer)", err)
+			}
+		},
+		"garbage": func(t *testing.T, _ *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
+				t.Errorf("error %v, want a malformed HTTP response", err)
+			}
+		},
+		"truncated": func(t *testing.T, s *Server, base string) {
+			status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
+			if status != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("status %d, body error %v; want 200 and unexpected EOF in the body", status, err)
+			}
+			waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
+			if st := statsOf(s, "acme"); st.Accepted != 0 {
+				t.Errorf("a truncated answer recorded the delivery: %+v", st)
+			}
+		},
+		"dribble": func(t *testing.T, s *Server, base string) {
+			began := time.Now()
+			status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
+			if took := time.Since(began); status != http.StatusOK || err != nil || took < 400*time.Millisecond {
+				t.Errorf("status %d, %v after %v; want 200 after at least the 400ms dribble_over", status, err, took)
+			}
+		},
+		"lost-ack": func(t *testing.T, s *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("error %v, want connection reset by peer", err)
+			}
+			waitFor(t, func() bool { return statsOf(s, "acme").Accepted == 1 })
+		},
+		"redirect": func(t *testing.T, _ *Server, base string) {
+			status, h, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
+			if status != http.StatusTemporaryRedirect || err != nil || h.Get("Location") == "" {
+				t.Errorf("status %d, %v, Location %q; want 307 with a Location, not followed", status, err, h.Get("Location"))
+			}
+		},
+	}
+	for _, name := range PerCallKindNames() {
+		t.Run("per-call "+name, func(t *testing.T) {
+			check, ok := perCall[name]
+			if !ok {
+				t.Fatalf("no per-call case for %s", name)
+			}
+			kind, err := ParseOutageKind(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := quickSpec("acme")
+			spec.Count = 1
+			spec.CallFaults = []CallFault{{Kind: kind, P: 1}}
+			if kind == OutageDribble {
+				spec.DribbleOver = 400 * time.Millisecond
+			}
+			s, base, _ := startServer(t, []Spec{spec}, ServerOptions{TimeoutHoldMax: 2 * time.Second})
+			check(t, s, base)
+		})
+	}
 }
 
 // A cohort with a refused outage, served on a listener of its own, refuses

@@ -60,6 +60,10 @@ type OutageKindInfo struct {
 	// probability (partners[].faults); the keys it uses are then the
 	// cohort's (Spec.DribbleOver).
 	PerCall bool
+	// NotPerCall says why a kind that is not PerCall cannot strike single
+	// calls, when the reason is not that it is an outage's shape (a
+	// slowdown, a flap); empty otherwise.
+	NotPerCall string
 	// Caller is what the dispatcher sees of an answer of this kind and how
 	// it classes it; one line for the README's table of kinds.
 	Caller string
@@ -243,6 +247,8 @@ var OutageKinds = [...]OutageKindInfo{
 		Kind: OutageRefused, Name: "refused",
 		Doc:    "connections are refused; over HTTP the cohort gets a listener of its own, closed while the outage lasts, so it hits the whole cohort",
 		Caller: "connection refused: `refused`, retryable",
+		NotPerCall: "a connection is refused when it is opened, before the partner can tell which call it would carry, " +
+			"and a kept-alive connection carries many calls; so refused hits a whole cohort for a while, never single calls",
 		Check: func(o *Outage) []Problem {
 			if o.Members != 0 {
 				return []Problem{{"members", "a refused outage hits the whole cohort (its listener is closed); put the subscribers it hits in a cohort of their own"}}

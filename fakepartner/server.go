@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model/sim"
 )
 
 // Server defaults and limits.
@@ -237,11 +238,13 @@ type subscriber struct {
 
 // SubscriberRand returns the random stream of one subscriber derived from a
 // drill seed. The stream depends only on the seed, the cohort's name and the
-// member, so adding a cohort reshuffles no other stream.
+// member, so adding a cohort reshuffles no other stream, and it is the
+// stream the simulator gives the same subscriber ("partner/COHORT-MEMBER"):
+// a live run's partners draw the simulation's latencies, transient errors
+// and per-call faults, call for call, as long as the calls reach each
+// subscriber in the same order.
 func SubscriberRand(seed uint64, cohort string, member int) *rand.Rand {
-	h := fnv.New64a()
-	h.Write([]byte(cohort))
-	return rand.New(rand.NewPCG(seed^h.Sum64(), uint64(member)*0x9E3779B97F4A7C15+1))
+	return sim.NewRand(seed, "partner/"+cohort+"-"+strconv.Itoa(member))
 }
 
 // NewServer validates the specs and returns a server for them; it does not

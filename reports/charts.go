@@ -31,10 +31,11 @@ type chartSpec struct {
 	Series []chartSeries `json:"series"`
 	// Step draws the lines as steps (breaker state).
 	Step bool `json:"step,omitempty"`
-	// Outages and Manual are shaded windows, Restarts vertical marks, all
-	// in x units.
+	// Outages, Manual and Replays are shaded windows, Restarts vertical
+	// marks, all in x units.
 	Outages  [][2]float64 `json:"outages"`
 	Manual   [][2]float64 `json:"manual"`
+	Replays  [][2]float64 `json:"replays"`
 	Restarts []float64    `json:"restarts"`
 	// YRef is a horizontal reference line (the SLO), in y units.
 	YRef      *float64 `json:"yRef,omitempty"`
@@ -95,7 +96,7 @@ func interactiveCharts(run *Run) []chartSpec {
 		}
 		idx := downsampleIndices(n, finite, MaxPlotPoints)
 		c := chartSpec{ID: id, Title: title, XLabel: axis.label, YLabel: yLabel,
-			Outages: marks.outages, Manual: marks.manual, Restarts: marks.restarts}
+			Outages: marks.outages, Manual: marks.manual, Replays: marks.replays, Restarts: marks.restarts}
 		c.X = make([]float64, len(idx))
 		for j, i := range idx {
 			c.X[j] = roundFloat(plotFinite(ts.Samples[i].T) / axis.divS)
@@ -270,12 +271,12 @@ func cohortColumns(s *Summary, ts *Timeseries, get func(*Sample) []float64) (lab
 
 // timeMarks are the windows and instants marked on every time axis.
 type timeMarkSet struct {
-	outages, manual [][2]float64
-	restarts        []float64
+	outages, manual, replays [][2]float64
+	restarts                 []float64
 }
 
 func timeMarks(s *Summary, divS float64) timeMarkSet {
-	m := timeMarkSet{outages: [][2]float64{}, manual: [][2]float64{}, restarts: []float64{}}
+	m := timeMarkSet{outages: [][2]float64{}, manual: [][2]float64{}, replays: [][2]float64{}, restarts: []float64{}}
 	for _, o := range s.Outages {
 		start, end := plotFinite(o.StartS), plotFinite(o.EndS)
 		if end <= start {
@@ -288,10 +289,36 @@ func timeMarks(s *Summary, divS float64) timeMarkSet {
 			m.outages = append(m.outages, w)
 		}
 	}
+	for _, w := range replayWindows(s) {
+		m.replays = append(m.replays, [2]float64{roundFloat(w[0] / divS), roundFloat(w[1] / divS)})
+	}
 	for _, r := range s.Restarts {
 		m.restarts = append(m.restarts, roundFloat(plotFinite(r.AtS)/divS))
 	}
 	return m
+}
+
+// replayWindows are the DLQ replays' windows in seconds: from each
+// replay's start until its replayed deliveries drained (the drill's end
+// while one is still pending), so the plots show what the replay did to
+// the load; replays that moved nothing are left out.
+func replayWindows(s *Summary) [][2]float64 {
+	var ws [][2]float64
+	for _, r := range s.Replays {
+		if r.Replayed == 0 {
+			continue
+		}
+		start, end := plotFinite(r.AtS), plotFinite(s.DrillTimeS)
+		if r.DrainTimeS != nil {
+			end = start + plotFinite(*r.DrainTimeS)
+		}
+		// A replay that drained within the sample interval still shows.
+		end = max(end, plotFinite(r.LastBatchS))
+		if end > start {
+			ws = append(ws, [2]float64{start, end})
+		}
+	}
+	return ws
 }
 
 // finiteCols is cols with NaN and infinities as 0.
@@ -370,6 +397,7 @@ const chartScript = `(function () {
       }
       shade(spec.outages, "rgba(128,128,128,0.22)");
       shade(spec.manual, "rgba(213,94,0,0.18)");
+      shade(spec.replays, "rgba(0,114,178,0.16)");
       ctx.restore();
     }], draw: [function (u) {
       var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;

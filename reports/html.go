@@ -342,7 +342,7 @@ li.bad { color: var(--fail); font-weight: 600; }
 
 {{if .HTMLPlots}}<section id="plots">
 <h2>Plots</h2>
-{{if .ChartData}}<p class="note">Interactive charts: hover for values, drag to zoom (double-click resets), click a legend entry to hide or show its series. Grey bands: scripted outages; orange bands: manual outages; purple dashed lines: dispatcher restarts; red dashed line: the SLO.</p>{{end}}
+{{if .ChartData}}<p class="note">Interactive charts: hover for values, drag to zoom (double-click resets), click a legend entry to hide or show its series. Grey bands: scripted outages; orange bands: manual outages; blue bands: DLQ replays, until the replayed deliveries drained; purple dashed lines: dispatcher restarts; red dashed line: the SLO.</p>{{end}}
 {{range .HTMLPlots}}<figure>
 <figcaption>{{.Title}}</figcaption>
 {{if .ChartID}}<div class="chart" id="{{.ChartID}}" role="img" aria-label="{{.Title}}"></div>

@@ -45,6 +45,7 @@ var plotPalette = []color.NRGBA{
 var (
 	outageColor       = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x40} // translucent grey
 	manualOutageColor = color.NRGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0x30} // translucent vermillion
+	replayColor       = color.NRGBA{R: 0x00, G: 0x72, B: 0xB2, A: 0x28} // translucent blue
 	sloColor          = color.NRGBA{R: 0xC0, G: 0x00, B: 0x00, A: 0xFF}
 )
 
@@ -354,6 +355,14 @@ func newTimePlot(in plotInput, title, yLabel string) *plot.Plot {
 		s.color = manualOutageColor
 		p.Add(s)
 		p.Legend.Add("manual outage", s)
+	}
+	if ws := replayWindows(in.summary); len(ws) > 0 {
+		s := &outageShading{color: replayColor}
+		for _, w := range ws {
+			s.windows = append(s.windows, [2]float64{w[0] / in.time.divS, w[1] / in.time.divS})
+		}
+		p.Add(s)
+		p.Legend.Add("DLQ replay", s)
 	}
 	if len(in.summary.Restarts) > 0 {
 		var first *restartMarks

@@ -648,3 +648,42 @@ func BenchmarkWritePlots(b *testing.B) {
 		}
 	}
 }
+
+// A DLQ replay is shaded on every time plot and chart, from its start
+// until its replayed deliveries drained (the drill's end while one is
+// pending); a replay that moved nothing is not.
+func TestReplayWindowsMarked(t *testing.T) {
+	run := syntheticRun(600, nil)
+	drain := 50.0
+	run.Summary.Replays = []Replay{
+		{Action: 1, AtS: 400, Replayed: 30, LastBatchS: 410, DrainTimeS: &drain},
+		{Action: 2, AtS: 500, Replayed: 5, LastBatchS: 500},
+		{Action: 3, AtS: 550},
+	}
+	if got := replayWindows(run.Summary); len(got) != 2 || got[0] != [2]float64{400, 450} || got[1] != [2]float64{500, 600} {
+		t.Errorf("replay windows %v, want [400 450] and [500 600] (still pending: until the end)", got)
+	}
+	if m := timeMarks(run.Summary, 60); len(m.replays) != 2 || m.replays[0][0] != roundFloat(400.0/60) {
+		t.Errorf("chart marks in minutes: %v", m.replays)
+	}
+	dir := t.TempDir()
+	if _, err := WritePlots(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"attempts", "pending"} {
+		b, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte("DLQ replay")) {
+			t.Errorf("%s.svg has no DLQ replay legend entry", name)
+		}
+	}
+	run.Summary.Replays = nil
+	if _, err := WritePlots(dir, run); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "pending.svg")); bytes.Contains(b, []byte("DLQ replay")) {
+		t.Error("a run without replays has a DLQ replay legend entry")
+	}
+}

@@ -83,6 +83,17 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
+	if d.Mode == "external" && !d.PolicyDeclared() {
+		// The system under drill retries by its own policy (River's
+		// attempt⁴ seconds, say); the plan and the simulation would both
+		// model stormdrill's defaults instead, so their agreement says
+		// nothing about the system.
+		const why = "mode = \"external\" and no [policy]: the system retries by its own policy, which neither the plan nor the simulation sees"
+		if *check {
+			return usagef("%s: policy: %s, so --check has nothing to compare; declare the system's policy under [policy] if stormdrill can express it", pos[0], why)
+		}
+		fmt.Fprintf(stderr, "stormdrill plan: %s: %s; the figures below are for stormdrill's default policy\n", pos[0], why)
+	}
 	in, err := experiments.PlanInputFor(d)
 	if err != nil {
 		return usageError{err}

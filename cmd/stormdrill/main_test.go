@@ -330,6 +330,24 @@ func TestPlanCheckStrict(t *testing.T) {
 	}
 }
 
+// An external drill without [policy] is drilled with the system's own
+// retry policy: plan says its figures are stormdrill's defaults', and
+// --check refuses (exit 2) rather than compare two models of a policy the
+// system does not have. One that declares the system's policy is planned.
+func TestPlanExternalDrillWithoutPolicy(t *testing.T) {
+	code, out, errOut := stormdrill(t, "plan", "drills/external-river.toml")
+	if code != exitOK || !strings.Contains(errOut, "no [policy]") || !strings.Contains(out, "## Outage drain") {
+		t.Errorf("plan: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = stormdrill(t, "plan", "drills/external-river.toml", "--check", "--strict")
+	if code != exitUsage || !strings.Contains(errOut, "external-river.toml: policy: ") || !strings.Contains(errOut, "--check has nothing to compare") {
+		t.Errorf("plan --check --strict: exit %d, stderr %q; want exit 2 naming the file and policy", code, errOut)
+	}
+	if code, out, errOut := stormdrill(t, "plan", "drills/external-dispatch.toml", "--check", "--strict"); code != exitOK || errOut != "" || !strings.Contains(out, "| drain_time_s |") {
+		t.Errorf("external-dispatch (declares its policy): exit %d, stderr %q", code, errOut)
+	}
+}
+
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // TestGoldenReportFromFixedSeed runs a bundled drill with its fixed seed

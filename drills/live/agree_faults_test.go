@@ -9,11 +9,13 @@ import (
 )
 
 // TestSimAndLiveAgreeOnFaults runs the partner-fault drill
-// (drills/testdata/faults.toml: lost-ack, redirect, refused, dribble, and
-// per-call empty, garbage and truncated answers) in simulation and live
-// on SQLite, 20 times faster, and compares them with the agreement test's
-// tolerances (compareRuns), and besides: dead letters by reason,
-// duplicates and lost acks within 5%, and each cohort's attempts by
+// (drills/testdata/faults.toml: each new kind, lost-ack, redirect, refused,
+// dribble, empty, garbage and truncated, in a cohort of its own as an
+// outage, and each but refused again as a per-call probability) in
+// simulation and live on SQLite, 10 times faster, and compares them with
+// the agreement test's tolerances (compareRuns), and besides: dead letters
+// by reason, duplicates, lost acks and duplicates beyond the attempts in
+// flight within 5%, and each cohort's attempts by
 // outcome (status code, reset, refused, timeout) within 8% or 4
 // attempts, whichever is more: those counts are small, and an attempt
 // scheduled near a window's edge moves across it when live runs late (the
@@ -36,7 +38,7 @@ func TestSimAndLiveAgreeOnFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveD, err := drills.Load(path, map[string]string{"mode": "live", "speed": "20"})
+	liveD, err := drills.Load(path, map[string]string{"mode": "live", "speed": "10"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +68,14 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 		rows = append(rows, row{"dlq." + reason, s.DeadLetterReasons[reason], l.DeadLetterReasons[reason], 0.05, 1})
 	}
 	rows = append(rows, row{"duplicates", s.Duplicates, l.Duplicates, 0.05, 1}, row{"lost_acks", s.LostAcks, l.LostAcks, 0.05, 1})
+	beyond := func(sum *reports.Summary) int64 {
+		v, _, err := sum.Metric("duplicates_beyond_in_flight")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(v)
+	}
+	rows = append(rows, row{"duplicates_beyond_in_flight", beyond(s), beyond(l), 0.05, 1})
 	liveCodes := map[string]map[string]int64{}
 	for _, c := range l.Cohorts {
 		liveCodes[c.Name] = c.StatusCodes
@@ -92,7 +102,10 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 			t.Errorf("%s: sim %d, live %d: differ by more than %.0f%% (or %d)", r.name, r.sim, r.live, r.tol*100, r.slack)
 		}
 	}
-	for _, want := range []string{"lostack reset", "redirect 307", "refused refused", "dribble timeout", "broken reset"} {
+	// Every kind, outage and per call, must have struck in both runs.
+	for _, want := range []string{"lostack reset", "redirect 307", "refused refused", "dribble timeout",
+		"empty reset", "garbage reset", "truncated reset", "pc-lostack reset", "pc-redirect 307",
+		"pc-dribble timeout", "pc-empty reset", "pc-garbage reset", "pc-truncated reset"} {
 		found := false
 		for _, r := range rows {
 			found = found || (r.name == want && r.sim > 0 && r.live > 0)

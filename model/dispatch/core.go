@@ -141,8 +141,7 @@ func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Ti
 // caller that knows which partner it acts on next overlaps that cache miss
 // with its own (see sim.Prefetch). It changes nothing.
 func (c *Core) Prefetch(p int32) {
-	sim.Prefetch(unsafe.Pointer(&c.partners[p]))
-	sim.Prefetch(unsafe.Add(unsafe.Pointer(&c.partners[p]), unsafe.Sizeof(partner{})-1))
+	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 72 bytes: may straddle two lines
 }
 
 // PrefetchQueue asks for what queueing a delivery for partner p will
@@ -266,7 +265,9 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 	for c.busy < c.workers && c.ringHead < len(c.ring) {
 		i := int(c.ring[c.ringHead])
 		c.ringHead++
-		c.prefetchRing()
+		if len(c.partners) >= prefetchPartners {
+			c.prefetchRing()
+		}
 		if c.ringHead > 1024 && c.ringHead*2 > len(c.ring) {
 			c.ring = append(c.ring[:0], c.ring[c.ringHead:]...)
 			c.ringHead = 0
@@ -340,6 +341,22 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 	}
 	return nil, Start, model.ReasonNone
 }
+
+// Upcoming is the partner of the round-robin ring's entry after the next,
+// which Next may act on after the delivery it returns now, or -1: a caller
+// can prefetch that partner's state of its own (see Prefetch). The entry
+// may turn out stale or blocked; it is only a hint.
+func (c *Core) Upcoming() int32 {
+	if h := c.ringHead + 1; h < len(c.ring) {
+		return c.ring[h]
+	}
+	return -1
+}
+
+// prefetchPartners is the partner count from which Next prefetches (see
+// prefetchRing): below it the partners' state stays in the caches and
+// prefetching only costs.
+const prefetchPartners = 1024
 
 // prefetchRing asks for what the next ring entries will read, a stage
 // each, so that by the time an entry comes up its partner, queue head, item

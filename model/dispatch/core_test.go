@@ -481,3 +481,20 @@ func TestSnapshot(t *testing.T) {
 		t.Fatalf("snapshot at +10s %+v, want %+v", st, want)
 	}
 }
+
+// TestUpcomingIsTheEntryAfterNext: with partners 0, 1, 2 due in that order,
+// Upcoming names the partner Next acts on after the one it returns now, and
+// -1 once no entry follows.
+func TestUpcomingIsTheEntryAfterNext(t *testing.T) {
+	c := mustNew(t, Config{Workers: 10, Partners: partners(3, 0, flatPolicy(time.Second, 3))})
+	for p := int32(0); p < 3; p++ {
+		offerN(t, c, p, 1, t0)
+	}
+	for _, want := range []struct{ upcoming, next int32 }{{1, 0}, {2, 1}, {-1, 2}} {
+		up := c.Upcoming()
+		it, _, _ := c.Next(t0)
+		if it == nil || up != want.upcoming || it.Partner != want.next {
+			t.Fatalf("Upcoming %d then Next %v; want %d then partner %d", up, it, want.upcoming, want.next)
+		}
+	}
+}

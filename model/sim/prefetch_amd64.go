@@ -10,3 +10,9 @@ import "unsafe"
 //
 //go:noescape
 func Prefetch(p unsafe.Pointer)
+
+// PrefetchLines is Prefetch of the n cache lines from p on, in one call.
+// The caller keeps them inside one object.
+//
+//go:noescape
+func PrefetchLines(p unsafe.Pointer, n uintptr)

@@ -6,3 +6,6 @@ import "unsafe"
 
 // Prefetch does nothing on this architecture (see the amd64 version).
 func Prefetch(p unsafe.Pointer) {}
+
+// PrefetchLines does nothing on this architecture (see the amd64 version).
+func PrefetchLines(p unsafe.Pointer, n uintptr) {}
