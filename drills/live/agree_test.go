@@ -18,7 +18,16 @@ import (
 
 // agreeDrill is small on purpose: a healthy cohort and one partner down for
 // a minute, deterministic backoff (jitter none) so that both modes retry at
-// the same moments, and no transient errors. Live runs it 20 times faster.
+// the same moments, and no transient errors. Live runs it 20 times faster,
+// so a stall of the live run (the dispatcher, the store or the partner
+// waiting for a CPU) of S ms of wall time delays the deliveries in flight
+// by 20·S ms of drill time. The latency is slow enough (p50 1.5s, p99 10s:
+// a healthy p99 of 11.3s) that 25% of the healthy p99 is 2.8s of drill
+// time, a stall of 140ms, beyond the 100ms of lateness at which compareRuns
+// skips; with p99 2s it was 28ms, a stall seen at load 10 on PostgreSQL
+// (sim 2.26s, live 4.47s). Workers, attempt timeout and lease follow the
+// latency (about 21 attempts in flight on average), so that nothing waits
+// for a worker or times out.
 const agreeDrill = `
 name = "agree"
 seed = 11
@@ -31,11 +40,11 @@ rate = "2/s"
 [[partners]]
 name = "healthy"
 count = 4
-latency = { dist = "lognormal", p50 = "300ms", p99 = "2s" }
+latency = { dist = "lognormal", p50 = "1500ms", p99 = "10s" }
 [[partners]]
 name = "flaky"
 count = 1
-latency = { dist = "lognormal", p50 = "300ms", p99 = "2s" }
+latency = { dist = "lognormal", p50 = "1500ms", p99 = "10s" }
   [[partners.outages]]
   start = "30s"
   for = "1m"
@@ -46,9 +55,9 @@ base = "2s"
 cap = "16s"
 jitter = "none"
 [dispatcher]
-workers = 16
-attempt_timeout = "10s"
-lease_timeout = "30s"
+workers = 64
+attempt_timeout = "30s"
+lease_timeout = "60s"
 `
 
 // within reports whether live is within tol (a fraction) of sim.
