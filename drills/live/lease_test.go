@@ -11,11 +11,15 @@ import (
 	"github.com/stormdrill/stormdrill/model/queue"
 )
 
-// leaseDrill has one subscriber and a 1s lease, far shorter than the time
-// its deliveries wait in a dispatcher's memory; PARTNER, GUARD and
-// DISPATCHER say what they wait for. The attempt timeout is far above the
-// partner's answers: an attempt that timed out (a 300ms answer was late by
-// 100ms of wall time under the race detector) is retried, and the partner
+// leaseDrill has one subscriber and a 2s lease (1s of wall time at speed
+// 2), shorter than the time its deliveries wait in a dispatcher's memory;
+// PARTNER, GUARD and DISPATCHER say what they wait for. A renewal goes out
+// when a third of the lease has passed, so the test process may stall for
+// two thirds of it (667ms of wall time) before the other dispatcher can
+// claim; with a 1s lease that was 333ms, and a stall at load 12 let it
+// claim twice. The attempt timeout is far above the partner's answers: an
+// attempt that timed out (a 300ms answer was late by 100ms of wall time
+// under the race detector, at a 500ms timeout) is retried, and the partner
 // counts the retry as a duplicate, which is not what the test looks for.
 const leaseDrill = `
 name = "lease"
@@ -39,7 +43,7 @@ GUARD
 [dispatcher]
 workers = 4
 attempt_timeout = "5s"
-lease_timeout = "1s"
+lease_timeout = "2s"
 claim_batch = 32
 DISPATCHER
 `
@@ -60,8 +64,8 @@ func TestLeaseRenewalKeepsHeldDeliveriesFromASecondDispatcher(t *testing.T) {
 		name, partner, guard, dispatcher string
 		deliveries                       int
 	}{
-		// one slot, 300ms answers: the 10th waits about 3s for the slot
-		{"partner slot", `latency = { dist = "constant", value = "300ms" }`, "", "per_partner_concurrency = 1", 10},
+		// one slot, 500ms answers: the 10th waits about 4.5s for the slot
+		{"partner slot", `latency = { dist = "constant", value = "500ms" }`, "", "per_partner_concurrency = 1", 10},
 		// down for 6s; the breaker opens at the first call and holds
 		// everything until a probe after the outage, each probe 2.5s
 		// after the last. 6s is longer than the dispatcher's start-up
