@@ -32,7 +32,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 			continue
 		}
 		subs += sp.Count
-		m := sp.Latency.Expected()
+		m := meanCall(sp)
 		if timeout > 0 && m > timeout {
 			m = timeout
 		}
@@ -103,7 +103,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 		if len(targets) > 0 && !targets[sp.Name] {
 			continue
 		}
-		m := sp.Latency.Expected()
+		m := meanCall(sp)
 		if timeout > 0 && m > timeout {
 			m = timeout
 		}
@@ -187,4 +187,16 @@ func PlanWarning(d *drills.Drill) string {
 			100**l.Utilisation, 100*WarnUtilisation, offered, *l.EffectiveArrivalPerS, in.Workers, l.CapacityPerS)
 	}
 	return ""
+}
+
+// meanCall is the mean time a call to sp takes without queueing at the
+// partner: its latency, and for a contended partner the network hop before
+// the read and the one before the write lands, as fakepartner.Behaviour
+// times it (a contended row with zero service time still takes two hops).
+func meanCall(sp *fakepartner.Spec) time.Duration {
+	m := sp.Latency.Expected()
+	if sp.Contended {
+		m += 2 * sp.NetworkDelay.Expected()
+	}
+	return m
 }

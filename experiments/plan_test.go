@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 )
 
@@ -517,5 +518,26 @@ func TestFmtSeconds(t *testing.T) {
 		if got := fmtSeconds(tc.s); got != tc.want {
 			t.Errorf("fmtSeconds(%v) = %q, want %q", tc.s, got, tc.want)
 		}
+	}
+}
+
+// A contended partner's call takes a network hop before the read and one
+// before the write lands, besides its latency: the bundled jitter drill's
+// row, with zero service time, is planned at two hops of 20ms (it failed
+// with "mean_service: 0s" before).
+func TestPlanInputCountsContendedHops(t *testing.T) {
+	d, err := drills.Load("drills/jitter.toml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := PlanInputFor(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.MeanService != 40*time.Millisecond || len(in.Cohorts) != 1 || in.Cohorts[0].MeanService != 40*time.Millisecond {
+		t.Errorf("mean service %v, cohorts %+v; want 40ms (two 20ms hops)", in.MeanService, in.Cohorts)
+	}
+	if _, err := MakePlan(in); err != nil {
+		t.Errorf("plan: %v", err)
 	}
 }
