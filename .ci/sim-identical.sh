@@ -1,5 +1,5 @@
 #!/bin/sh
-# sim-identical.sh BEFORE AFTER [SEED]: runs every bundled simulated drill
+# .ci/sim-identical.sh BEFORE AFTER [SEED]: runs every bundled simulated drill
 # (drills/*.toml whose mode is "sim" or unset, plus the flagship scaled x10)
 # with both stormdrill binaries and the same seed, and compares their
 # summary.json byte for byte. A speed change to the simulator must not move
