@@ -23,17 +23,16 @@ vet: ## go vet and gofmt check
 # CPU priority (nice 19): it takes the CPU the live tests leave idle while
 # they wait on the wall clock, and yields it whenever they need it. Its
 # output comes at the end; a failed pass stops it.
-CROSS_LOG ?= $(or $(TMPDIR),/tmp)/stormdrill-cross-build.log
 test: vet ## vet, then every test (-race where there are goroutines), with a cross-build of the release targets beside them
-	@set -e; \
-	STORMDRILL_CROSS_BUILD=1 setsid -w nice -n 19 $(GO) test -count=1 -timeout 30m -run '^TestCrossBuildReleaseTargets$$' ./cmd/stormdrill/ >$(CROSS_LOG) 2>&1 & cross=$$!; \
-	trap 'kill -- -$$cross 2>/dev/null || true' EXIT; \
+	@set -e; log=$$(mktemp); \
+	STORMDRILL_CROSS_BUILD=1 setsid -w nice -n 19 $(GO) test -count=1 -timeout 30m -run '^TestCrossBuildReleaseTargets$$' ./cmd/stormdrill/ >"$$log" 2>&1 & cross=$$!; \
+	trap 'kill -- -$$cross 2>/dev/null || true; rm -f "$$log"' EXIT; \
 	echo "$(GO) test -count=1 -timeout 20m -p 1 ./..."; \
 	$(GO) test -count=1 -timeout 20m -p 1 ./...; \
 	echo "$(GO) test -count=1 -timeout 30m -race -p 1 $(RACE_PKGS)"; \
 	$(GO) test -count=1 -timeout 30m -race -p 1 $(RACE_PKGS); \
 	echo "STORMDRILL_CROSS_BUILD=1 $(GO) test -run '^TestCrossBuildReleaseTargets$$' ./cmd/stormdrill/ (beside the passes)"; \
-	status=0; wait $$cross || status=$$?; trap - EXIT; cat $(CROSS_LOG); exit $$status
+	status=0; wait $$cross || status=$$?; trap - EXIT; cat "$$log"; rm -f "$$log"; exit $$status
 
 demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
 	./$(BIN) run drills/fanout-outage.toml
