@@ -274,7 +274,7 @@ func summaryKeys(t *testing.T, s *reports.Summary) map[string]string {
 // come in answer order; an attempt that arrived before an earlier-answered
 // attempt of the same delivery was answered overlaps it.
 func TestOverlapCheck(t *testing.T) {
-	rec := &liveRecorder{lastAnswer: map[string]time.Time{}}
+	rec := &liveRecorder{lastAnswer: map[string]answerSeen{}}
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	for _, a := range []fakepartner.Attempt{
@@ -285,11 +285,19 @@ func TestOverlapCheck(t *testing.T) {
 		{ID: "c", Ordinal: 1, Arrived: at(40), Answered: at(45)},
 		{ID: "c", Ordinal: 1, Arrived: at(41), Answered: at(50)}, // same ordinal sent twice at once
 		{ID: "", Ordinal: 1, Arrived: at(0), Answered: at(99)},   // no id: not checked
+		// The caller left d/1 at its timeout; the partner finished it at 70,
+		// after d/2 had arrived at 68 and been answered at 69 (records in
+		// answer order: d/2 first). One dispatcher timing out, not two at once.
+		{ID: "d", Ordinal: 2, Arrived: at(68), Answered: at(69)},
+		{ID: "d", Ordinal: 1, Arrived: at(60), Answered: at(70), Abandoned: true},
+		// The same with the partner done with e/1 (held) before e/2 is answered.
+		{ID: "e", Ordinal: 1, Arrived: at(80), Answered: at(85), Held: true},
+		{ID: "e", Ordinal: 2, Arrived: at(84), Answered: at(86)},
 	} {
 		rec.checkOverlap(a)
 	}
-	if rec.checked != 6 || rec.overlaps != 2 || len(rec.overlapEx) != 2 {
-		t.Fatalf("checked %d, overlaps %d %q: want 6, 2", rec.checked, rec.overlaps, rec.overlapEx)
+	if rec.checked != 10 || rec.overlaps != 2 || len(rec.overlapEx) != 2 {
+		t.Fatalf("checked %d, overlaps %d %q: want 10, 2", rec.checked, rec.overlaps, rec.overlapEx)
 	}
 	if !strings.HasPrefix(rec.overlapEx[0], "b: attempt 2") || !strings.HasPrefix(rec.overlapEx[1], "c: attempt 1") {
 		t.Errorf("examples %q", rec.overlapEx)

@@ -141,7 +141,8 @@ func waitTerminal(t *testing.T, st queue.Store, timeout time.Duration) queue.Cou
 // end every delivery is delivered, the attempt history has each ordinal
 // once, and partners saw duplicates only for attempts in flight at a kill.
 func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
-	// 20ms answers keep attempts in flight at most kills.
+	// 20ms answers keep attempts in flight at most kills. The bound on the
+	// duplicates is every claimed and due row at a kill (inFlightBound).
 	r, st := startEnv(t, strings.ReplaceAll(killDrill, `value = "2ms"`, `value = "20ms"`))
 	created := enqueueEvents(t, r, st, 50)
 	rng := rand.New(rand.NewPCG(42, 1))

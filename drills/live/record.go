@@ -50,8 +50,8 @@ type liveRecorder struct {
 	buf     []fakepartner.Attempt
 	dropped int64
 
-	lastAnswer map[string]time.Time // delivery id → latest answer seen
-	checked    int64                // attempts with an id the overlap check saw
+	lastAnswer map[string]answerSeen // delivery id → latest answer seen
+	checked    int64                 // attempts with an id the overlap check saw
 	overlaps   int64
 	overlapEx  []string
 
@@ -66,7 +66,7 @@ func newLiveRecorder(r *runner) *liveRecorder {
 	// A sample costs a few store queries; keep at least 20ms of wall time
 	// between them.
 	interval := max(tally.Interval(d.SampleInterval.D, total), r.clock.Drill(20*time.Millisecond))
-	rec := &liveRecorder{r: r, interval: interval, lastAnswer: map[string]time.Time{}}
+	rec := &liveRecorder{r: r, interval: interval, lastAnswer: map[string]answerSeen{}}
 	if pol, err := d.ModelPolicy(); err == nil {
 		rec.backoff = &pol.Backoff
 	}
@@ -122,12 +122,19 @@ func (rec *liveRecorder) drain() {
 		// The retry spread, seen from the partner: the gap from the end of
 		// attempt k to the start of attempt k+1 is the delay it was given.
 		if rec.backoff != nil && a.ID != "" && a.Ordinal >= 2 {
-			if last, ok := rec.lastAnswer[a.ID]; ok && !a.Arrived.Before(last) {
-				t.RetryScheduled(rec.drillTime(last), sub, a.Ordinal-1, rec.r.clock.Drill(a.Arrived.Sub(last)), rec.backoff.Capped(a.Ordinal-1))
+			if last, ok := rec.lastAnswer[a.ID]; ok && !a.Arrived.Before(last.at) {
+				t.RetryScheduled(rec.drillTime(last.at), sub, a.Ordinal-1, rec.r.clock.Drill(a.Arrived.Sub(last.at)), rec.backoff.Capped(a.Ordinal-1))
 			}
 		}
 		rec.checkOverlap(a)
 	}
+}
+
+// answerSeen is the latest answer of a delivery's attempts at the
+// partner, and whether its caller had left before it (a timeout).
+type answerSeen struct {
+	at   time.Time
+	left bool
 }
 
 // checkOverlap counts an attempt that arrived before an earlier-answered
@@ -138,18 +145,23 @@ func (rec *liveRecorder) checkOverlap(a fakepartner.Attempt) {
 		return
 	}
 	rec.checked++
-	if last, ok := rec.lastAnswer[a.ID]; ok && a.Arrived.Before(last) {
+	// An attempt the caller left (a timeout) goes on at the partner until
+	// its write lands, so a retry after a short backoff may arrive before
+	// the partner is done with it: that is one dispatcher timing out, not
+	// two sending at once, and is not counted.
+	left := a.Abandoned || a.Held
+	if last, ok := rec.lastAnswer[a.ID]; ok && a.Arrived.Before(last.at) && !left && !last.left {
 		rec.overlaps++
 		if len(rec.overlapEx) < maxRunAtMovedShown {
 			rec.overlapEx = append(rec.overlapEx, fmt.Sprintf("%s: attempt %d arrived %v before the previous one was answered",
-				a.ID, a.Ordinal, last.Sub(a.Arrived).Round(time.Microsecond)))
+				a.ID, a.Ordinal, last.at.Sub(a.Arrived).Round(time.Microsecond)))
 		}
 	}
 	if len(rec.lastAnswer) >= maxOverlapIDs {
 		clear(rec.lastAnswer)
 	}
-	if last, ok := rec.lastAnswer[a.ID]; !ok || a.Answered.After(last) {
-		rec.lastAnswer[a.ID] = a.Answered
+	if last, ok := rec.lastAnswer[a.ID]; !ok || a.Answered.After(last.at) {
+		rec.lastAnswer[a.ID] = answerSeen{at: a.Answered, left: left}
 	}
 }
 
