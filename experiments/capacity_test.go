@@ -19,9 +19,8 @@ var shortFlagship = map[string]string{
 // it up.
 func TestCapacityFlagshipWorkersMoveBoundary(t *testing.T) {
 	if raceEnabled {
-		// Two whole searches of the flagship: most of this package's time
-		// under the race detector. The searches' parallel seeds run under
-		// it in TestCapacitySeedsStateACI and TestCapacityWorkersSmallest.
+		// Two whole searches of the flagship, one goroutine each: minutes
+		// under the race detector, for nothing to find.
 		t.Skip("runs in the plain test pass: two full capacity searches")
 	}
 	var answers []float64
@@ -67,6 +66,9 @@ func TestCapacityFlagshipWorkersMoveBoundary(t *testing.T) {
 // Searching the worker count finds the smallest passing pool, to a step
 // of one.
 func TestCapacityWorkersSmallest(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs in the plain test pass: a capacity search is one goroutine (over a minute under -race)")
+	}
 	ov := withOverride(shortFlagship, "source.rate", `"2/s"`)
 	r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Key: "dispatcher.workers", Overrides: ov})
 	if err != nil {
@@ -83,6 +85,12 @@ func TestCapacityWorkersSmallest(t *testing.T) {
 // boundary is at or above it), stated with the 95% CI of the per-seed
 // boundaries, which the report and summary.json carry.
 func TestCapacitySeedsStateACI(t *testing.T) {
+	if raceEnabled {
+		// About seven minutes under the race detector on two cores, for
+		// nothing to find: the search runs its seeds one after the other
+		// (the sweeps are what run goroutines, and they stay under -race).
+		t.Skip("runs in the plain test pass: two seeds of a capacity search")
+	}
 	ov := withOverride(shortFlagship, "dispatcher.workers", "16")
 	// Two seeds keep the test short; the CLI default is DefaultCapacitySeeds.
 	r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Overrides: ov, Seeds: 2})
