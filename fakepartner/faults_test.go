@@ -234,33 +234,75 @@ func TestServerFaultKinds(t *testing.T) {
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 		return c
 	}
+	// What a call gets from each kind, as a scripted outage (below, for the
+	// kinds without a longer case of their own) and as a per-call fault at
+	// probability 1 (after): a per-call kind without a case here fails, so
+	// a new one gets one.
+	perCall := map[string]func(t *testing.T, s *Server, base string){
+		"timeout": func(t *testing.T, _ *Server, base string) {
+			_, _, err := rawPost(noFollow(300*time.Millisecond), base+"/p/acme", "d1")
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Errorf("error %v, want the client's timeout", err)
+			}
+		},
+		"reset": func(t *testing.T, _ *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("error %v, want connection reset by peer", err)
+			}
+		},
+		"empty": func(t *testing.T, s *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, io.EOF) {
+				t.Errorf("error %v, want EOF (closed with no answer)", err)
+			}
+			waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
+		},
+		"garbage": func(t *testing.T, _ *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
+				t.Errorf("error %v, want a malformed HTTP response", err)
+			}
+		},
+		"truncated": func(t *testing.T, s *Server, base string) {
+			status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
+			if status != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("status %d, body error %v; want 200 and unexpected EOF in the body", status, err)
+			}
+			waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
+			if st := statsOf(s, "acme"); st.Accepted != 0 {
+				t.Errorf("a truncated answer recorded the delivery: %+v", st)
+			}
+		},
+		"dribble": func(t *testing.T, s *Server, base string) {
+			began := time.Now()
+			status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
+			if took := time.Since(began); status != http.StatusOK || err != nil || took < 400*time.Millisecond {
+				t.Errorf("status %d, %v after %v; want 200 after at least the 400ms dribble_over", status, err, took)
+			}
+		},
+		"lost-ack": func(t *testing.T, s *Server, base string) {
+			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("error %v, want connection reset by peer", err)
+			}
+			waitFor(t, func() bool { return statsOf(s, "acme").Accepted == 1 })
+		},
+		"redirect": func(t *testing.T, _ *Server, base string) {
+			status, h, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
+			if status != http.StatusTemporaryRedirect || err != nil || h.Get("Location") == "" {
+				t.Errorf("status %d, %v, Location %q; want 307 with a Location, not followed", status, err, h.Get("Location"))
+			}
+		},
+	}
 	hour := time.Hour
-	t.Run("empty", func(t *testing.T) {
-		s, base, _ := startServer(t, []Spec{quickSpec("acme", Outage{For: hour, Kind: OutageEmpty})}, ServerOptions{})
-		_, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("error %v, want EOF (closed with no answer)", err)
-		}
-		waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
-	})
-	t.Run("garbage", func(t *testing.T) {
-		_, base, _ := startServer(t, []Spec{quickSpec("acme", Outage{For: hour, Kind: OutageGarbage})}, ServerOptions{})
-		_, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-		if err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
-			t.Errorf("error %v, want a malformed HTTP response", err)
-		}
-	})
-	t.Run("truncated", func(t *testing.T) {
-		s, base, _ := startServer(t, []Spec{quickSpec("acme", Outage{For: hour, Kind: OutageTruncated})}, ServerOptions{})
-		status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-		if status != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
-			t.Errorf("status %d, body error %v; want 200 and unexpected EOF in the body", status, err)
-		}
-		waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
-		if st := statsOf(s, "acme"); st.Accepted != 0 {
-			t.Errorf("a truncated answer recorded the delivery: %+v", st)
-		}
-	})
+	for _, name := range []string{"empty", "garbage", "truncated", "redirect"} {
+		t.Run(name, func(t *testing.T) {
+			kind, err := ParseOutageKind(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, base, _ := startServer(t, []Spec{quickSpec("acme", Outage{For: hour, Kind: kind})}, ServerOptions{})
+			perCall[name](t, s, base)
+		})
+	}
 	t.Run("dribble", func(t *testing.T) {
 		spec := quickSpec("acme", Outage{For: hour, Kind: OutageDribble, DribbleOver: 600 * time.Millisecond})
 		s, base, _ := startServer(t, []Spec{spec}, ServerOptions{})
@@ -299,68 +341,6 @@ func TestServerFaultKinds(t *testing.T) {
 			t.Errorf("attempt records %+v: want the first an ack lost, the second a duplicate", acks)
 		}
 	})
-	t.Run("redirect", func(t *testing.T) {
-		_, base, _ := startServer(t, []Spec{quickSpec("acme", Outage{For: hour, Kind: OutageRedirect})}, ServerOptions{})
-		status, h, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-		if status != http.StatusTemporaryRedirect || err != nil || h.Get("Location") == "" {
-			t.Errorf("status %d, %v, Location %q; want 307 with a Location, not followed", status, err, h.Get("Location"))
-		}
-	})
-	// Each per-call kind at probability 1 answers a call as its outage
-	// does; a kind without a case here fails, so a new one gets one.
-	perCall := map[string]func(t *testing.T, s *Server, base string){
-		"timeout": func(t *testing.T, _ *Server, base string) {
-			_, _, err := rawPost(noFollow(300*time.Millisecond), base+"/p/acme", "d1")
-			var ne net.Error
-			if !errors.As(err, &ne) || !ne.Timeout() {
-				t.Errorf("error %v, want the client's timeout", err)
-			}
-		},
-		"reset": func(t *testing.T, _ *Server, base string) {
-			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, syscall.ECONNRESET) {
-				t.Errorf("error %v, want connection reset by peer", err)
-			}
-		},
-		"empty": func(t *testing.T, _ *Server, base string) {
-			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, io.EOF) {
-				t.Errorf("error %v, want EOF (closed with no answer)", err)
-			}
-		},
-		"garbage": func(t *testing.T, _ *Server, base string) {
-			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); err == nil || !strings.Contains(err.Error(), "malformed HTTP") {
-				t.Errorf("error %v, want a malformed HTTP response", err)
-			}
-		},
-		"truncated": func(t *testing.T, s *Server, base string) {
-			status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-			if status != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) {
-				t.Errorf("status %d, body error %v; want 200 and unexpected EOF in the body", status, err)
-			}
-			waitFor(t, func() bool { return statsOf(s, "acme").Resets == 1 })
-			if st := statsOf(s, "acme"); st.Accepted != 0 {
-				t.Errorf("a truncated answer recorded the delivery: %+v", st)
-			}
-		},
-		"dribble": func(t *testing.T, s *Server, base string) {
-			began := time.Now()
-			status, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-			if took := time.Since(began); status != http.StatusOK || err != nil || took < 400*time.Millisecond {
-				t.Errorf("status %d, %v after %v; want 200 after at least the 400ms dribble_over", status, err, took)
-			}
-		},
-		"lost-ack": func(t *testing.T, s *Server, base string) {
-			if _, _, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1"); !errors.Is(err, syscall.ECONNRESET) {
-				t.Errorf("error %v, want connection reset by peer", err)
-			}
-			waitFor(t, func() bool { return statsOf(s, "acme").Accepted == 1 })
-		},
-		"redirect": func(t *testing.T, _ *Server, base string) {
-			status, h, err := rawPost(noFollow(5*time.Second), base+"/p/acme", "d1")
-			if status != http.StatusTemporaryRedirect || err != nil || h.Get("Location") == "" {
-				t.Errorf("status %d, %v, Location %q; want 307 with a Location, not followed", status, err, h.Get("Location"))
-			}
-		},
-	}
 	for _, name := range PerCallKindNames() {
 		t.Run("per-call "+name, func(t *testing.T) {
 			check, ok := perCall[name]
