@@ -350,14 +350,16 @@ func (r *simRun) run(opt SimOptions) error {
 		if t > r.hardEndNs {
 			break
 		}
-		if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete && r.prefetch {
-			// The next completion's delivery and subscriber: fetched while
-			// this event runs.
-			if it := r.slots[next.slot].it; it != nil {
-				sim.Prefetch(unsafe.Pointer(it))
-				sim.Prefetch(unsafe.Add(unsafe.Pointer(it), 64))
+		if r.prefetch {
+			if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
+				// The next completion's delivery and subscriber: fetched
+				// while this event runs.
+				if it := r.slots[next.slot].it; it != nil {
+					sim.Prefetch(unsafe.Pointer(it))
+					sim.Prefetch(unsafe.Add(unsafe.Pointer(it), 64))
+				}
+				r.prefetchSub(next.sub)
 			}
-			r.prefetchSub(next.sub)
 		}
 		events++
 		if opt.MaxEvents > 0 && events > opt.MaxEvents {
@@ -889,11 +891,9 @@ func (r *simRun) heldDeliveries() float64 {
 // prefetchSub asks for the cache lines of subscriber si's state that an
 // attempt reads (its subscriber, partner and breaker state) all at once, as
 // soon as si is known: at tens of thousands of subscribers each is a cache
-// miss, and fetched together they overlap instead of adding up.
+// miss, and fetched together they overlap instead of adding up. Callers
+// call it only when r.prefetch is set.
 func (r *simRun) prefetchSub(si int32) {
-	if !r.prefetch {
-		return
-	}
 	sim.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
 	if r.breakers != nil {
 		sim.Prefetch(unsafe.Pointer(&r.breakers[si]))
