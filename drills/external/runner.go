@@ -13,6 +13,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model/wallclock"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -163,13 +164,10 @@ func (h *harness) inject(ctx context.Context, subs []drills.LiveSubscriber, st *
 			return nil
 		}
 		due := h.start.Add(at)
-		if wait := time.Until(due); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-timer.C:
-			}
+		// Precise: a Go timer alone wakes up to a millisecond late, which
+		// would count as lateness.
+		if err := wallclock.Until(ctx, due, timer); err != nil {
+			return err
 		}
 		for k := 0; k < n; k++ {
 			if ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -362,7 +363,37 @@ func TestLiveDLQColumnsSumToSummary(t *testing.T) {
 				t.Fatalf("dead letters %v: want both permanent and max-attempts (deliveries %+v, attempts %+v, lateness %+v)", s.DeadLetterReasons, s.Deliveries, s.Attempts, s.Lateness)
 			}
 			checkDLQColumns(t, run)
+			checkInjectionLine(t, run)
 			t.Logf("dead letters %v over %d rows of %gs", s.DeadLetterReasons, len(run.Timeseries.Samples), run.Timeseries.IntervalS)
 		})
+	}
+}
+
+// checkInjectionLine checks the report's live-injection line: the insert
+// is part of each event's lateness, so its percentiles are at most the
+// lateness's (to the histogram's rounding), and the line's lateness is the
+// summary's.
+func checkInjectionLine(t *testing.T, run *reports.Run) {
+	t.Helper()
+	var line string
+	for _, kv := range run.Policy {
+		if kv.Key == "live injection" {
+			line = kv.Value
+		}
+	}
+	ms := regexp.MustCompile(`p(50|99) ([0-9.]+) ms`).FindAllStringSubmatch(line, -1)
+	if len(ms) != 4 {
+		t.Fatalf("live injection line %q: want lateness and insert p50 and p99", line)
+	}
+	var v [4]float64
+	for i, m := range ms {
+		v[i], _ = strconv.ParseFloat(m[2], 64)
+	}
+	lateP50, lateP99, insP50, insP99 := v[0], v[1], v[2], v[3]
+	if s := run.Summary.Lateness; math.Abs(s.P99*1e3-lateP99) > 0.01 || math.Abs(s.P50*1e3-lateP50) > 0.01 {
+		t.Errorf("line %q: lateness differs from the summary's %+v", line, *s)
+	}
+	if insP50 <= 0 || insP50 > lateP50*1.01+0.01 || insP99 > lateP99*1.01+0.01 {
+		t.Errorf("line %q: the insert (p50 %v, p99 %v ms) must be positive and within the lateness (p50 %v, p99 %v ms)", line, insP50, insP99, lateP50, lateP99)
 	}
 }
