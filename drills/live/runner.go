@@ -566,7 +566,7 @@ func (r *runner) run() error {
 	// tries: that sleep would be arrival lateness.
 	var injStore queue.Store
 	if path, ok := strings.CutPrefix(r.storeDSN, "sqlite:"); ok {
-		injStore, err = queue.OpenSQLite(path, queue.WithBusyTimeout(0), queue.WithoutAutoCheckpoint())
+		injStore, err = queue.OpenSQLite(path, queue.WithBusyTimeout(0))
 	} else {
 		injStore, err = queue.Open(r.storeDSN)
 	}

@@ -27,19 +27,7 @@ const DefaultBusyTimeout = 5 * time.Second
 type SQLiteOption func(*sqliteConfig)
 
 type sqliteConfig struct {
-	busyTimeout      time.Duration
-	noAutoCheckpoint bool
-}
-
-// WithoutAutoCheckpoint leaves checkpoints to the file's other
-// connections: SQLite runs an automatic checkpoint inside the commit that
-// grows the write-ahead log past 1,000 pages, copying that log into the
-// database file before the commit returns, which makes that one commit
-// take many milliseconds. A writer that must keep a schedule (the live
-// injector) opts out; the dispatchers, which write the same file all the
-// time, keep checkpointing, so the log stays bounded.
-func WithoutAutoCheckpoint() SQLiteOption {
-	return func(c *sqliteConfig) { c.noAutoCheckpoint = true }
+	busyTimeout time.Duration
 }
 
 // WithBusyTimeout sets the busy timeout (default DefaultBusyTimeout).
@@ -121,9 +109,6 @@ func OpenSQLite(path string, opts ...SQLiteOption) (*SQLite, error) {
 	dsn := path + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(" + strconv.FormatInt(cfg.busyTimeout.Milliseconds(), 10) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	if cfg.noAutoCheckpoint {
-		dsn += "&_pragma=wal_autocheckpoint(0)"
-	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("queue: open %s: %w", path, err)
