@@ -33,6 +33,11 @@ func TestObserve(t *testing.T) {
 			Completion{ID: "e2:acme-0", Owner: "w", Kind: KindDeadLetter, At: at(6 * sec), Attempt: 3, Reason: "max-attempts"},
 			Completion{ID: "e3:acme-0", Owner: "w", Kind: KindReschedule, At: at(7 * sec), Attempt: 1, RunAt: at(100 * sec)},
 		)
+		// Known ids enqueued again are ignored and move no count (SQLite
+		// reads the number of rows off the largest rowid).
+		if n, err := s.Enqueue(ctx, []Delivery{ds[0], ds[1], ds[5]}); err != nil || n != 0 {
+			t.Fatalf("enqueue of known ids: accepted %d, err %v; want 0, nil", n, err)
+		}
 		now := at(10 * sec)
 		sm, err := s.Sample(ctx, now, []string{"held-0"})
 		if err != nil {
