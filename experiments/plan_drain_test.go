@@ -220,10 +220,10 @@ func TestDrainModelRefusesBadInput(t *testing.T) {
 // its own or an included one's: every drill under drills/ (its
 // subdirectories too, but not the test data) and experiments/drills/, plus
 // the plan's Retry-After drills of the test data. An external drill counts
-// when it declares the system's policy ([policy], as external-dispatch
-// does for stormdrill dispatch); without one the system retries by its own
-// policy (River's), which the plan does not apply to, and `stormdrill plan
-// --check` refuses it.
+// when it declares the system's policy ([policy]: external-dispatch
+// stormdrill dispatch's, the River drills River's); without one the system
+// retries by a policy the plan does not know, and `stormdrill plan --check`
+// refuses it.
 func bundledOutageDrills(t *testing.T) []string {
 	t.Helper()
 	var files []string

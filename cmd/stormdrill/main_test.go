@@ -333,18 +333,40 @@ func TestPlanCheckStrict(t *testing.T) {
 // An external drill without [policy] is drilled with the system's own
 // retry policy: plan says its figures are stormdrill's defaults', and
 // --check refuses (exit 2) rather than compare two models of a policy the
-// system does not have. One that declares the system's policy is planned.
+// system does not have. One that declares the system's policy is planned
+// and checked: the bundled River drills declare River's (its first two
+// delays, all their outages reach) and external-dispatch stormdrill's.
 func TestPlanExternalDrillWithoutPolicy(t *testing.T) {
-	code, out, errOut := stormdrill(t, "plan", "drills/external-river.toml")
+	// The River drill less its declared policy: everything from the
+	// comment that introduces it on.
+	b, err := os.ReadFile("../../drills/external-river.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, found := strings.Cut(string(b), "# River's retry policy as far as")
+	if !found {
+		t.Fatal("drills/external-river.toml: its policy's comment is gone; this test cuts the policy there")
+	}
+	bare := filepath.Join(t.TempDir(), "river-no-policy.toml")
+	if err := os.WriteFile(bare, []byte(strings.Replace(src, `dir          = ".."`, `dir          = "`+root+`"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := stormdrill(t, "plan", bare)
 	if code != exitOK || !strings.Contains(errOut, "no [policy]") || !strings.Contains(out, "## Outage drain") {
 		t.Errorf("plan: exit %d, stderr %q", code, errOut)
 	}
-	code, _, errOut = stormdrill(t, "plan", "drills/external-river.toml", "--check", "--strict")
-	if code != exitUsage || !strings.Contains(errOut, "external-river.toml: policy: ") || !strings.Contains(errOut, "--check has nothing to compare") {
+	code, _, errOut = stormdrill(t, "plan", bare, "--check", "--strict")
+	if code != exitUsage || !strings.Contains(errOut, "river-no-policy.toml: policy: ") || !strings.Contains(errOut, "--check has nothing to compare") {
 		t.Errorf("plan --check --strict: exit %d, stderr %q; want exit 2 naming the file and policy", code, errOut)
 	}
-	if code, out, errOut := stormdrill(t, "plan", "drills/external-dispatch.toml", "--check", "--strict"); code != exitOK || errOut != "" || !strings.Contains(out, "| drain_time_s |") {
-		t.Errorf("external-dispatch (declares its policy): exit %d, stderr %q", code, errOut)
+	for _, f := range []string{"drills/external-dispatch.toml", "drills/external-river.toml", "drills/compose/river.toml"} {
+		if code, out, errOut := stormdrill(t, "plan", f, "--check", "--strict"); code != exitOK || errOut != "" || !strings.Contains(out, "| drain_time_s |") {
+			t.Errorf("%s (declares its policy): exit %d, stderr %q", f, code, errOut)
+		}
 	}
 }
 
