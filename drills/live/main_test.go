@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"testing"
@@ -23,6 +25,9 @@ const envChild = "STORMDRILL_LIVE_TEST_DISPATCH"
 func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == "1" && len(os.Args) > 1 && os.Args[1] == "dispatch" {
 		os.Exit(childDispatch(os.Args[2:]))
+	}
+	if os.Getenv(envChild) == "1" && len(os.Args) > 1 && os.Args[1] == "hog" {
+		hog()
 	}
 	os.Setenv(envChild, "1") // children inherit it
 	os.Exit(m.Run())
@@ -93,4 +98,31 @@ func testExecutable(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return exe
+}
+
+// hog is the test binary as a CPU hog: one thread that spins until the
+// process is killed, or for at most ten minutes (a hog whose test died
+// must not outlive it for long).
+func hog() {
+	runtime.GOMAXPROCS(1)
+	deadline := time.Now().Add(10 * time.Minute)
+	for n := 0; ; n++ {
+		if n%(1<<20) == 0 && time.Now().After(deadline) {
+			os.Exit(0)
+		}
+	}
+}
+
+// startHog starts another process that keeps one core busy until the test
+// ends: a machine other work loads, as a shared CI runner is.
+func startHog(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(testExecutable(t), "hog")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
 }
