@@ -70,6 +70,7 @@ const (
 // about one cache line (the name lives only in the Config).
 type partner struct {
 	q           itemHeap
+	headAt      int64 // q[0].runAt while q is not empty, so that place need not read q
 	wakeAt      int64 // parkTimer: when
 	breaker     *model.Breaker
 	budget      *model.Budget
@@ -78,6 +79,20 @@ type partner struct {
 	concurrency int32 // 0: no limit
 	timerIdx    int32
 	park        uint8
+}
+
+// pushItem queues it on p and keeps headAt.
+func (p *partner) pushItem(it *Item) {
+	p.q.push(it)
+	p.headAt = p.q[0].runAt
+}
+
+// popItem takes p's head item off its queue and keeps headAt.
+func (p *partner) popItem() {
+	p.q.pop()
+	if len(p.q) > 0 {
+		p.headAt = p.q[0].runAt
+	}
 }
 
 // Core is the sans-I/O dispatcher. It is not safe for concurrent use.
@@ -141,7 +156,7 @@ func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Ti
 // caller that knows which partner it acts on next overlaps that cache miss
 // with its own (see sim.Prefetch). It changes nothing.
 func (c *Core) Prefetch(p int32) {
-	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 72 bytes: may straddle two lines
+	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 80 bytes: may straddle two lines
 }
 
 // PrefetchQueue asks for what queueing a delivery for partner p will
@@ -178,7 +193,7 @@ func (c *Core) push(it *Item, now int64) {
 	c.seq++
 	it.seq = c.seq
 	p := &c.partners[it.Partner]
-	p.q.push(it)
+	p.pushItem(it)
 	c.queued++
 	if p.q[0].it == it || p.park == parkNone {
 		c.place(int(it.Partner), now)
@@ -197,7 +212,7 @@ func (c *Core) place(i int, now int64) {
 		p.park = parkBlocked
 		return
 	}
-	wake := p.q[0].runAt
+	wake := p.headAt // not p.q[0]: with many partners their queues are cache misses
 	if b := p.breaker; b != nil {
 		switch b.State(time.Unix(0, now)) {
 		case model.StateOpen:
@@ -277,7 +292,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			continue // stale entry
 		}
 		p.park = parkNone
-		if p.q[0].runAt > n {
+		if p.headAt > n {
 			c.place(i, n)
 			continue
 		}
@@ -296,7 +311,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			g, ok := b.Admit(now)
 			if !ok {
 				if p.policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
-					p.q.pop()
+					p.popItem()
 					c.queued--
 					c.place(i, n)
 					return it, DeadLetter, model.ReasonCircuitOpen
@@ -313,24 +328,24 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 		}
 		if refused {
 			if p.policy.OnExhaustedDeadLetter {
-				p.q.pop()
+				p.popItem()
 				c.queued--
 				c.place(i, n)
 				return it, DeadLetter, model.ReasonBudgetExhausted
 			}
 			// Defer: spend no attempt, look again after the backoff delay.
-			p.q.pop()
+			p.popItem()
 			d := it.PrevDelay
 			if d <= 0 {
 				d = max(p.policy.Backoff.Base, time.Millisecond)
 			}
 			it.RunAt = n + int64(d)
-			p.q.push(it)
+			p.pushItem(it)
 			c.Deferrals++
 			c.place(i, n)
 			continue
 		}
-		p.q.pop()
+		p.popItem()
 		c.queued--
 		it.gen = gen
 		it.Attempts++
@@ -424,7 +439,7 @@ func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) mod
 		it.PrevDelay = dec.Delay
 		c.seq++
 		it.seq = c.seq
-		p.q.push(it)
+		p.pushItem(it)
 		c.queued++
 	}
 	c.place(i, n)
@@ -443,7 +458,7 @@ func (c *Core) Abandon(it *Item, runAt time.Time, now time.Time) {
 	it.RunAt = runAt.UnixNano()
 	c.seq++
 	it.seq = c.seq
-	p.q.push(it)
+	p.pushItem(it)
 	c.queued++
 	c.place(int(it.Partner), now.UnixNano())
 }
