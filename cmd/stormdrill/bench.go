@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -107,10 +108,13 @@ func measure(d *drills.Drill) (measurement, error) {
 		defer wg.Done()
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
-		var ms runtime.MemStats
+		// HeapInuse read through runtime/metrics, which does not stop the
+		// world as runtime.ReadMemStats does: at every sample that would
+		// preempt the simulation and charge the pause to its CPU time.
+		samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
 		for {
-			runtime.ReadMemStats(&ms)
-			m.peakHeap = max(m.peakHeap, ms.HeapInuse)
+			metrics.Read(samples)
+			m.peakHeap = max(m.peakHeap, samples[0].Value.Uint64()+samples[1].Value.Uint64())
 			select {
 			case <-stop:
 				return
