@@ -1,6 +1,9 @@
 package sim
 
-import "math/rand/v2"
+import (
+	"math/bits"
+	"math/rand/v2"
+)
 
 // Queue is the event heap: events of type E ordered by (At, insertion), so
 // that events at the same virtual time run in the order they were
@@ -80,17 +83,29 @@ func (q *Queue[E]) Pop() (at int64, ev E) {
 	q.h = h
 	if last > 0 {
 		// Sift the last entry down from the root, moving the smallest child
-		// up a level at each step.
+		// up a level at each step. A node with all four children picks the
+		// smallest in a tournament of three comparisons, the first two
+		// independent; less has no branch, so the picks compile to
+		// conditional moves: the choice is data-dependent and a branch on
+		// it is mispredicted about every other time.
 		i := 0
 		for {
 			c := arity*i + 1
 			if c >= last {
 				break
 			}
-			m := c
-			for k := c + 1; k < c+arity && k < last; k++ {
-				if less(&h[k], &h[m]) {
-					m = k
+			var m int
+			if c+arity <= last {
+				ch := h[c : c+arity : c+arity]
+				a := b2i(less(&ch[1], &ch[0]))
+				b := 2 + b2i(less(&ch[3], &ch[2]))
+				m = c + a + (b-a)*b2i(less(&ch[b&3], &ch[a&1]))
+			} else {
+				m = c
+				for k := c + 1; k < last; k++ {
+					if less(&h[k], &h[m]) {
+						m = k
+					}
 				}
 			}
 			if !less(&h[m], &e) {
@@ -105,11 +120,23 @@ func (q *Queue[E]) Pop() (at int64, ev E) {
 	return top.at, top.ev
 }
 
+// less orders entries by (at, seq) as one 128-bit unsigned comparison:
+// the borrow out of (a.at, a.seq) - (b.at, b.seq), with at's sign bit
+// flipped so that unsigned order is signed order. No branch.
 func less[E any](a, b *entry[E]) bool {
-	if a.at != b.at {
-		return a.at < b.at
+	const sign = 1 << 63
+	_, borrow := bits.Sub64(a.seq, b.seq, 0)
+	_, borrow = bits.Sub64(uint64(a.at)^sign, uint64(b.at)^sign, borrow)
+	return borrow != 0
+}
+
+// b2i is 1 for true, 0 for false, without a branch.
+func b2i(b bool) int {
+	var i int
+	if b {
+		i = 1
 	}
-	return a.seq < b.seq
+	return i
 }
 
 // Derive returns the sub-seed of a named component: a SplitMix64 mix of the
