@@ -220,8 +220,8 @@ func TestForbiddenImport(t *testing.T) {
 	for path, bad := range map[string]bool{
 		"net": true, "net/http": true, "net/url": true, "database/sql": true, "os": true, "os/exec": true,
 		"github.com/stormdrill/stormdrill/model/queue": true, "github.com/stormdrill/stormdrill/model/dispatcher": true,
-		"github.com/stormdrill/stormdrill/model/wallclock": true,
-		"github.com/stormdrill/stormdrill/drills": true, "github.com/stormdrill/stormdrill/fakepartner": true,
+		"github.com/stormdrill/stormdrill/model/wallclock": true, "github.com/stormdrill/stormdrill/drills": true,
+		"github.com/stormdrill/stormdrill/fakepartner": true,
 		"time": false, "math/rand/v2": false, "errors": false, "network": false, "osx": false,
 		"github.com/stormdrill/stormdrill/model": false, "github.com/stormdrill/stormdrill/model/sim": false,
 		"github.com/stormdrill/stormdrill/model/dispatch": false,
