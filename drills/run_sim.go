@@ -260,7 +260,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 		sub.partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
 		pcs = append(pcs, dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
 	}
-	r.prefetch = n >= prefetchSubscribers
+	r.prefetch = n >= sim.PrefetchFrom
 	r.fan = d.NewFanout(specs)
 	r.fanout = r.fan.Pick(0, nil)
 	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
@@ -900,10 +900,6 @@ func (r *simRun) prefetchSub(si int32) {
 	}
 	r.core.Prefetch(si)
 }
-
-// prefetchSubscribers is the subscriber count from which the simulation
-// prefetches their state: about 1 MiB of it, more than a core's L2 cache.
-const prefetchSubscribers = 1024
 
 // subscriberHot is how many bytes of a subscriber an attempt reads: up to
 // the end of its partner's counters and server heap.

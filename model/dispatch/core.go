@@ -280,7 +280,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 	for c.busy < c.workers && c.ringHead < len(c.ring) {
 		i := int(c.ring[c.ringHead])
 		c.ringHead++
-		if len(c.partners) >= prefetchPartners {
+		if len(c.partners) >= sim.PrefetchFrom {
 			c.prefetchRing()
 		}
 		if c.ringHead > 1024 && c.ringHead*2 > len(c.ring) {
@@ -367,11 +367,6 @@ func (c *Core) Upcoming() int32 {
 	}
 	return -1
 }
-
-// prefetchPartners is the partner count from which Next prefetches (see
-// prefetchRing): below it the partners' state stays in the caches and
-// prefetching only costs.
-const prefetchPartners = 1024
 
 // prefetchRing asks for what the next ring entries will read, a stage
 // each, so that by the time an entry comes up its partner, queue head, item
