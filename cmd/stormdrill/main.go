@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model/dispatcher"
 )
 
 // Exit statuses, as the README documents them.
@@ -63,6 +65,9 @@ func commands() []command {
 func main() {
 	// Exit 3 with a message rather than the runtime's out-of-memory death.
 	g := startMemGuard(memoryCeiling(), 100*time.Millisecond, os.Stderr, os.Exit)
+	if len(os.Args) > 1 && os.Args[1] == "dispatch" {
+		dispatcher.TuneGC()
+	}
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
 	g.Stop()
 	os.Exit(code)

@@ -24,6 +24,7 @@ const envChild = "STORMDRILL_LIVE_TEST_DISPATCH"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envChild) == "1" && len(os.Args) > 1 && os.Args[1] == "dispatch" {
+		dispatcher.TuneGC() // as the dispatch command does
 		os.Exit(childDispatch(os.Args[2:]))
 	}
 	if os.Getenv(envChild) == "1" && len(os.Args) > 1 && os.Args[1] == "hog" {
