@@ -8,10 +8,17 @@ import (
 // Queue is the event heap: events of type E ordered by (At, insertion), so
 // that events at the same virtual time run in the order they were
 // scheduled and a run is deterministic. At is in nanoseconds of virtual time.
+//
+// Pop leaves the root empty (hole) until the next call: a simulation
+// usually pushes an event soon after it pops one (a completion starts the
+// next attempt), and a push into the hole sifts the new event down from
+// the root once, instead of the pop moving the last event down and the
+// push moving the new one up.
 type Queue[E any] struct {
-	h   []entry[E]
-	seq uint64
-	now int64
+	h    []entry[E]
+	seq  uint64
+	now  int64
+	hole bool // h[0] was popped: it is empty
 }
 
 // arity: a 4-ary heap is half as deep as a binary one, and a node's four
@@ -20,6 +27,8 @@ type Queue[E any] struct {
 // the heap's shape.
 const arity = 4
 
+// entry is a scheduled event. at is never negative (Push clamps it to
+// now, which starts at 0), so it compares as an unsigned number.
 type entry[E any] struct {
 	at  int64
 	seq uint64
@@ -30,7 +39,12 @@ type entry[E any] struct {
 func (q *Queue[E]) Now() int64 { return q.now }
 
 // Len is the number of scheduled events.
-func (q *Queue[E]) Len() int { return len(q.h) }
+func (q *Queue[E]) Len() int {
+	if q.hole {
+		return len(q.h) - 1
+	}
+	return len(q.h)
+}
 
 // Push schedules ev at virtual time at. An event in the past runs at now:
 // virtual time never goes backwards.
@@ -39,10 +53,15 @@ func (q *Queue[E]) Push(at int64, ev E) {
 		at = q.now
 	}
 	q.seq++
-	q.h = append(q.h, entry[E]{at: at, seq: q.seq, ev: ev})
+	e := entry[E]{at: at, seq: q.seq, ev: ev}
+	if q.hole {
+		q.hole = false
+		q.siftDown(e, len(q.h))
+		return
+	}
+	q.h = append(q.h, e)
 	h := q.h
 	i := len(h) - 1
-	e := h[i]
 	for i > 0 {
 		p := (i - 1) / arity
 		if !less(&e, &h[p]) {
@@ -54,8 +73,62 @@ func (q *Queue[E]) Push(at int64, ev E) {
 	h[i] = e
 }
 
+// fill closes the hole a Pop left at the root with the last event.
+func (q *Queue[E]) fill() {
+	q.hole = false
+	h := q.h
+	last := len(h) - 1
+	e := h[last]
+	var zero entry[E]
+	h[last] = zero
+	q.h = h[:last]
+	if last > 0 {
+		q.siftDown(e, last)
+	}
+}
+
+// siftDown places e in the empty root of h[:n], moving the smallest child
+// up a level at each step. A node with all four children picks the
+// smallest in a tournament of three comparisons, the first two
+// independent; less has no branch, so the picks compile to conditional
+// moves: the choice is data-dependent and a branch on it is mispredicted
+// about every other time.
+func (q *Queue[E]) siftDown(e entry[E], n int) {
+	h := q.h[:n]
+	i := 0
+	for {
+		c := arity*i + 1
+		if c >= n {
+			break
+		}
+		var m int
+		if c+arity <= n {
+			ch := h[c : c+arity : c+arity]
+			a := b2i(less(&ch[1], &ch[0]))
+			b := 2 + b2i(less(&ch[3], &ch[2]))
+			m = c + a + (b-a)*b2i(less(&ch[b&3], &ch[a&1]))
+		} else {
+			m = c
+			for k := c + 1; k < n; k++ {
+				if less(&h[k], &h[m]) {
+					m = k
+				}
+			}
+		}
+		if !less(&h[m], &e) {
+			break
+		}
+		h[i] = h[m]
+		i = m
+	}
+	h[i] = e
+}
+
 // Peek returns the time of the next event; ok is false when there is none.
 func (q *Queue[E]) Peek() (at int64, ok bool) {
+	if q.hole {
+		q.fill()
+	}
 	if len(q.h) == 0 {
 		return 0, false
 	}
@@ -65,6 +138,9 @@ func (q *Queue[E]) Peek() (at int64, ok bool) {
 // PeekEvent returns the event Pop would return next, without removing it;
 // ok is false when there is none.
 func (q *Queue[E]) PeekEvent() (ev E, ok bool) {
+	if q.hole {
+		q.fill()
+	}
 	if len(q.h) == 0 {
 		return ev, false
 	}
@@ -72,61 +148,25 @@ func (q *Queue[E]) PeekEvent() (ev E, ok bool) {
 }
 
 // Pop removes the next event, advances the clock to it and returns it.
+// The queue must not be empty.
 func (q *Queue[E]) Pop() (at int64, ev E) {
-	h := q.h
-	top := h[0]
-	last := len(h) - 1
-	e := h[last]
-	var zero entry[E]
-	h[last] = zero
-	h = h[:last]
-	q.h = h
-	if last > 0 {
-		// Sift the last entry down from the root, moving the smallest child
-		// up a level at each step. A node with all four children picks the
-		// smallest in a tournament of three comparisons, the first two
-		// independent; less has no branch, so the picks compile to
-		// conditional moves: the choice is data-dependent and a branch on
-		// it is mispredicted about every other time.
-		i := 0
-		for {
-			c := arity*i + 1
-			if c >= last {
-				break
-			}
-			var m int
-			if c+arity <= last {
-				ch := h[c : c+arity : c+arity]
-				a := b2i(less(&ch[1], &ch[0]))
-				b := 2 + b2i(less(&ch[3], &ch[2]))
-				m = c + a + (b-a)*b2i(less(&ch[b&3], &ch[a&1]))
-			} else {
-				m = c
-				for k := c + 1; k < last; k++ {
-					if less(&h[k], &h[m]) {
-						m = k
-					}
-				}
-			}
-			if !less(&h[m], &e) {
-				break
-			}
-			h[i] = h[m]
-			i = m
-		}
-		h[i] = e
+	if q.hole {
+		q.fill()
 	}
-	q.now = top.at
-	return top.at, top.ev
+	top := &q.h[0]
+	at, ev = top.at, top.ev
+	var zero E
+	top.ev = zero // a hole holds nothing
+	q.hole = true
+	q.now = at
+	return at, ev
 }
 
-// less orders entries by (at, seq) as one 128-bit unsigned comparison:
-// the borrow out of (a.at, a.seq) - (b.at, b.seq), with at's sign bit
-// flipped so that unsigned order is signed order. No branch.
+// less orders entries by (at, seq) as one 128-bit unsigned comparison: the
+// borrow out of (a.at, a.seq) - (b.at, b.seq). No branch.
 func less[E any](a, b *entry[E]) bool {
-	const sign = 1 << 63
 	_, borrow := bits.Sub64(a.seq, b.seq, 0)
-	_, borrow = bits.Sub64(uint64(a.at)^sign, uint64(b.at)^sign, borrow)
+	_, borrow = bits.Sub64(uint64(a.at), uint64(b.at), borrow)
 	return borrow != 0
 }
 

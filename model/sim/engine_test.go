@@ -122,3 +122,46 @@ func TestSeedPCGMatchesNewRand(t *testing.T) {
 		}
 	}
 }
+
+// Pops and pushes interleaved, as a simulation makes them (a push often
+// fills the hole a pop left), come out in (time, insertion) order.
+func TestQueueInterleavedMatchesSortedOrder(t *testing.T) {
+	r := NewRand(11, "interleaved")
+	var q Queue[int]
+	type ev struct{ at, n int64 }
+	var ref []ev // pending, in (at, n) order
+	insert := func(e ev) {
+		i := len(ref)
+		for i > 0 && ref[i-1].at > e.at {
+			i--
+		}
+		ref = append(ref, ev{})
+		copy(ref[i+1:], ref[i:])
+		ref[i] = e
+	}
+	var n int64
+	for step := 0; step < 20000; step++ {
+		switch k := r.IntN(10); {
+		case k < 4 || len(ref) == 0:
+			at := max(q.Now()+r.Int64N(30), q.Now()) // many ties
+			q.Push(at, int(n))
+			insert(ev{at, n})
+			n++
+		case k < 5:
+			at, ok := q.Peek()
+			pe, pok := q.PeekEvent()
+			if !ok || !pok || at != ref[0].at || int64(pe) != ref[0].n {
+				t.Fatalf("step %d: peek (%d, %d) ok %v, want (%d, %d)", step, at, pe, ok, ref[0].at, ref[0].n)
+			}
+		default:
+			at, e := q.Pop()
+			if at != ref[0].at || int64(e) != ref[0].n {
+				t.Fatalf("step %d: pop (%d, %d), want (%d, %d)", step, at, e, ref[0].at, ref[0].n)
+			}
+			ref = ref[1:]
+		}
+		if q.Len() != len(ref) {
+			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(ref))
+		}
+	}
+}
