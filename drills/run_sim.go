@@ -73,12 +73,22 @@ type simEvent struct {
 	sub   int32 // evComplete: the subscriber, so its state is prefetched an event ahead (fits the entry's padding)
 }
 
-// inflight is an attempt under way.
+// inflight is an attempt under way, in 32 bytes: the slots are read in
+// completion order, which is not the order they were written in, so at
+// thousands of attempts in flight each read is a cache miss unless they
+// all fit in the cache. The usual call's outcome fits the fields here; a
+// call that needs more (a contended write Finish decides, a Retry-After)
+// keeps the whole of it in r.calls.
 type inflight struct {
-	it       *dispatch.Item
-	call     fakepartner.Call
-	timedOut bool
-	started  int64
+	it        *dispatch.Item
+	started   int64
+	status    int32 // the call's Result.Status, when full < 0
+	kind      fakepartner.ResultKind
+	timedOut  bool
+	processed bool  // the call's Processed, when full < 0
+	ackLost   bool  // the call's AckLost, when full < 0
+	noAnswer  bool  // the call's NoAnswer, when full < 0
+	full      int32 // index into r.calls of the whole call; -1: none
 }
 
 // lateWrite is a contended call whose caller stopped waiting (its timeout
@@ -142,6 +152,8 @@ type simRun struct {
 
 	slots     []inflight
 	freeSlots []int32
+	calls     []fakepartner.Call // whole calls of slots that need them (inflight.full)
+	freeCalls []int32
 	pool      []*dispatch.Item
 
 	writes     []lateWrite
@@ -472,6 +484,7 @@ func (r *simRun) feedSource(t int64) {
 		return // held until the pause ends (evResume)
 	}
 	block := r.d.Dispatcher.OnFull != "reject"
+	now := r.wall(t)
 	for r.heldHead < len(r.held) {
 		created := r.held[r.heldHead]
 		eventNo := r.events
@@ -492,7 +505,7 @@ func (r *simRun) feedSource(t int64) {
 			si := r.fanout[r.heldSub]
 			it := r.newItem(si, created, eventNo)
 			r.tally.Created(int(si), 1)
-			if err := r.core.Offer(it, r.wall(t)); err != nil {
+			if err := r.core.Offer(it, now); err != nil {
 				r.deadLetter(t, it, model.ReasonQueueFull, false)
 			}
 			r.heldSub++
@@ -642,7 +655,12 @@ func (r *simRun) start(t int64, it *dispatch.Item) {
 			r.lateWrite(t+int64(call.Latency), it, call)
 		}
 	}
-	r.slots[slot] = inflight{it: it, call: call, timedOut: timedOut, started: t}
+	f := &r.slots[slot]
+	*f = inflight{it: it, started: t, status: int32(call.Result.Status), kind: call.Result.Kind, timedOut: timedOut,
+		processed: call.Processed, ackLost: call.AckLost, noAnswer: call.NoAnswer, full: -1}
+	if call.NeedsFinish() || call.Result.RetryAfter != "" || int(f.status) != call.Result.Status {
+		f.full = r.keepCall(&call)
+	}
 	it.Slot, it.Epoch = slot, r.epoch
 	r.tally.AttemptStarted(time.Duration(t), int(it.Partner), it.Attempts)
 	if len(r.replayOf) > 0 {
@@ -660,20 +678,30 @@ func (r *simRun) complete(t int64, ev simEvent) {
 		return // the attempt was lost in a restart
 	}
 	var o model.Outcome
-	if f.timedOut {
+	processed, ackLost := f.processed, f.ackLost
+	if f.full >= 0 {
+		call := &r.calls[f.full]
+		if f.timedOut {
+			o.Err = model.ErrTimeout
+		} else if call.NeedsFinish() {
+			res := r.subs[it.Partner].partner.Finish(call, time.Duration(t))
+			o = outcomeOf(res)
+		} else {
+			o = outcomeOf(call.Result)
+		}
+		processed, ackLost = call.Processed, call.AckLost
+		r.dropCall(f.full)
+	} else if f.timedOut {
 		o.Err = model.ErrTimeout
-	} else if f.call.NeedsFinish() {
-		res := r.subs[it.Partner].partner.Finish(&f.call, time.Duration(t))
-		o = outcomeOf(res)
 	} else {
 		// Finish would return the planned result; skipping it spares a
 		// cache miss on the subscriber's state per attempt.
-		o = outcomeOf(f.call.Result)
+		o = outcomeOf(fakepartner.Result{Status: int(f.status), Kind: f.kind})
 	}
 	// A success the caller did not see, hidden by the timeout or dropped
 	// by the partner (lost-ack): the partner has the delivery, and saw a
 	// duplicate if it had it already.
-	if hidden := f.call.Processed && (f.timedOut || f.call.AckLost); hidden {
+	if hidden := processed && (f.timedOut || ackLost); hidden {
 		if it.Accepted {
 			r.tally.Duplicates(1)
 		}
@@ -685,13 +713,15 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	f.it = nil
 	r.freeSlots = append(r.freeSlots, ev.slot)
 	it.Slot = -1
-	if r.tally.AttemptEnded(time.Duration(t), int(it.Partner), o) == model.ClassSuccess {
+	// The tally classifies with the drill's policy, as the core does.
+	cl := r.tally.AttemptEnded(time.Duration(t), int(it.Partner), o)
+	if cl == model.ClassSuccess {
 		if it.Accepted {
 			r.tally.Duplicates(1)
 		}
 		it.Accepted = true
 	}
-	dec := r.core.Complete(it, o, r.wall(t), r.rng.Float64())
+	dec := r.core.CompleteClass(it, o, cl, r.wall(t), r.rng.Float64())
 	if dec.RetryAfterIgnored {
 		r.tally.RetryAfterIgnored()
 	}
@@ -751,6 +781,27 @@ func (r *simRun) terminal(it *dispatch.Item) {
 		}
 	}
 	r.pool = append(r.pool, it)
+}
+
+// keepCall keeps a copy of call for a slot (inflight.full) and returns its
+// index in r.calls.
+func (r *simRun) keepCall(call *fakepartner.Call) int32 {
+	var c int32
+	if n := len(r.freeCalls); n > 0 {
+		c = r.freeCalls[n-1]
+		r.freeCalls = r.freeCalls[:n-1]
+	} else {
+		c = int32(len(r.calls))
+		r.calls = append(r.calls, fakepartner.Call{})
+	}
+	r.calls[c] = *call
+	return c
+}
+
+// dropCall frees r.calls[c].
+func (r *simRun) dropCall(c int32) {
+	r.calls[c] = fakepartner.Call{}
+	r.freeCalls = append(r.freeCalls, c)
 }
 
 // lateWrite schedules a contended call's write, at drill time at, for a
@@ -819,12 +870,19 @@ func (r *simRun) goDown(t int64, i int) {
 				continue
 			}
 			it := fl.it
-			// The partner carries on with the request it already has.
-			if fl.call.Processed && !fl.call.NoAnswer {
-				it.Accepted = true
+			processed, noAnswer := fl.processed, fl.noAnswer
+			if fl.full >= 0 {
+				call := &r.calls[fl.full]
+				processed, noAnswer = call.Processed, call.NoAnswer
+				if call.NeedsFinish() && !fl.timedOut { // a timed-out one has its late write already
+					r.lateWrite(fl.started+int64(call.Latency), it, *call)
+				}
+				r.dropCall(fl.full)
+				fl.full = -1
 			}
-			if fl.call.NeedsFinish() && !fl.timedOut { // a timed-out one has its late write already
-				r.lateWrite(fl.started+int64(fl.call.Latency), it, fl.call)
+			// The partner carries on with the request it already has.
+			if processed && !noAnswer {
+				it.Accepted = true
 			}
 			it.Slot = -1
 			fl.it = nil

@@ -153,6 +153,10 @@ func (b *Breaker) State(now time.Time) BreakerState {
 	return b.state
 }
 
+// Closed reports whether the breaker is closed: State at any time is
+// StateClosed then, so a caller on a hot path can skip building the time.
+func (b *Breaker) Closed() bool { return b.state == StateClosed }
+
 // OpenUntil is when an open breaker will let a probe through.
 func (b *Breaker) OpenUntil() time.Time { return b.openedAt.Add(b.s.Cooldown) }
 

@@ -37,7 +37,13 @@ type Guards struct {
 // Decide says what happens to d after an attempt ended with o at now. u is a
 // uniform number in [0, 1) from the caller's stream, used for jitter.
 func (p *Policy) Decide(d Delivery, o Outcome, now time.Time, u float64, g Guards) Decision {
-	cl := p.Classifier.Classify(o)
+	return p.DecideClass(p.Classifier.Classify(o), d, o, now, u, g)
+}
+
+// DecideClass is Decide for a caller that has classified o already: cl
+// must be p.Classifier.Classify(o). A success is acked whatever d is, so
+// for ClassSuccess d is not read.
+func (p *Policy) DecideClass(cl Class, d Delivery, o Outcome, now time.Time, u float64, g Guards) Decision {
 	switch cl {
 	case ClassSuccess:
 		return Decision{Action: ActAck, Class: cl}

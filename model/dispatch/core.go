@@ -67,11 +67,16 @@ const (
 )
 
 // partner is one partner's state: what an attempt reads, packed into
-// about one cache line (the name lives only in the Config).
+// a cache line and a half (the name lives only in the Config).
+//
+// Its earliest queued delivery is kept here, in head, and only the others
+// in q: at thousands of partners most have one delivery queued at a time,
+// if any, so an attempt reads and writes no queue of theirs, each a cache
+// miss of its own after the partner's.
 type partner struct {
-	q           itemHeap
-	headAt      int64 // q[0].runAt while q is not empty, so that place need not read q
-	wakeAt      int64 // parkTimer: when
+	head        heapEntry // the earliest queued delivery; head.it nil: none
+	q           itemHeap  // the other queued deliveries
+	wakeAt      int64     // parkTimer: when
 	breaker     *model.Breaker
 	budget      *model.Budget
 	policy      *model.Policy
@@ -81,18 +86,27 @@ type partner struct {
 	park        uint8
 }
 
-// pushItem queues it on p and keeps headAt.
+// pushItem queues it on p.
 func (p *partner) pushItem(it *Item) {
-	p.q.push(it)
-	p.headAt = p.q[0].runAt
+	e := heapEntry{runAt: it.RunAt, seq: it.seq, it: it}
+	switch {
+	case p.head.it == nil:
+		p.head = e
+	case e.less(&p.head):
+		p.q.push(p.head)
+		p.head = e
+	default:
+		p.q.push(e)
+	}
 }
 
-// popItem takes p's head item off its queue and keeps headAt.
+// popItem takes p's head item off its queue.
 func (p *partner) popItem() {
-	p.q.pop()
 	if len(p.q) > 0 {
-		p.headAt = p.q[0].runAt
+		p.head = p.q.pop()
+		return
 	}
+	p.head = heapEntry{}
 }
 
 // Core is the sans-I/O dispatcher. It is not safe for concurrent use.
@@ -156,16 +170,16 @@ func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Ti
 // caller that knows which partner it acts on next overlaps that cache miss
 // with its own (see sim.Prefetch). It changes nothing.
 func (c *Core) Prefetch(p int32) {
-	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 80 bytes: may straddle two lines
+	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 96 bytes: two lines
 }
 
 // PrefetchQueue asks for what queueing a delivery for partner p will
-// write and read: the end and the head of its queue, and its breaker. It
-// reads partner p's state, so prefetch that (Prefetch) a few deliveries
-// earlier. It changes nothing.
+// write and read: the end and the head of its queue, if it has one beyond
+// its head, and its breaker. It reads partner p's state, so prefetch that
+// (Prefetch) a few deliveries earlier. It changes nothing.
 func (c *Core) PrefetchQueue(p int32) {
 	pp := &c.partners[p]
-	if q := pp.q; cap(q) > 0 {
+	if q := pp.q; pp.head.it != nil && cap(q) > 0 {
 		base := unsafe.Pointer(unsafe.SliceData(q))
 		sim.Prefetch(base)
 		sim.Prefetch(unsafe.Add(base, uintptr(min(len(q), cap(q)-1))*unsafe.Sizeof(heapEntry{})))
@@ -195,7 +209,7 @@ func (c *Core) push(it *Item, now int64) {
 	p := &c.partners[it.Partner]
 	p.pushItem(it)
 	c.queued++
-	if p.q[0].it == it || p.park == parkNone {
+	if p.head.it == it || p.park == parkNone {
 		c.place(int(it.Partner), now)
 	}
 }
@@ -203,7 +217,7 @@ func (c *Core) push(it *Item, now int64) {
 // place parks partner i where its head item says it belongs.
 func (c *Core) place(i int, now int64) {
 	p := &c.partners[i]
-	if len(p.q) == 0 {
+	if p.head.it == nil {
 		c.unpark(i)
 		return
 	}
@@ -212,8 +226,8 @@ func (c *Core) place(i int, now int64) {
 		p.park = parkBlocked
 		return
 	}
-	wake := p.headAt // not p.q[0]: with many partners their queues are cache misses
-	if b := p.breaker; b != nil {
+	wake := p.head.runAt
+	if b := p.breaker; b != nil && !b.Closed() { // a closed breaker stays closed whatever the time
 		switch b.State(time.Unix(0, now)) {
 		case model.StateOpen:
 			if !p.policy.OnOpenDeadLetter {
@@ -292,7 +306,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			continue // stale entry
 		}
 		p.park = parkNone
-		if p.headAt > n {
+		if p.head.runAt > n {
 			c.place(i, n)
 			continue
 		}
@@ -300,7 +314,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			p.park = parkBlocked
 			continue
 		}
-		it := p.q[0].it
+		it := p.head.it
 		var gen uint64
 		bud := p.budget
 		refused := bud != nil && it.Attempts > 0 && !bud.AllowRetry()
@@ -369,26 +383,24 @@ func (c *Core) Upcoming() int32 {
 }
 
 // prefetchRing asks for what the next ring entries will read, a stage
-// each, so that by the time an entry comes up its partner, queue head, item
-// and breaker are in the cache: with many partners each is a miss, and a
-// chain of misses (partner, then its queue, then the item) costs the sum of
-// them. It changes nothing.
+// each, so that by the time an entry comes up its partner, head item,
+// queue and breaker are in the cache: with many partners each is a miss,
+// and a chain of misses (partner, then its item) costs the sum of them.
+// It changes nothing.
 func (c *Core) prefetchRing() {
 	h := c.ringHead
 	if h+2 < len(c.ring) {
-		sim.Prefetch(unsafe.Pointer(&c.partners[c.ring[h+2]]))
+		sim.PrefetchLines(unsafe.Pointer(&c.partners[c.ring[h+2]]), 2)
 	}
 	if h+1 < len(c.ring) {
-		if p := &c.partners[c.ring[h+1]]; len(p.q) > 0 {
-			sim.Prefetch(unsafe.Pointer(&p.q[0]))
+		if p := &c.partners[c.ring[h+1]]; p.head.it != nil {
+			sim.Prefetch(unsafe.Pointer(p.head.it))
+			if len(p.q) > 0 {
+				sim.Prefetch(unsafe.Pointer(&p.q[0])) // the pop moves the next head in
+			}
 			if p.breaker != nil {
 				sim.Prefetch(unsafe.Pointer(p.breaker))
 			}
-		}
-	}
-	if h < len(c.ring) {
-		if p := &c.partners[c.ring[h]]; len(p.q) > 0 {
-			sim.Prefetch(unsafe.Pointer(p.q[0].it))
 		}
 	}
 }
@@ -407,12 +419,18 @@ func (c *Core) NextWake() (t time.Time, ok bool) {
 // ActReschedule the item is queued again; for ActAck and ActDeadLetter it
 // has left the dispatcher. u is the caller's uniform number for jitter.
 func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) model.Decision {
+	return c.CompleteClass(it, o, c.partners[it.Partner].policy.Classifier.Classify(o), now, u)
+}
+
+// CompleteClass is Complete for a caller that has classified o already:
+// cl must be what the partner's policy's classifier says of o.
+func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now time.Time, u float64) model.Decision {
 	i := int(it.Partner)
 	p := &c.partners[i]
 	p.inFlight--
 	c.busy--
 	pol := p.policy
-	success := pol.Classifier.Classify(o) == model.ClassSuccess
+	success := cl == model.ClassSuccess
 	if b := p.breaker; b != nil {
 		if success || b.Counts(o) {
 			b.Record(it.gen, success, now)
@@ -427,7 +445,11 @@ func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) mod
 			bud.RecordFailure()
 		}
 	}
-	dec := pol.Decide(it.Delivery(), o, now, u, model.Guards{Breaker: p.breaker, Budget: p.budget})
+	var d model.Delivery // a success is acked whatever the delivery: skip building it
+	if !success {
+		d = it.Delivery()
+	}
+	dec := pol.DecideClass(cl, d, o, now, u, model.Guards{Breaker: p.breaker, Budget: p.budget})
 	n := now.UnixNano()
 	if dec.Action == model.ActReschedule {
 		it.RunAt = dec.RunAt.UnixNano()
@@ -474,7 +496,7 @@ func (c *Core) Snapshot(now time.Time) Stats {
 	var oldReady, oldDelayed int64 = n, n
 	for i := range c.partners {
 		p := &c.partners[i]
-		if len(p.q) == 0 {
+		if p.head.it == nil {
 			continue
 		}
 		// A breaker that is not closed holds the partner's deliveries: they
@@ -483,8 +505,11 @@ func (c *Core) Snapshot(now time.Time) Stats {
 		if b := p.breaker; b != nil && b.State(now) != model.StateClosed {
 			held = true
 		}
-		for _, e := range p.q {
-			it := e.it
+		for k := -1; k < len(p.q); k++ {
+			it := p.head.it
+			if k >= 0 {
+				it = p.q[k].it
+			}
 			if !held && it.RunAt <= n {
 				s.Ready++
 				oldReady = min(oldReady, it.FirstSeen)
@@ -502,7 +527,11 @@ func (c *Core) Snapshot(now time.Time) Stats {
 // Each calls f for every queued delivery (not those in flight).
 func (c *Core) Each(f func(*Item)) {
 	for i := range c.partners {
-		for _, e := range c.partners[i].q {
+		p := &c.partners[i]
+		if p.head.it != nil {
+			f(p.head.it)
+		}
+		for _, e := range p.q {
 			f(e.it)
 		}
 	}

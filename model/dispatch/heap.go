@@ -20,8 +20,7 @@ func (e *heapEntry) less(f *heapEntry) bool {
 	return e.seq < f.seq
 }
 
-func (h *itemHeap) push(it *Item) {
-	e := heapEntry{runAt: it.RunAt, seq: it.seq, it: it}
+func (h *itemHeap) push(e heapEntry) {
 	*h = append(*h, e)
 	s := *h
 	i := len(s) - 1
@@ -36,9 +35,9 @@ func (h *itemHeap) push(it *Item) {
 	s[i] = e
 }
 
-func (h *itemHeap) pop() *Item {
+func (h *itemHeap) pop() heapEntry {
 	s := *h
-	top := s[0].it
+	top := s[0]
 	last := len(s) - 1
 	e := s[last]
 	s[last] = heapEntry{}

@@ -132,8 +132,8 @@ func (w *propWorld) check(full bool) {
 	// parked as blocked it would wait for ever.
 	for i := range c.partners {
 		p := &c.partners[i]
-		if len(p.q) > 0 && p.inFlight == 0 && p.park != parkTimer && p.park != parkRing {
-			w.t.Fatalf("partner %s is stuck: %d queued, none in flight, park state %d", w.pcs[i].Name, len(p.q), p.park)
+		if p.head.it != nil && p.inFlight == 0 && p.park != parkTimer && p.park != parkRing {
+			w.t.Fatalf("partner %s is stuck: %d queued, none in flight, park state %d", w.pcs[i].Name, 1+len(p.q), p.park)
 		}
 	}
 	// Work conservation for the partners without guards: a free worker
