@@ -626,8 +626,8 @@ func (r *simRun) pump(t int64) {
 	if r.heldHead < len(r.held) {
 		r.feedSource(t)
 	}
-	if w, ok := r.core.NextWake(); ok {
-		wt := w.UnixNano() - r.epoch0
+	if w, ok := r.core.NextWakeNs(); ok {
+		wt := w - r.epoch0
 		if wt < r.wakeAt {
 			r.wakeAt = wt
 			r.q.Push(wt, simEvent{kind: evWake})
@@ -728,7 +728,12 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	switch dec.Action {
 	case model.ActAck:
 		created := time.Duration(it.FirstSeen - r.epoch0)
-		if rp, ok := r.replayOf[it]; ok {
+		var rp int32
+		replayed := false
+		if len(r.replayOf) > 0 {
+			rp, replayed = r.replayOf[it]
+		}
+		if replayed {
 			delete(r.replayOf, it)
 			r.tally.ReplayDelivered(int(rp), time.Duration(t), int(it.Partner), created)
 		} else {

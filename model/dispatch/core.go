@@ -408,10 +408,19 @@ func (c *Core) prefetchRing() {
 // NextWake is the earliest time at which Next may have something new to do
 // without an arrival or a completion; ok is false when there is none.
 func (c *Core) NextWake() (t time.Time, ok bool) {
-	if c.timers.Len() == 0 {
+	ns, ok := c.NextWakeNs()
+	if !ok {
 		return time.Time{}, false
 	}
-	return time.Unix(0, c.partners[c.timers.h[0]].wakeAt), true
+	return time.Unix(0, ns), true
+}
+
+// NextWakeNs is NextWake in Unix nanoseconds.
+func (c *Core) NextWakeNs() (ns int64, ok bool) {
+	if c.timers.Len() == 0 {
+		return 0, false
+	}
+	return c.partners[c.timers.h[0]].wakeAt, true
 }
 
 // Complete reports that it's attempt ended with o at now, records it on the
