@@ -65,7 +65,7 @@ func TestBadDataIsPerDelivery(t *testing.T) {
 			var bad int64
 			for e := int64(0); e < r.events; e++ {
 				for _, si := range r.fanout {
-					if spec.BadData(d.Seed, fakepartner.KeyHash(DeliveryID(e, r.subs[si].name))) {
+					if spec.BadData(d.Seed, fakepartner.KeyHash(DeliveryID(e, r.names[si]))) {
 						bad++
 					}
 				}
