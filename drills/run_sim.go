@@ -378,11 +378,11 @@ func (r *simRun) run(opt SimOptions) error {
 		}
 		if r.prefetch {
 			if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
-				// The next completion's delivery and subscriber: fetched
+				// The next completion's delivery (the first line of its
+				// item, which a completion reads) and subscriber: fetched
 				// while this event runs.
 				if it := r.slots[next.slot].it; it != nil {
 					sim.Prefetch(unsafe.Pointer(it))
-					sim.Prefetch(unsafe.Add(unsafe.Pointer(it), 64))
 				}
 				r.prefetchSub(next.sub)
 			}
