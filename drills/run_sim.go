@@ -653,14 +653,7 @@ func (r *simRun) start(t int64, it *dispatch.Item) {
 	sub := &r.subs[it.Partner]
 	call := sub.partner.BeginKey(time.Duration(t), it.Key)
 	timeout := int64(r.d.Dispatcher.AttemptTimeout.D)
-	var slot int32
-	if n := len(r.freeSlots); n > 0 {
-		slot = r.freeSlots[n-1]
-		r.freeSlots = r.freeSlots[:n-1]
-	} else {
-		slot = int32(len(r.slots))
-		r.slots = append(r.slots, inflight{})
-	}
+	slot := takeFree(&r.slots, &r.freeSlots)
 	end := t + int64(call.Latency)
 	timedOut := call.NoAnswer || int64(call.Latency) > timeout
 	if timedOut {
@@ -805,16 +798,22 @@ func (r *simRun) terminal(it *dispatch.Item) {
 // keepCall keeps a copy of call for a slot (inflight.full) and returns its
 // index in r.calls.
 func (r *simRun) keepCall(call *fakepartner.Call) int32 {
-	var c int32
-	if n := len(r.freeCalls); n > 0 {
-		c = r.freeCalls[n-1]
-		r.freeCalls = r.freeCalls[:n-1]
-	} else {
-		c = int32(len(r.calls))
-		r.calls = append(r.calls, fakepartner.Call{})
-	}
+	c := takeFree(&r.calls, &r.freeCalls)
 	r.calls[c] = *call
 	return c
+}
+
+// takeFree returns the index of a free element of *items: the last one
+// freed (its index appended to *free), else a new one at the end.
+func takeFree[T any](items *[]T, free *[]int32) int32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return i
+	}
+	var zero T
+	*items = append(*items, zero)
+	return int32(len(*items) - 1)
 }
 
 // dropCall frees r.calls[c].
