@@ -299,7 +299,6 @@ func (s *SQLite) Close() error {
 	return s.db.Close()
 }
 
-// inTx runs fn in one write transaction.
 // busyRetry is how often a write transaction asks again for the write
 // lock while another process holds it.
 const busyRetry = 200 * time.Microsecond
