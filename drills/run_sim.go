@@ -113,34 +113,40 @@ type writeRef struct {
 // stream included, in one piece: an attempt reads it all, and at tens of
 // thousands of subscribers separate slices (or pointers between them) cost
 // a cache and TLB miss each, one after the other. The fields an attempt
-// reads come first, the partner's hot fields right after them: 256 bytes
+// reads come first, the partner's hot fields right after them
 // (subscriberHot), and the struct is padded to a multiple of 64 bytes, so
-// that in a cache-line aligned slice they fill four cache lines, not five.
-// Its name, which only a new delivery reads, is in simRun.names.
+// that in a cache-line aligned slice they fill as few cache lines as they
+// can. What a new delivery needs of it (cohort, member, bad data, name) is
+// in simRun's per-cohort tables and names, so that creating a delivery
+// does not read it.
 type subscriber struct {
-	pcg     rand.PCG  // the partner's random stream; rng draws from it
-	rng     rand.Rand // reads pcg
-	cohort  int32
-	member  int32
-	healthy bool
-	badData bool            // the cohort rejects some deliveries as bad data: items need a Key
+	pcg     rand.PCG        // the partner's random stream; rng draws from it
+	rng     rand.Rand       // reads pcg
 	partner fakepartner.Sim // not copied once initialised: subs never grows
 	_       [subscriberPad]byte
 }
 
-// subscriberPad pads a subscriber to a multiple of 64 bytes; 48 is the
+// subscriberPad pads a subscriber to a multiple of 64 bytes; 32 is the
 // partner's offset (checked by the array below, which does not compile
 // otherwise).
-const subscriberPad = (64 - (48+unsafe.Sizeof(fakepartner.Sim{}))%64) % 64
+const subscriberPad = (64 - (32+unsafe.Sizeof(fakepartner.Sim{}))%64) % 64
 
-var _ [0]struct{} = [unsafe.Offsetof(subscriber{}.partner) - 48 + unsafe.Sizeof(subscriber{})%64]struct{}{}
+var _ [0]struct{} = [unsafe.Offsetof(subscriber{}.partner) - 32 + unsafe.Sizeof(subscriber{})%64]struct{}{}
 
 type simRun struct {
-	d       *Drill
-	pol     *model.Policy
-	specs   []fakepartner.Spec
-	subs    []subscriber
-	names   []string // subscriber names, by index
+	d     *Drill
+	pol   *model.Policy
+	specs []fakepartner.Spec
+	subs  []subscriber
+	names []string // subscriber names, by index
+
+	// cohortLo[c] is cohort c's first subscriber index (its subscribers
+	// are consecutive), and cohortLo[len(specs)] the number of
+	// subscribers; cohortBad[c]: the cohort rejects some deliveries as bad
+	// data, so its items need a Key.
+	cohortLo  []int32
+	cohortBad []bool
+
 	fan     *Fanout
 	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
 	fanBuf  []int32 // backing of fanout when the shape picks per event
@@ -273,13 +279,21 @@ func newSimRun(d *Drill) (*simRun, error) {
 	// cache line (see subscriber).
 	r.subs = make([]subscriber, n)
 	r.names = make([]string, n)
+	r.cohortLo = make([]int32, len(specs)+1)
+	r.cohortBad = make([]bool, len(specs))
+	for c := range specs {
+		r.cohortLo[c+1] = r.cohortLo[c] + int32(specs[c].Count)
+		r.cohortBad[c] = specs[c].PermanentErrors > 0
+	}
 	off := 0
 	for i, s := range layout.Subscribers {
 		sp := &specs[s.Cohort]
 		sub := &r.subs[i]
 		sim.SeedPCG(&sub.pcg, d.Seed, "partner/"+s.Name)
 		sub.rng = *rand.New(&sub.pcg)
-		sub.cohort, sub.member, sub.healthy, sub.badData = int32(s.Cohort), int32(s.Member), s.Healthy, sp.PermanentErrors > 0
+		if i != int(r.cohortLo[s.Cohort])+s.Member {
+			return nil, fmt.Errorf("simulation: subscriber %s is not in cohort order", s.Name) // newItem relies on it
+		}
 		r.names[i] = allNames[off : off+len(s.Name)]
 		off += len(s.Name)
 		sub.partner.Init(sp, s.Member, &sub.rng)
@@ -550,11 +564,11 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 	} else {
 		it = &dispatch.Item{}
 	}
-	sub := &r.subs[si]
-	it.Partner, it.Cohort, it.Member = si, sub.cohort, sub.member
+	c := r.cohortOf(si)
+	it.Partner, it.Cohort, it.Member = si, c, si-r.cohortLo[c]
 	it.FirstSeen = r.epoch0 + created
 	it.RunAt = it.FirstSeen
-	if sub.badData {
+	if r.cohortBad[c] {
 		// The key only decides bad data; hashing costs about a tenth of an
 		// attempt, so cohorts without bad data skip it (Key stays 0). The
 		// id's event part is hashed once per event, not per subscriber.
@@ -567,6 +581,23 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 		it.ID = DeliveryID(eventNo, r.names[si])
 	}
 	return it
+}
+
+// cohortOf is the cohort of subscriber si: a search of the cohorts' first
+// indexes (the last cohort starting at or before si, which skips empty
+// ones), which stay in the cache where a table by subscriber
+// would not.
+func (r *simRun) cohortOf(si int32) int32 {
+	lo, hi := 0, len(r.cohortLo)-2 // the answer is in [lo, hi]
+	for lo < hi {
+		mid := int(uint(lo+hi+1) >> 1)
+		if r.cohortLo[mid] <= si {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return int32(lo)
 }
 
 // DeliveryID is the stable id of a delivery: event number and subscriber.

@@ -240,3 +240,25 @@ func TestContendedRestartStillWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestItemCohortAndMember: newItem finds a subscriber's cohort and member
+// from the cohorts' first indexes; every subscriber of every bundled drill
+// (edi-partner has four cohorts of different sizes) must get the layout's.
+func TestItemCohortAndMember(t *testing.T) {
+	for _, path := range bundledDrills(t) {
+		d := loadDrill(t, path, nil)
+		r, err := newSimRun(d)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		for i, s := range r.tally.Layout().Subscribers {
+			it := r.newItem(int32(i), 0, 0)
+			if int(it.Cohort) != s.Cohort || int(it.Member) != s.Member {
+				t.Fatalf("%s: subscriber %d (%s): cohort %d member %d, want %d and %d", path, i, s.Name, it.Cohort, it.Member, s.Cohort, s.Member)
+			}
+			if wantKey := it.Key != 0; wantKey != (d.Partners[s.Cohort].PermanentErrors > 0) {
+				t.Fatalf("%s: subscriber %s: key %#x, permanent errors %v", path, s.Name, it.Key, d.Partners[s.Cohort].PermanentErrors)
+			}
+		}
+	}
+}
