@@ -682,7 +682,8 @@ func (r *simRun) pump(t int64) {
 
 func (r *simRun) start(t int64, it *dispatch.Item) {
 	sub := &r.subs[it.Partner]
-	call := sub.partner.BeginKey(time.Duration(t), it.Key)
+	var call fakepartner.Call
+	sub.partner.BeginKeyTo(&call, time.Duration(t), it.Key)
 	timeout := int64(r.d.Dispatcher.AttemptTimeout.D)
 	slot := takeFree(&r.slots, &r.freeSlots)
 	end := t + int64(call.Latency)

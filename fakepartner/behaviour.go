@@ -61,19 +61,29 @@ var simClock = WallClock{Epoch: SimEpoch, Speed: 1}
 // its servers is next free (in drill time), the drill time of its latest
 // successful contended write, its random stream and its counters.
 //
-// The fields every call reads come first and the inline server heap right
-// after them, so that a simulation of tens of thousands of subscribers reads
-// a few adjacent cache lines per call. It must not be copied once
-// initialised (free may point into it).
+// The fields every call reads come first, the servers' free times and the
+// counters every call writes right after them, so that a simulation of
+// tens of thousands of subscribers reads a few adjacent cache lines per
+// call (see SimHotBytes). It must not be copied once initialised (rng may
+// point into the simulator's copy of it).
 type Behaviour struct {
 	spec     *Spec
 	rng      *rand.Rand
-	dataSeed uint64 // decides with a delivery's key whether it is bad data
+	dataSeed uint64      // decides with a delivery's key whether it is bad data
+	latency  distSampler // spec.Latency
+	member   int32       // the Sim's member, for its cohort's outages; 0 for a server's
+	// Up to len(ring) servers keep their free times in ring, a sorted ring
+	// whose earliest is at ringHead: the server a call takes is the
+	// earliest, and it is taken until a time usually later than all the
+	// others, so the ring turns by one and the new time stays at its end,
+	// where a heap would sift it down to a leaf. More servers keep them in
+	// heap.
+	ringN    uint8 // servers in ring; 0: none there (unlimited, or heap)
+	ringHead uint8
+	ring     [8]time.Duration
+	stats    SimStats // Calls, Accepted and Errors first: every call writes one of them
 
-	free    []time.Duration // min-heap of server-free times; nil when unlimited
-	latency distSampler     // spec.Latency
-	stats   SimStats
-	freeBuf [8]time.Duration // free's backing up to 8 servers
+	heap []time.Duration // min-heap of server-free times when there are more than len(ring)
 
 	lastWrite time.Duration // contended: drill time of the latest successful write
 	wrote     bool
@@ -96,10 +106,10 @@ func NewBehaviour(spec *Spec, rng *rand.Rand, dataSeed uint64) *Behaviour {
 
 func (b *Behaviour) init(spec *Spec, rng *rand.Rand, dataSeed uint64) {
 	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62, latency: newDistSampler(&spec.Latency)}
-	if c := min(spec.Concurrency, MaxConcurrency); c > len(b.freeBuf) {
-		b.free = make([]time.Duration, c)
+	if c := min(spec.Concurrency, MaxConcurrency); c > len(b.ring) {
+		b.heap = make([]time.Duration, c)
 	} else if c > 0 {
-		b.free = b.freeBuf[:c]
+		b.ringN = uint8(c)
 	}
 }
 
@@ -114,6 +124,14 @@ func (b *Behaviour) Stats() SimStats { return b.stats }
 // order. It does not allocate, except for a throttle's HTTP-date (once per
 // second of drill time).
 func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock WallClock) Call {
+	var c Call
+	b.begin(&c, now, d, fault, &clock)
+	return c
+}
+
+// begin is Begin writing the call to *out, which must be zero: a call is
+// 80 bytes, and the simulator plans one per attempt.
+func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outage, clock *WallClock) {
 	spec := b.spec
 	b.stats.Calls++
 	factor := 1.0
@@ -128,7 +146,7 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 	var wire Wire
 	var dribble time.Duration
 	if fault != nil {
-		c, f, served := fault.Kind.Info().Answer(fault, b, now, clock)
+		c, f, served := fault.Kind.Info().Answer(fault, b, now, *clock)
 		if !served {
 			b.stats.Faulted++
 			if fault.AnswerAfter != nil && !c.NoAnswer {
@@ -136,7 +154,8 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 				// drills keep their streams.
 				c.Latency = max(fault.AnswerAfter.Sample(b.rng), FastAnswerLatency)
 			}
-			return c
+			*out = c
+			return
 		}
 		factor, wire, dribble = f, c.Wire, c.Dribble
 	}
@@ -147,22 +166,23 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 		arrive += spec.NetworkDelay.Sample(b.rng)
 	}
 	start := arrive
-	if b.free != nil {
-		earliest := b.free[0]
+	limited := b.ringN > 0 || b.heap != nil
+	if limited {
+		earliest := b.earliestFree()
 		if earliest > arrive && spec.RejectWhenBusy {
 			b.stats.Rejected++
-			return Call{Latency: arrive - now + FastAnswerLatency, Result: Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}}
+			*out = Call{Latency: arrive - now + FastAnswerLatency, Result: Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}}
+			return
 		}
 		start = max(arrive, earliest)
 	}
 	service := scaleDuration(b.latency.sample(b.rng), factor)
-	if b.free != nil {
-		b.free[0] = start + service
-		b.siftDownFree()
+	if limited {
+		b.takeEarliest(start + service)
 	}
 	end := start + service
 
-	var c Call
+	c := out
 	// One draw per call whether keyed or not, so that the latency stream
 	// does not depend on it.
 	u := b.rng.Float64()
@@ -187,8 +207,47 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 	}
 	c.Wire, c.Dribble = wire, dribble
 	c.Latency = min(end-now+dribble, NoAnswerLatency)
-	b.dropAnswer(&c)
-	return c
+	b.dropAnswer(c)
+}
+
+// earliestFree is when the server free first is free; call it only when
+// the servers are limited (ringN > 0 or heap != nil).
+func (b *Behaviour) earliestFree() time.Duration {
+	if b.ringN > 0 {
+		return b.ring[b.ringHead]
+	}
+	return b.heap[0]
+}
+
+// takeEarliest makes the server free first busy until t, which is at least
+// its free time.
+func (b *Behaviour) takeEarliest(t time.Duration) {
+	n := int(b.ringN)
+	if n == 0 {
+		b.heap[0] = t
+		b.siftDownFree()
+		return
+	}
+	// The earliest's slot becomes the ring's last; t moves back past the
+	// times later than it.
+	i := int(b.ringHead)
+	h := i + 1
+	if h == n {
+		h = 0
+	}
+	b.ringHead = uint8(h)
+	for i != h {
+		j := i - 1
+		if j < 0 {
+			j = n - 1
+		}
+		if b.ring[j] <= t {
+			break
+		}
+		b.ring[i] = b.ring[j]
+		i = j
+	}
+	b.ring[i] = t
 }
 
 // dropAnswer turns a processed call's answer into a reset when the fault
@@ -253,7 +312,7 @@ func (b *Behaviour) retryAfter(spec string, now time.Duration, clock WallClock) 
 }
 
 func (b *Behaviour) siftDownFree() {
-	h := b.free
+	h := b.heap
 	i, n := 0, len(h)
 	for {
 		l := 2*i + 1

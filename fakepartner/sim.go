@@ -97,11 +97,13 @@ func (c *Call) NeedsFinish() bool { return c.contended }
 
 // SimStats counts what one simulated subscriber saw.
 type SimStats struct {
-	Calls     int64 // Begin calls
-	Accepted  int64 // calls the partner processed successfully
+	// The counters every call writes one of first (see Behaviour).
+	Calls    int64 // Begin calls
+	Accepted int64 // calls the partner processed successfully
+	Errors   int64 // 422s and 503s drawn from the error rates
+
 	Faulted   int64 // calls answered by a scripted outage
 	Rejected  int64 // 503s because every server was busy
-	Errors    int64 // 422s and 503s drawn from the error rates
 	Conflicts int64 // contended writes that lost (409)
 	AcksLost  int64 // processed calls whose answer a lost-ack fault dropped
 }
@@ -111,14 +113,13 @@ type SimStats struct {
 // for concurrent use; the simulation calls it from one goroutine, in time
 // order.
 type Sim struct {
-	spec   *Spec // first: every call reads these and then b's first fields
-	member int
-	b      Behaviour
+	b Behaviour // its spec and member too
 }
 
-// SimHotBytes is how many bytes from its start a Sim's Begin and Finish
-// read of the Sim itself, for a caller that prefetches them.
-const SimHotBytes = unsafe.Offsetof(Sim{}.b) + unsafe.Offsetof(Behaviour{}.lastWrite)
+// SimHotBytes is how many bytes from its start an ordinary call's Begin
+// reads or writes of the Sim itself (up to the counters every call writes),
+// for a caller that prefetches them or lays out what precedes them.
+const SimHotBytes = unsafe.Offsetof(Sim{}.b) + unsafe.Offsetof(Behaviour{}.stats) + unsafe.Offsetof(SimStats{}.Faulted)
 
 // NewSim returns the simulated subscriber member of the cohort spec. rng is
 // the subscriber's own random stream. spec must be valid and must not change
@@ -133,15 +134,16 @@ func NewSim(spec *Spec, member int, rng *rand.Rand) *Sim {
 // subscribers keeps them in one slice, so that walking them in order
 // reads memory in order. A Sim must not be copied once initialised.
 func (p *Sim) Init(spec *Spec, member int, rng *rand.Rand) {
-	*p = Sim{spec: spec, member: member}
+	*p = Sim{}
 	p.b.init(spec, rng, DataSeed(0, spec.Name))
+	p.b.member = int32(member)
 }
 
 // SetSeed sets the drill seed which, with a delivery's key, decides which
 // deliveries carry bad data (see Spec.BadData). Give it the seed the Server
 // gets in ServerOptions.Seed, so that a simulated and a live drill reject
 // the same deliveries. Call it before the first Begin.
-func (p *Sim) SetSeed(seed uint64) { p.b.dataSeed = DataSeed(seed, p.spec.Name) }
+func (p *Sim) SetSeed(seed uint64) { p.b.dataSeed = DataSeed(seed, p.b.spec.Name) }
 
 // Stats returns the subscriber's counters.
 func (p *Sim) Stats() SimStats { return p.b.stats }
@@ -149,7 +151,11 @@ func (p *Sim) Stats() SimStats { return p.b.stats }
 // Begin plans a call that the caller starts at drill time now, for a
 // delivery it does not identify: whether the call meets bad data is drawn
 // per call, like a transient error. Prefer BeginKey.
-func (p *Sim) Begin(now time.Duration) Call { return p.begin(now, Delivery{}) }
+func (p *Sim) Begin(now time.Duration) Call {
+	var c Call
+	p.begin(&c, now, Delivery{})
+	return c
+}
 
 // BeginKey plans a call that the caller starts at drill time now for the
 // delivery whose id hashes to key (KeyHash): a delivery with bad data
@@ -158,11 +164,25 @@ func (p *Sim) Begin(now time.Duration) Call { return p.begin(now, Delivery{}) }
 // It does not allocate, except for a throttle's HTTP-date (once per
 // simulated second).
 func (p *Sim) BeginKey(now time.Duration, key uint64) Call {
-	return p.begin(now, Delivery{Key: key, Keyed: true})
+	var c Call
+	p.BeginKeyTo(&c, now, key)
+	return c
 }
 
-func (p *Sim) begin(now time.Duration, d Delivery) Call {
-	return p.b.Begin(now, d, p.spec.faultAt(p.member, now), simClock)
+// BeginKeyTo is BeginKey writing the call to *c: it spares a caller that
+// plans a call per attempt the copies of one.
+func (p *Sim) BeginKeyTo(c *Call, now time.Duration, key uint64) {
+	*c = Call{}
+	p.begin(c, now, Delivery{Key: key, Keyed: true})
+}
+
+func (p *Sim) begin(c *Call, now time.Duration, d Delivery) {
+	spec := p.b.spec
+	var fault *Outage
+	if len(spec.Outages) > 0 {
+		fault = spec.faultAt(int(p.b.member), now)
+	}
+	p.b.begin(c, now, d, fault, &simClock)
 }
 
 // Finish completes c at drill time now, which must be the Begin time plus

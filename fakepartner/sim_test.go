@@ -3,6 +3,7 @@ package fakepartner
 import (
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -281,5 +282,37 @@ func BenchmarkSimBegin(b *testing.B) {
 		now += 5 * ms
 		c := p.Begin(now)
 		p.Finish(&c, now+c.Latency)
+	}
+}
+
+// TestServersFreeFirst: the servers' free times (a sorted ring up to 8
+// servers, a heap above) give the same earliest free time as a plain list
+// of them, whatever order the times a call takes them until come in:
+// mostly later than every other (the ring's usual case), sometimes not,
+// and ties.
+func TestServersFreeFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 1; n <= 20; n++ {
+		spec := &Spec{Name: "s", Count: 1, Concurrency: n}
+		b := NewBehaviour(spec, rng, 0)
+		if (n <= len(b.ring)) != (b.ringN > 0) {
+			t.Fatalf("%d servers: ringN %d, heap %d", n, b.ringN, len(b.heap))
+		}
+		want := make([]time.Duration, n)
+		for step := range 2000 {
+			minAt := slices.Index(want, slices.Min(want))
+			if got := b.earliestFree(); got != want[minAt] {
+				t.Fatalf("%d servers, step %d: earliest free %v, want %v", n, step, got, want[minAt])
+			}
+			until := want[minAt]
+			switch k := rng.IntN(10); {
+			case k < 6:
+				until = slices.Max(want) + time.Duration(rng.IntN(3)) // the usual case, ties included
+			case k < 9:
+				until += time.Duration(rng.IntN(100))
+			}
+			b.takeEarliest(until)
+			want[minAt] = until
+		}
 	}
 }
