@@ -483,19 +483,19 @@ type storeResp struct {
 func (ds *dispatcher) storeLoop(reqs <-chan storeReq, resps chan<- storeResp) {
 	for q := range reqs {
 		var p storeResp
+		// Persist before claiming, in the same transaction (CompleteClaim
+		// writes first): a delivery that just ended has left held, and if
+		// its lease had run out a claim before its transition would hand
+		// it back to us as new.
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		res, rows, err := ds.cfg.Store.CompleteClaim(ctx, q.cs, ds.cfg.Owner, q.now, ds.cfg.LeaseTimeout, q.claim)
+		cancel()
+		// One transaction: a failure is the write's and the claim's.
 		if len(q.cs) > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-			p.res, p.flushErr = ds.cfg.Store.Complete(ctx, q.cs)
-			cancel()
+			p.res, p.flushErr = res, err
 		}
-		// Persist before claiming: a delivery that just ended has left
-		// held, and if its lease had run out a claim before its
-		// transition would hand it back to us as new.
-		if q.claim > 0 && p.flushErr == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-			p.claimed = true
-			p.rows, p.claimErr = ds.cfg.Store.Claim(ctx, ds.cfg.Owner, q.now, ds.cfg.LeaseTimeout, q.claim)
-			cancel()
+		if q.claim > 0 {
+			p.claimed, p.rows, p.claimErr = true, rows, err
 		}
 		resps <- p
 	}

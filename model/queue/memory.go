@@ -134,6 +134,11 @@ func (m *Memory) Claim(ctx context.Context, owner string, now time.Time, lease t
 		return nil, err
 	}
 	defer m.mu.Unlock()
+	return m.claimLocked(owner, now, lease, limit), nil
+}
+
+// claimLocked is Claim's work, with m.mu held.
+func (m *Memory) claimLocked(owner string, now time.Time, lease time.Duration, limit int) []Delivery {
 	now = norm(now)
 	var due []*Delivery
 	for _, r := range m.rows {
@@ -155,7 +160,7 @@ func (m *Memory) Claim(ctx context.Context, owner string, now time.Time, lease t
 		}
 		out = append(out, cloneDelivery(r))
 	}
-	return out, nil
+	return out
 }
 
 func claimable(r *Delivery, now time.Time) bool {
@@ -181,6 +186,29 @@ func (m *Memory) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 		return res, err
 	}
 	defer m.mu.Unlock()
+	return m.completeLocked(cs), nil
+}
+
+// CompleteClaim implements Store.
+func (m *Memory) CompleteClaim(ctx context.Context, cs []Completion, owner string, now time.Time, lease time.Duration, limit int) (CompleteResult, []Delivery, error) {
+	limit, err := validateCompleteClaim(cs, owner, lease, limit)
+	if err != nil {
+		return CompleteResult{}, nil, err
+	}
+	if err := m.lock(ctx); err != nil {
+		return CompleteResult{}, nil, err
+	}
+	defer m.mu.Unlock()
+	res := m.completeLocked(cs)
+	if limit == 0 {
+		return res, nil, nil
+	}
+	return res, m.claimLocked(owner, now, lease, limit), nil
+}
+
+// completeLocked is Complete's work, with m.mu held.
+func (m *Memory) completeLocked(cs []Completion) CompleteResult {
+	var res CompleteResult
 	for _, c := range cs {
 		r, ok := m.rows[c.ID]
 		if !ok || r.State != StateLeased || r.LeaseOwner != c.Owner {
@@ -230,7 +258,7 @@ func (m *Memory) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 			})
 		}
 	}
-	return res, nil
+	return res
 }
 
 // Release implements Store.

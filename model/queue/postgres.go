@@ -335,19 +335,28 @@ func (s *Postgres) Claim(ctx context.Context, owner string, now time.Time, lease
 	if err != nil {
 		return nil, fmt.Errorf("queue: claim: %w", err)
 	}
+	out, err := scanClaimed(rows)
+	if err != nil {
+		return nil, fmt.Errorf("queue: claim: %w", err)
+	}
+	return out, nil
+}
+
+// scanClaimed reads pgClaimSQL's rows, closes them and sorts the deliveries
+// by (run_at, id): RETURNING has no order.
+func scanClaimed(rows pgx.Rows) ([]Delivery, error) {
 	defer rows.Close()
 	var out []Delivery
 	for rows.Next() {
 		d, err := scanDelivery(rows)
 		if err != nil {
-			return nil, fmt.Errorf("queue: claim: %w", err)
+			return nil, err
 		}
 		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("queue: claim: %w", err)
+		return nil, err
 	}
-	// RETURNING has no order.
 	slices.SortFunc(out, func(a, b Delivery) int {
 		if c := a.RunAt.Compare(b.RunAt); c != 0 {
 			return c
@@ -398,18 +407,56 @@ const pgHoldSQL = `WITH t AS (
 // trip; each completion is one statement that applies only while its owner
 // still holds the lease.
 func (s *Postgres) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
-	var res CompleteResult
-	for _, c := range cs {
-		if err := validateCompletion(c); err != nil {
-			return res, err
-		}
-		if c.Attempt > 1<<31-1 || c.Status > 1<<31-1 || c.Status < -1<<31 {
-			return res, fmt.Errorf("queue: complete %s: attempt %d or status %d out of range", c.ID, c.Attempt, c.Status)
-		}
+	if err := validatePgCompletions(cs); err != nil {
+		return CompleteResult{}, err
 	}
 	if len(cs) == 0 {
-		return res, nil
+		return CompleteResult{}, nil
 	}
+	res, _, err := s.completeClaim(ctx, cs, "", time.Time{}, 0, 0)
+	if err != nil {
+		return CompleteResult{}, fmt.Errorf("queue: complete: %w", err)
+	}
+	return res, nil
+}
+
+// CompleteClaim implements Store: the transitions and the claim go to the
+// server as one batch in one transaction.
+func (s *Postgres) CompleteClaim(ctx context.Context, cs []Completion, owner string, now time.Time, lease time.Duration, limit int) (CompleteResult, []Delivery, error) {
+	limit, err := validateCompleteClaim(cs, owner, lease, limit)
+	if err != nil {
+		return CompleteResult{}, nil, err
+	}
+	if err := validatePgCompletions(cs); err != nil {
+		return CompleteResult{}, nil, err
+	}
+	if len(cs) == 0 && limit == 0 {
+		return CompleteResult{}, nil, nil
+	}
+	res, out, err := s.completeClaim(ctx, cs, owner, now, lease, limit)
+	if err != nil {
+		return CompleteResult{}, nil, fmt.Errorf("queue: complete and claim: %w", err)
+	}
+	return res, out, nil
+}
+
+// validatePgCompletions checks what PostgreSQL's int4 columns can hold.
+func validatePgCompletions(cs []Completion) error {
+	for _, c := range cs {
+		if err := validateCompletion(c); err != nil {
+			return err
+		}
+		if c.Attempt > 1<<31-1 || c.Status > 1<<31-1 || c.Status < -1<<31 {
+			return fmt.Errorf("queue: complete %s: attempt %d or status %d out of range", c.ID, c.Attempt, c.Status)
+		}
+	}
+	return nil
+}
+
+// completeClaim writes cs and then, if limit is positive, claims, in one
+// transaction and one batch.
+func (s *Postgres) completeClaim(ctx context.Context, cs []Completion, owner string, now time.Time, lease time.Duration, limit int) (CompleteResult, []Delivery, error) {
+	var res CompleteResult
 	// Rows are locked in id order, so two batches that overlap (a stale
 	// owner's and the new owner's) cannot deadlock; the stable sort keeps
 	// the order of completions for one id.
@@ -444,6 +491,10 @@ func (s *Postgres) Complete(ctx context.Context, cs []Completion) (CompleteResul
 		b.Queue(pgTransitionSQL, string(state), attempt, runAt, prevDelay, lastErr, updated, c.ID, c.Owner,
 			reason, c.LastError, int32(c.Attempt), at, record, toNS(c.Started), int32(c.Status))
 	}
+	if limit > 0 {
+		b.Queue(pgClaimSQL, toNS(now), owner, now.Add(lease).UnixNano(), limit)
+	}
+	var out []Delivery
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		br := tx.SendBatch(ctx, b)
 		for _, i := range order {
@@ -458,12 +509,24 @@ func (s *Postgres) Complete(ctx context.Context, cs []Completion) (CompleteResul
 				res.Applied++
 			}
 		}
+		if limit > 0 {
+			rows, err := br.Query()
+			if err != nil {
+				br.Close()
+				return fmt.Errorf("claim: %w", err)
+			}
+			out, err = scanClaimed(rows)
+			if err != nil {
+				br.Close()
+				return fmt.Errorf("claim: %w", err)
+			}
+		}
 		return br.Close()
 	})
 	if err != nil {
-		return CompleteResult{}, fmt.Errorf("queue: complete: %w", err)
+		return CompleteResult{}, nil, err
 	}
-	return res, nil
+	return res, out, nil
 }
 
 // Release implements Store.

@@ -237,6 +237,12 @@ type Store interface {
 	Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error)
 	// Complete applies a batch of transitions in one transaction.
 	Complete(ctx context.Context, cs []Completion) (CompleteResult, error)
+	// CompleteClaim is a dispatcher's round trip to the store: Complete of
+	// cs and then, if limit is positive, Claim, in one transaction (both
+	// happen or neither does). The transitions are written first, so a
+	// delivery cs ends is never handed out again by the claim. With limit 0
+	// it only completes; with no completions it only claims.
+	CompleteClaim(ctx context.Context, cs []Completion, owner string, now time.Time, lease time.Duration, limit int) (CompleteResult, []Delivery, error)
 	// Reject writes deliveries that die before they are ever queued (a full
 	// queue) straight to the DLQ, in one transaction: each becomes a dead
 	// row with attempt 0 and a dead letter with reason, no last error,
@@ -388,6 +394,20 @@ func validateClaim(owner string, lease time.Duration, limit int) (int, error) {
 		return 0, fmt.Errorf("queue: claim: limit %d must be positive", limit)
 	}
 	return min(limit, MaxClaim), nil
+}
+
+// validateCompleteClaim checks a CompleteClaim call as Complete and
+// Claim check theirs; a limit of 0 (no claim) is valid.
+func validateCompleteClaim(cs []Completion, owner string, lease time.Duration, limit int) (int, error) {
+	for _, c := range cs {
+		if err := validateCompletion(c); err != nil {
+			return 0, err
+		}
+	}
+	if limit == 0 {
+		return 0, nil
+	}
+	return validateClaim(owner, lease, limit)
 }
 
 // replayPlan is the validated form of a replay request.

@@ -297,6 +297,88 @@ func TestMixedBatchKeepsOrder(t *testing.T) {
 	})
 }
 
+// TestCompleteClaim: given a delivery whose lease has run out, one due
+// and one not due, when one call acks the first, reschedules a fourth to
+// now and claims, then the transitions are written before the claim (the
+// acked delivery is not handed out again, the rescheduled one is), and
+// the not-due one stays.
+func TestCompleteClaim(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		lease := 10 * time.Second
+		mustEnqueue(t, s, delivery("a", t0), delivery("d", t0))
+		if got := mustClaim(t, s, "o", t0, lease, 5); len(got) != 2 {
+			t.Fatalf("claimed %v", ids(got))
+		}
+		now := t0.Add(lease) // a's and d's leases have run out
+		mustEnqueue(t, s, delivery("b", t0.Add(time.Second)), delivery("c", now.Add(time.Second)))
+		res, got, err := s.CompleteClaim(ctx, []Completion{
+			{ID: "a", Owner: "o", Kind: KindAck, At: now, Attempt: 1, Status: 200, RecordAttempt: true},
+			{ID: "d", Owner: "o", Kind: KindReschedule, At: now, Attempt: 1, RunAt: now, Status: 500, RecordAttempt: true},
+		}, "n", now, lease, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != (CompleteResult{Applied: 2}) {
+			t.Fatalf("complete %+v, want 2 applied", res)
+		}
+		if fmt.Sprint(ids(got)) != "[b d]" {
+			t.Fatalf("claimed %v, want [b d] (run_at order; a delivered, c not due)", ids(got))
+		}
+		if d := mustGet(t, s, "a"); d.State != StateDelivered {
+			t.Fatalf("a: %s, want delivered", d.State)
+		}
+		if d := mustGet(t, s, "d"); d.State != StateLeased || d.LeaseOwner != "n" || d.Attempt != 1 {
+			t.Fatalf("d: %s by %q attempt %d, want leased by n after attempt 1", d.State, d.LeaseOwner, d.Attempt)
+		}
+		// Limit 0 only completes; no completions only claims.
+		res, got, err = s.CompleteClaim(ctx, []Completion{{ID: "b", Owner: "n", Kind: KindRelease, At: now}}, "n", now, lease, 0)
+		if err != nil || res != (CompleteResult{Applied: 1}) || len(got) != 0 {
+			t.Fatalf("limit 0: %+v, %v, %v", res, ids(got), err)
+		}
+		res, got, err = s.CompleteClaim(ctx, nil, "m", now, lease, 5)
+		if err != nil || res != (CompleteResult{}) || fmt.Sprint(ids(got)) != "[b]" {
+			t.Fatalf("no completions: %+v, %v, %v; want b claimed", res, ids(got), err)
+		}
+		return s
+	})
+}
+
+// TestCompleteClaimInvalidChangesNothing: an invalid completion or limit
+// fails the whole call before anything is written or claimed.
+func TestCompleteClaimInvalidChangesNothing(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		mustEnqueue(t, s, delivery("a", t0), delivery("b", t0))
+		if got := mustClaim(t, s, "o", t0, time.Minute, 1); len(got) != 1 {
+			t.Fatalf("claimed %v", ids(got))
+		}
+		good := Completion{ID: "a", Owner: "o", Kind: KindAck, At: t0, Attempt: 1}
+		for name, call := range map[string]func() error{
+			"empty id": func() error {
+				_, _, err := s.CompleteClaim(ctx, []Completion{good, {Owner: "o", Kind: KindAck, At: t0}}, "o", t0, time.Minute, 5)
+				return err
+			},
+			"negative limit": func() error {
+				_, _, err := s.CompleteClaim(ctx, []Completion{good}, "o", t0, time.Minute, -1)
+				return err
+			},
+			"no owner": func() error {
+				_, _, err := s.CompleteClaim(ctx, []Completion{good}, "", t0, time.Minute, 5)
+				return err
+			},
+		} {
+			if err := call(); err == nil {
+				t.Errorf("%s: no error", name)
+			}
+		}
+		if c := mustCounts(t, s, t0); c.Leased != 1 || c.Ready != 1 || c.Delivered != 0 {
+			t.Fatalf("after invalid calls: %+v, want 1 leased, 1 ready", c)
+		}
+		return s
+	})
+}
+
 func TestRescheduleSurvivesReopen(t *testing.T) {
 	forEach(t, func(t *testing.T, s Store, reopen func(Store) Store) Store {
 		ctx := context.Background()

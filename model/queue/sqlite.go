@@ -471,42 +471,48 @@ func (s *SQLite) Claim(ctx context.Context, owner string, now time.Time, lease t
 	if err != nil {
 		return nil, err
 	}
-	nowNS := toNS(now)
-	untilNS := now.Add(lease).UnixNano()
 	var out []Delivery
 	sctx := stmtContext(ctx)
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		ready, err := queryDeliveries(sctx, tx.StmtContext(sctx, s.st.selReady), nowNS, limit)
-		if err != nil {
-			return err
-		}
-		expired, err := queryDeliveries(sctx, tx.StmtContext(sctx, s.st.selExpired), nowNS, limit)
-		if err != nil {
-			return err
-		}
-		out = mergeByRunAt(ready, expired, limit)
-		args := make([]any, 0, 3+min(len(out), 1<<maxChunkShift))
-		err = eachChunk(len(out), func(lo, k int) error {
-			args = append(args[:0], owner, untilNS, nowNS)
-			for i := lo; i < lo+1<<k; i++ {
-				args = append(args, out[i].ID)
-			}
-			_, err := tx.StmtContext(sctx, s.st.lease[k]).ExecContext(sctx, args...)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		for i := range out {
-			out[i].State, out[i].LeaseOwner, out[i].LeaseUntil = StateLeased, owner, fromNS(untilNS)
-			if out[i].FirstSeen.IsZero() {
-				out[i].FirstSeen = fromNS(nowNS)
-			}
-		}
-		return nil
+		out, err = s.claimTx(sctx, tx, owner, now, lease, limit)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("queue: claim: %w", err)
+	}
+	return out, nil
+}
+
+// claimTx is Claim's work in the write transaction tx.
+func (s *SQLite) claimTx(sctx context.Context, tx *sql.Tx, owner string, now time.Time, lease time.Duration, limit int) ([]Delivery, error) {
+	nowNS := toNS(now)
+	untilNS := now.Add(lease).UnixNano()
+	ready, err := queryDeliveries(sctx, tx.StmtContext(sctx, s.st.selReady), nowNS, limit)
+	if err != nil {
+		return nil, err
+	}
+	expired, err := queryDeliveries(sctx, tx.StmtContext(sctx, s.st.selExpired), nowNS, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := mergeByRunAt(ready, expired, limit)
+	args := make([]any, 0, 3+min(len(out), 1<<maxChunkShift))
+	err = eachChunk(len(out), func(lo, k int) error {
+		args = append(args[:0], owner, untilNS, nowNS)
+		for i := lo; i < lo+1<<k; i++ {
+			args = append(args, out[i].ID)
+		}
+		_, err := tx.StmtContext(sctx, s.st.lease[k]).ExecContext(sctx, args...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].State, out[i].LeaseOwner, out[i].LeaseUntil = StateLeased, owner, fromNS(untilNS)
+		if out[i].FirstSeen.IsZero() {
+			out[i].FirstSeen = fromNS(nowNS)
+		}
 	}
 	return out, nil
 }
@@ -536,129 +542,164 @@ func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult,
 	}
 	sctx := stmtContext(ctx)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		res = CompleteResult{} // a retried closure must not double count
-		tr := tx.StmtContext(sctx, s.st.transition)
-		var insDead, hold *sql.Stmt
-		// The attempt rows go in after the transitions, in their order, a
-		// chunk per statement (nothing in the batch reads them).
-		var attempts []any
-		// Acks, the bulk of a batch, gather into a run of distinct ids
-		// written a chunk per statement; the run is written before any
-		// other kind of completion, or a second one of an id in it, so
-		// every delivery's transitions keep their order.
-		var acks []Completion
-		inAcks := map[string]struct{}{}
-		var args []any
-		applied := map[string]struct{}{}
-		writeAcks := func() error {
-			err := eachChunk(len(acks), func(lo, k int) error {
-				chunk := acks[lo : lo+1<<k]
-				args = args[:0]
-				for _, c := range chunk {
-					args = append(args, c.ID, c.Attempt, c.LastError, toNS(c.At), c.Owner)
-				}
-				rows, err := tx.StmtContext(sctx, s.st.ack[k]).QueryContext(sctx, args...)
-				if err != nil {
-					return fmt.Errorf("ack %d deliveries from %s: %w", len(chunk), chunk[0].ID, err)
-				}
-				clear(applied)
-				for rows.Next() {
-					var id string
-					if err := rows.Scan(&id); err != nil {
-						rows.Close()
-						return err
-					}
-					applied[id] = struct{}{}
-				}
-				rows.Close()
-				if err := rows.Err(); err != nil {
-					return err
-				}
-				for _, c := range chunk {
-					if _, ok := applied[c.ID]; !ok {
-						res.Stale++
-						continue
-					}
-					res.Applied++
-					if c.RecordAttempt {
-						attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), toNS(c.At), c.Status, c.LastError, c.Owner)
-					}
-				}
-				return nil
-			})
-			acks = acks[:0]
-			clear(inAcks)
-			return err
-		}
-		for _, c := range cs {
-			_, again := inAcks[c.ID]
-			if len(acks) > 0 && (c.Kind != KindAck || again) {
-				if err := writeAcks(); err != nil {
-					return err
-				}
-			}
-			if c.Kind == KindAck {
-				acks = append(acks, c)
-				inAcks[c.ID] = struct{}{}
-				continue
-			}
-			var r sql.Result
-			var err error
-			at := toNS(c.At)
-			switch c.Kind {
-			case KindRelease:
-				r, err = tr.ExecContext(sctx, StateReady, nil, nil, nil, nil, nil, c.ID, c.Owner)
-			case KindReschedule:
-				r, err = tr.ExecContext(sctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
-			case KindDeadLetter:
-				r, err = tr.ExecContext(sctx, StateDead, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
-			case KindHold:
-				if hold == nil {
-					hold = tx.StmtContext(sctx, s.st.hold)
-				}
-				r, err = hold.ExecContext(sctx, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay),
-					c.LastError, toNS(c.LeaseUntil), at, c.ID, c.Owner)
-			}
-			if err != nil {
-				return fmt.Errorf("%v %s: %w", c.Kind, c.ID, err)
-			}
-			n, err := r.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				res.Stale++
-				continue
-			}
-			res.Applied++
-			if c.Kind == KindDeadLetter {
-				if insDead == nil {
-					insDead = tx.StmtContext(sctx, s.st.insDead)
-				}
-				if _, err := insDead.ExecContext(sctx, c.Reason, c.LastError, c.Attempt, at, c.ID); err != nil {
-					return fmt.Errorf("dead-letter %s: %w", c.ID, err)
-				}
-			}
-			if c.RecordAttempt && c.Kind != KindRelease {
-				attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), at, c.Status, c.LastError, c.Owner)
-			}
-		}
-		if err := writeAcks(); err != nil {
-			return err
-		}
-		const per = 7 // values per attempt row
-		return eachChunk(len(attempts)/per, func(lo, k int) error {
-			_, err := tx.StmtContext(sctx, s.st.insAttempt[k]).ExecContext(sctx, attempts[lo*per:(lo+1<<k)*per]...)
-			if err != nil {
-				return fmt.Errorf("attempts of %d deliveries from %s: %w", 1<<k, attempts[lo*per], err)
-			}
-			return nil
-		})
+		var err error
+		res, err = s.completeTx(sctx, tx, cs)
+		return err
 	})
 	if err != nil {
 		return CompleteResult{}, fmt.Errorf("queue: complete: %w", err)
 	}
 	return res, nil
+}
+
+// CompleteClaim implements Store: one write transaction, one commit and
+// one wait for the write lock where Complete and Claim take two each.
+func (s *SQLite) CompleteClaim(ctx context.Context, cs []Completion, owner string, now time.Time, lease time.Duration, limit int) (CompleteResult, []Delivery, error) {
+	limit, err := validateCompleteClaim(cs, owner, lease, limit)
+	if err != nil {
+		return CompleteResult{}, nil, err
+	}
+	if len(cs) == 0 && limit == 0 {
+		return CompleteResult{}, nil, nil
+	}
+	var res CompleteResult
+	var out []Delivery
+	sctx := stmtContext(ctx)
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if res, err = s.completeTx(sctx, tx, cs); err != nil || limit == 0 {
+			return err
+		}
+		out, err = s.claimTx(sctx, tx, owner, now, lease, limit)
+		return err
+	})
+	if err != nil {
+		return CompleteResult{}, nil, fmt.Errorf("queue: complete and claim: %w", err)
+	}
+	return res, out, nil
+}
+
+// completeTx is Complete's work in the write transaction tx.
+func (s *SQLite) completeTx(sctx context.Context, tx *sql.Tx, cs []Completion) (CompleteResult, error) {
+	var res CompleteResult
+	tr := tx.StmtContext(sctx, s.st.transition)
+	var insDead, hold *sql.Stmt
+	// The attempt rows go in after the transitions, in their order, a
+	// chunk per statement (nothing in the batch reads them).
+	var attempts []any
+	// Acks, the bulk of a batch, gather into a run of distinct ids
+	// written a chunk per statement; the run is written before any
+	// other kind of completion, or a second one of an id in it, so
+	// every delivery's transitions keep their order.
+	var acks []Completion
+	inAcks := map[string]struct{}{}
+	var args []any
+	applied := map[string]struct{}{}
+	writeAcks := func() error {
+		err := eachChunk(len(acks), func(lo, k int) error {
+			chunk := acks[lo : lo+1<<k]
+			args = args[:0]
+			for _, c := range chunk {
+				args = append(args, c.ID, c.Attempt, c.LastError, toNS(c.At), c.Owner)
+			}
+			rows, err := tx.StmtContext(sctx, s.st.ack[k]).QueryContext(sctx, args...)
+			if err != nil {
+				return fmt.Errorf("ack %d deliveries from %s: %w", len(chunk), chunk[0].ID, err)
+			}
+			clear(applied)
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				applied[id] = struct{}{}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, c := range chunk {
+				if _, ok := applied[c.ID]; !ok {
+					res.Stale++
+					continue
+				}
+				res.Applied++
+				if c.RecordAttempt {
+					attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), toNS(c.At), c.Status, c.LastError, c.Owner)
+				}
+			}
+			return nil
+		})
+		acks = acks[:0]
+		clear(inAcks)
+		return err
+	}
+	for _, c := range cs {
+		_, again := inAcks[c.ID]
+		if len(acks) > 0 && (c.Kind != KindAck || again) {
+			if err := writeAcks(); err != nil {
+				return res, err
+			}
+		}
+		if c.Kind == KindAck {
+			acks = append(acks, c)
+			inAcks[c.ID] = struct{}{}
+			continue
+		}
+		var r sql.Result
+		var err error
+		at := toNS(c.At)
+		switch c.Kind {
+		case KindRelease:
+			r, err = tr.ExecContext(sctx, StateReady, nil, nil, nil, nil, nil, c.ID, c.Owner)
+		case KindReschedule:
+			r, err = tr.ExecContext(sctx, StateReady, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay), c.LastError, at, c.ID, c.Owner)
+		case KindDeadLetter:
+			r, err = tr.ExecContext(sctx, StateDead, c.Attempt, nil, nil, c.LastError, at, c.ID, c.Owner)
+		case KindHold:
+			if hold == nil {
+				hold = tx.StmtContext(sctx, s.st.hold)
+			}
+			r, err = hold.ExecContext(sctx, c.Attempt, toNS(c.RunAt), int64(c.PrevDelay),
+				c.LastError, toNS(c.LeaseUntil), at, c.ID, c.Owner)
+		}
+		if err != nil {
+			return res, fmt.Errorf("%v %s: %w", c.Kind, c.ID, err)
+		}
+		n, err := r.RowsAffected()
+		if err != nil {
+			return res, err
+		}
+		if n == 0 {
+			res.Stale++
+			continue
+		}
+		res.Applied++
+		if c.Kind == KindDeadLetter {
+			if insDead == nil {
+				insDead = tx.StmtContext(sctx, s.st.insDead)
+			}
+			if _, err := insDead.ExecContext(sctx, c.Reason, c.LastError, c.Attempt, at, c.ID); err != nil {
+				return res, fmt.Errorf("dead-letter %s: %w", c.ID, err)
+			}
+		}
+		if c.RecordAttempt && c.Kind != KindRelease {
+			attempts = append(attempts, c.ID, c.Attempt, toNS(c.Started), at, c.Status, c.LastError, c.Owner)
+		}
+	}
+	if err := writeAcks(); err != nil {
+		return res, err
+	}
+	const per = 7 // values per attempt row
+	err := eachChunk(len(attempts)/per, func(lo, k int) error {
+		_, err := tx.StmtContext(sctx, s.st.insAttempt[k]).ExecContext(sctx, attempts[lo*per:(lo+1<<k)*per]...)
+		if err != nil {
+			return fmt.Errorf("attempts of %d deliveries from %s: %w", 1<<k, attempts[lo*per], err)
+		}
+		return nil
+	})
+	return res, err
 }
 
 // Release implements Store.
