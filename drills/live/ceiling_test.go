@@ -264,14 +264,14 @@ func BenchmarkLiveCeiling(b *testing.B) {
 		// The highest offered rate with lateness p99 < 2ms: bisection
 		// between 0 and the ceiling, 4 probes.
 		lo, hi := 0.0, e2e
-		var loP99 float64
+		var loP99, hiP99 float64
 		for k := 0; k < 4; k++ {
 			mid := (lo + hi) / 2
 			p := liveRun(b, mid, probe).Summary
 			if p.Lateness.P99*1e3 < 2 && p.Deliveries.Pending == 0 {
 				lo, loP99 = mid, p.Lateness.P99*1e3
 			} else {
-				hi = mid
+				hi, hiP99 = mid, p.Lateness.P99*1e3
 			}
 		}
 		b.ReportMetric(raw, "raw-req/s")
@@ -293,7 +293,13 @@ func BenchmarkLiveCeiling(b *testing.B) {
 		}
 		row(fmt.Sprintf("offered 2× end to end: sustained (%d pending at the end)", pending), fmt.Sprintf("%.0f/s", sustained), fmt.Sprintf("**%.2f× end to end**", overRatio))
 		row(fmt.Sprintf("lateness p99 at half the ceiling (%d pending at the end)", half.Deliveries.Pending), fmt.Sprintf("%.2f ms", half.Lateness.P99*1e3), fmt.Sprintf("at %.0f/s", e2e/2))
-		row(fmt.Sprintf("highest offered rate with lateness p99 < 2 ms (p99 %.2f ms)", loP99), fmt.Sprintf("%.0f/s", lo), fmt.Sprintf("%.2f× end to end", lo/e2e))
+		if lo > 0 {
+			row(fmt.Sprintf("highest offered rate with lateness p99 < 2 ms (p99 %.2f ms)", loP99), fmt.Sprintf("%.0f/s", lo), fmt.Sprintf("%.2f× end to end", lo/e2e))
+		} else {
+			// Every probe missed: say so, with the lowest one, rather than
+			// print a rate of 0 with a p99 no run had.
+			row(fmt.Sprintf("highest offered rate with lateness p99 < 2 ms: none (p99 %.2f ms at %.0f/s)", hiP99, hi), "–", "–")
+		}
 		fmt.Println()
 	}
 }
