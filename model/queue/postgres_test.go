@@ -278,3 +278,10 @@ func BenchmarkPostgresCycle(b *testing.B) {
 	defer s.Close()
 	benchCycle(b, s)
 }
+
+// BenchmarkPostgresDispatchCycle: benchDispatchCycle on PostgreSQL.
+func BenchmarkPostgresDispatchCycle(b *testing.B) {
+	s := mustOpenPostgres(b, pgTestSchema(b))
+	defer s.Close()
+	benchDispatchCycle(b, s)
+}

@@ -344,6 +344,60 @@ func TestCompleteClaim(t *testing.T) {
 	})
 }
 
+// TestCompleteClaimFailureRollsBack: given two leased deliveries and one
+// due, when the store fails on the second completion, an ack (a trigger
+// raises an error), then the call fails and nothing of it stays: the
+// first completion, a reschedule written by another statement, is rolled
+// back and nothing is claimed.
+func TestCompleteClaimFailureRollsBack(t *testing.T) {
+	forEach(t, func(t *testing.T, s Store, _ func(Store) Store) Store {
+		ctx := context.Background()
+		var err error
+		switch st := s.(type) {
+		case *SQLite:
+			_, err = st.DB().ExecContext(ctx, `CREATE TRIGGER boom BEFORE UPDATE ON deliveries
+				WHEN NEW.id = 'boom' AND NEW.state = 'delivered' BEGIN SELECT RAISE(ABORT, 'boom'); END`)
+		case *Postgres:
+			_, err = st.Pool().Exec(ctx, `CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS
+				$$ BEGIN RAISE EXCEPTION 'boom'; END $$`)
+			if err == nil {
+				_, err = st.Pool().Exec(ctx, `CREATE TRIGGER boom BEFORE UPDATE ON deliveries FOR EACH ROW
+					WHEN (NEW.id = 'boom' AND NEW.state = 'delivered') EXECUTE FUNCTION boom()`)
+			}
+		default:
+			t.Skip("no way to make this store fail mid-transaction")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustEnqueue(t, s, delivery("a", t0), delivery("boom", t0.Add(time.Millisecond)), delivery("c", t0.Add(2*time.Millisecond)))
+		if got := mustClaim(t, s, "o", t0.Add(time.Millisecond), time.Minute, 5); fmt.Sprint(ids(got)) != "[a boom]" {
+			t.Fatalf("claimed %v", ids(got))
+		}
+		now := t0.Add(time.Second)
+		_, got, err := s.CompleteClaim(ctx, []Completion{
+			{ID: "a", Owner: "o", Kind: KindReschedule, At: now, Attempt: 1, RunAt: now, Status: 500, RecordAttempt: true},
+			{ID: "boom", Owner: "o", Kind: KindAck, At: now, Attempt: 1, RecordAttempt: true},
+		}, "n", now, time.Minute, 5)
+		if err == nil || !strings.Contains(err.Error(), "boom") {
+			t.Fatalf("err %v, want the trigger's", err)
+		}
+		if len(got) != 0 {
+			t.Fatalf("a failed call handed out %v", ids(got))
+		}
+		if d := mustGet(t, s, "a"); d.State != StateLeased || d.LeaseOwner != "o" {
+			t.Fatalf("a: %s by %q, want still leased by o (its reschedule rolled back)", d.State, d.LeaseOwner)
+		}
+		if d := mustGet(t, s, "c"); d.State != StateReady {
+			t.Fatalf("c: %s, want still ready (no claim)", d.State)
+		}
+		if h, _ := s.Attempts(ctx, "a"); len(h) != 0 {
+			t.Fatalf("a's rolled-back reschedule left history %+v", h)
+		}
+		return s
+	})
+}
+
 // TestCompleteClaimInvalidChangesNothing: an invalid completion or limit
 // fails the whole call before anything is written or claimed.
 func TestCompleteClaimInvalidChangesNothing(t *testing.T) {

@@ -356,6 +356,56 @@ func benchCycle(b *testing.B, s Store) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 }
 
+// BenchmarkSQLiteDispatchCycle is BenchmarkSQLiteCycle with the
+// dispatcher's round trip: each CompleteClaim acks the batch the previous
+// one claimed and claims the next, in one transaction.
+func BenchmarkSQLiteDispatchCycle(b *testing.B) {
+	s, _ := openTemp(b)
+	defer s.Close()
+	benchDispatchCycle(b, s)
+}
+
+// benchDispatchCycle is benchCycle with CompleteClaim in place of Claim
+// then Complete: enqueue in batches of 256, then rounds of CompleteClaim
+// (ack the last claim's 64 with attempt history, claim 64).
+func benchDispatchCycle(b *testing.B, s Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	const enqueueBatch, claimBatch = 256, 64
+	payload := []byte(`{"shipment":"SH-000000","status":"in_transit","eta":"2026-01-02T00:00:00Z"}`)
+	b.ResetTimer()
+	done := 0
+	var cs []Completion
+	for next := 0; done < b.N; {
+		now := t0.Add(time.Duration(next) * time.Millisecond)
+		if next < b.N {
+			ds := make([]Delivery, 0, enqueueBatch)
+			for ; next < b.N && len(ds) < enqueueBatch; next++ {
+				ds = append(ds, Delivery{ID: fmt.Sprintf("evt-%09d:acme-0", next), Event: "evt", Partner: "acme-0",
+					Cohort: "acme", Payload: payload, Created: now})
+			}
+			if _, err := s.Enqueue(ctx, ds); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range enqueueBatch / claimBatch {
+			r, got, err := s.CompleteClaim(ctx, cs, "bench", now, time.Minute, claimBatch)
+			if err != nil || r.Applied != len(cs) {
+				b.Fatalf("complete and claim %+v, %v", r, err)
+			}
+			done += len(cs)
+			cs = cs[:0]
+			for _, d := range got {
+				cs = append(cs, Completion{ID: d.ID, Owner: "bench", Kind: KindAck, At: now, Started: now, Attempt: 1, Status: 200, RecordAttempt: true})
+			}
+			if len(got) == 0 {
+				break
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}
+
 // BenchmarkSQLiteClaimBacklog claims and acks batches of 64 from a backlog of
 // 100,000 due deliveries, to show a claim reads its batch, not the backlog.
 func BenchmarkSQLiteClaimBacklog(b *testing.B) {
