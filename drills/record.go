@@ -74,7 +74,7 @@ func (r *simRun) sample(t int64) {
 		oldest := make([]int64, n)
 		now := r.wall(t).UnixNano()
 		r.core.Each(func(it *dispatch.Item) {
-			if c := int(it.Cohort); c < n && (oldest[c] == 0 || it.FirstSeen < oldest[c]) {
+			if c := int(r.cohortOf(it.Partner)); c < n && (oldest[c] == 0 || it.FirstSeen < oldest[c]) {
 				oldest[c] = it.FirstSeen
 			}
 		})

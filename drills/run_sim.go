@@ -222,10 +222,11 @@ type simReplay struct {
 type dlqEntry struct {
 	it     *dispatch.Item // nil once replayed
 	reason model.Reason
+	cohort int32
 }
 
 func (rp *simReplay) selects(e *dlqEntry) bool {
-	return e.it != nil && (rp.reason == "" || rp.reason == e.reason) && (rp.cohort < 0 || rp.cohort == e.it.Cohort)
+	return e.it != nil && (rp.reason == "" || rp.reason == e.reason) && (rp.cohort < 0 || rp.cohort == e.cohort)
 }
 
 // RunSim runs a drill under the deterministic simulation.
@@ -560,12 +561,16 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 			sim.Prefetch(unsafe.Pointer(r.pool[n-3]))
 			sim.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
 		}
-		*it = dispatch.Item{}
+		// Only its first cache line: a pooled item's others are zero (see
+		// release), or an id that the one below overwrites.
+		it.Recycle()
 	} else {
 		it = &dispatch.Item{}
 	}
+	// Cohort and Member stay unset, in the item's second line: the
+	// simulation reads the cohort off the partner (cohortOf).
 	c := r.cohortOf(si)
-	it.Partner, it.Cohort, it.Member = si, c, si-r.cohortLo[c]
+	it.Partner = si
 	it.FirstSeen = r.epoch0 + created
 	it.RunAt = it.FirstSeen
 	if r.cohortBad[c] {
@@ -801,6 +806,7 @@ func outcomeOf(res fakepartner.Result) model.Outcome {
 }
 
 func (r *simRun) deadLetter(t int64, it *dispatch.Item, reason model.Reason, noAttempt bool) {
+	it.PrevDelay = 0 // see release; a replay starts the delivery afresh anyway
 	created := time.Duration(it.FirstSeen - r.epoch0)
 	if rp, ok := r.replayOf[it]; ok {
 		delete(r.replayOf, it)
@@ -823,6 +829,18 @@ func (r *simRun) terminal(it *dispatch.Item) {
 			r.writeRefs[it] = ref
 			return
 		}
+	}
+	r.release(it)
+}
+
+// release returns an item to the pool with the fields of its second cache
+// line zero, as newItem expects (its ID aside, which newItem sets). Only a
+// retry sets one (PrevDelay) and leaves it set: a delivery that took one
+// attempt, the usual one, was never rescheduled (a reschedule is followed
+// by another attempt or by a dead letter, which clears it).
+func (r *simRun) release(it *dispatch.Item) {
+	if it.Attempts != 1 {
+		it.PrevDelay = 0
 	}
 	r.pool = append(r.pool, it)
 }
@@ -899,7 +917,7 @@ func (r *simRun) landWrite(t int64, w int32) {
 	}
 	delete(r.writeRefs, it)
 	if ref.terminal {
-		r.pool = append(r.pool, it)
+		r.release(it)
 	}
 }
 

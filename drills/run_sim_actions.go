@@ -49,7 +49,7 @@ func (r *simRun) paused(t int64) bool {
 // keepDead reports whether a dead letter must stay in the DLQ a replay
 // reads (a replay to come or under way selects it), and keeps it there.
 func (r *simRun) keepDead(it *dispatch.Item, reason model.Reason) bool {
-	e := dlqEntry{it: it, reason: reason}
+	e := dlqEntry{it: it, reason: reason, cohort: r.cohortOf(it.Partner)}
 	for k := range r.replays {
 		if rp := &r.replays[k]; !rp.done && rp.selects(&e) {
 			r.dlq = append(r.dlq, e)

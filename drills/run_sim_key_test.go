@@ -241,9 +241,11 @@ func TestContendedRestartStillWrites(t *testing.T) {
 	}
 }
 
-// TestItemCohortAndMember: newItem finds a subscriber's cohort and member
-// from the cohorts' first indexes; every subscriber of every bundled drill
-// (edi-partner has four cohorts of different sizes) must get the layout's.
+// TestItemCohortAndMember: the simulation finds a subscriber's cohort
+// from the cohorts' first indexes (cohortOf), not from the item; every
+// subscriber of every bundled drill (edi-partner has four cohorts of
+// different sizes) must get the layout's cohort and member, and an item a
+// key exactly when its cohort has bad data.
 func TestItemCohortAndMember(t *testing.T) {
 	for _, path := range bundledDrills(t) {
 		d := loadDrill(t, path, nil)
@@ -252,13 +254,46 @@ func TestItemCohortAndMember(t *testing.T) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		for i, s := range r.tally.Layout().Subscribers {
-			it := r.newItem(int32(i), 0, 0)
-			if int(it.Cohort) != s.Cohort || int(it.Member) != s.Member {
-				t.Fatalf("%s: subscriber %d (%s): cohort %d member %d, want %d and %d", path, i, s.Name, it.Cohort, it.Member, s.Cohort, s.Member)
+			c := r.cohortOf(int32(i))
+			if int(c) != s.Cohort || i-int(r.cohortLo[c]) != s.Member {
+				t.Fatalf("%s: subscriber %d (%s): cohort %d member %d, want %d and %d", path, i, s.Name, c, i-int(r.cohortLo[c]), s.Cohort, s.Member)
 			}
+			it := r.newItem(int32(i), 0, 0)
 			if wantKey := it.Key != 0; wantKey != (d.Partners[s.Cohort].PermanentErrors > 0) {
 				t.Fatalf("%s: subscriber %s: key %#x, permanent errors %v", path, s.Name, it.Key, d.Partners[s.Cohort].PermanentErrors)
 			}
 		}
+	}
+}
+
+// TestPooledItemsSecondLineZero: newItem writes only a pooled item's first
+// cache line, so every item back in the pool must have the rest zero (its
+// ID aside, which newItem sets when ids are built), whatever its delivery
+// went through: retries, dead letters, replays, restarts.
+func TestPooledItemsSecondLineZero(t *testing.T) {
+	pooled := 0
+	drills := []*Drill{
+		// An open breaker dead-letters queued deliveries without an
+		// attempt.
+		loadDrill(t, "demo-outage-breaker.toml", map[string]string{"policy.breaker.on_open": `"dead-letter"`}),
+	}
+	for _, path := range bundledDrills(t) {
+		drills = append(drills, loadDrill(t, path, nil))
+	}
+	for _, d := range drills {
+		path := d.Name
+		if d.Mode != "" && d.Mode != "sim" {
+			continue
+		}
+		r, _ := runInternal(t, d)
+		for _, it := range r.pool {
+			if it.PrevDelay != 0 || it.Cohort != 0 || it.Member != 0 || it.Payload != nil || (!r.needID && it.ID != "") {
+				t.Fatalf("%s: pooled item for subscriber %d: prev delay %v, cohort %d, member %d, id %q", path, it.Partner, it.PrevDelay, it.Cohort, it.Member, it.ID)
+			}
+		}
+		pooled += len(r.pool)
+	}
+	if pooled == 0 {
+		t.Fatal("no drill pooled an item")
 	}
 }

@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stormdrill/stormdrill/model"
 )
@@ -496,5 +498,28 @@ func TestUpcomingIsTheEntryAfterNext(t *testing.T) {
 		if it == nil || up != want.upcoming || it.Partner != want.next {
 			t.Fatalf("Upcoming %d then Next %v; want %d then partner %d", up, it, want.upcoming, want.next)
 		}
+	}
+}
+
+// TestRecycleZeroesFirstLine: Recycle must zero every field before
+// PrevDelay (a pool relies on it for a new delivery), so a field added there
+// must be added to it too.
+func TestRecycleZeroesFirstLine(t *testing.T) {
+	var it Item
+	v := reflect.ValueOf(&it).Elem()
+	// Every byte set, so that each field is non-zero.
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&it)), unsafe.Sizeof(it))
+	for i := range unsafe.Offsetof(it.PrevDelay) {
+		b[i] = 0xff
+	}
+	it.Recycle()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Offset < unsafe.Offsetof(it.PrevDelay) && !v.Field(i).IsZero() {
+			t.Errorf("Recycle leaves %s set", f.Name)
+		}
+	}
+	if unsafe.Offsetof(it.PrevDelay) > 64 {
+		t.Errorf("PrevDelay at byte %d: the first line's fields outgrow a cache line", unsafe.Offsetof(it.PrevDelay))
 	}
 }
