@@ -126,6 +126,14 @@ type subscriber struct {
 	_       [subscriberPad]byte
 }
 
+// slabItem is an item padded to 128 bytes, so that in a slab each item's
+// first cache line holds what a successful attempt touches of it (see
+// dispatch.Item), as a single allocation's 128-byte size class does.
+type slabItem struct {
+	dispatch.Item
+	_ [(128 - unsafe.Sizeof(dispatch.Item{})%128) % 128]byte
+}
+
 // subscriberPad pads a subscriber to a multiple of 64 bytes; 32 is the
 // partner's offset (checked by the array below, which does not compile
 // otherwise).
@@ -172,6 +180,8 @@ type simRun struct {
 	calls     []fakepartner.Call // whole calls of slots that need them (inflight.full)
 	freeCalls []int32
 	pool      []*dispatch.Item
+	slab      []slabItem // items not handed out yet
+	slabN     int        // the size of the latest slab
 
 	writes     []lateWrite
 	freeWrites []int32
@@ -279,6 +289,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 	// A large allocation starts on a page, so each subscriber starts a
 	// cache line (see subscriber).
 	r.subs = make([]subscriber, n)
+	sim.HugePages(unsafe.Pointer(unsafe.SliceData(r.subs)), uintptr(n)*unsafe.Sizeof(subscriber{}))
 	r.names = make([]string, n)
 	r.cohortLo = make([]int32, len(specs)+1)
 	r.cohortBad = make([]bool, len(specs))
@@ -346,6 +357,7 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	var brs []model.Breaker
 	if d.BreakerEnabled() {
 		brs = make([]model.Breaker, len(r.subs))
+		sim.HugePages(unsafe.Pointer(unsafe.SliceData(brs)), uintptr(len(brs))*unsafe.Sizeof(model.Breaker{}))
 	}
 	r.breakers = brs
 	var buds []model.Budget
@@ -565,7 +577,16 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 		// release), or an id that the one below overwrites.
 		it.Recycle()
 	} else {
-		it = &dispatch.Item{}
+		if len(r.slab) == 0 {
+			// Items come in slabs, growing to 8 MiB ones, so that the
+			// deliveries in flight span few pages (see sim.HugePages).
+			n := min(max(2*r.slabN, 64), 1<<23/int(unsafe.Sizeof(slabItem{})))
+			r.slabN = n
+			r.slab = make([]slabItem, n)
+			sim.HugePages(unsafe.Pointer(unsafe.SliceData(r.slab)), uintptr(n)*unsafe.Sizeof(slabItem{}))
+		}
+		it = &r.slab[0].Item
+		r.slab = r.slab[1:]
 	}
 	// Cohort and Member stay unset, in the item's second line: the
 	// simulation reads the cohort off the partner (cohortOf).
