@@ -571,7 +571,9 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 		r.pool = r.pool[:n-1]
 		if n > 2 && r.prefetch { // the item after next: pooled items are cold
 			sim.Prefetch(unsafe.Pointer(r.pool[n-3]))
-			sim.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
+			if r.needID { // the rest is written only for the id (see below)
+				sim.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
+			}
 		}
 		// Only its first cache line: a pooled item's others are zero (see
 		// release), or an id that the one below overwrites.
