@@ -4,7 +4,7 @@ BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
 RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./model/dispatcher/... ./model/wallclock/... ./drills/external/...
 
-.PHONY: help build test test-race vet fmt demo bench fuzz clean
+.PHONY: help build test test-race vet fmt demo bench pgo fuzz clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -41,11 +41,25 @@ test: vet ## vet, then every test (-race where there are goroutines), with a cro
 demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
 	./$(BIN) run drills/fanout-outage.toml
 
+# The benchmarks run test binaries built with the profile the stormdrill
+# binary is built with (go build picks cmd/stormdrill/default.pgo itself),
+# so they measure the code that ships.
+PGO_FLAG = -pgo=$(CURDIR)/cmd/stormdrill/default.pgo
+
 bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end to end
-	$(GO) test -run '^$$' -bench . -benchmem ./model/ ./model/dispatch/ ./fakepartner/
-	$(GO) test -run '^$$' -bench 'SQLite|Postgres' -benchmem ./model/queue/  # Postgres needs STORMDRILL_TEST_POSTGRES
-	$(GO) test -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/  # prints the live ceiling table; its PostgreSQL row needs STORMDRILL_TEST_POSTGRES
+	$(GO) test $(PGO_FLAG) -run '^$$' -bench . -benchmem ./model/ ./model/dispatch/ ./fakepartner/
+	$(GO) test $(PGO_FLAG) -run '^$$' -bench 'SQLite|Postgres' -benchmem ./model/queue/  # Postgres needs STORMDRILL_TEST_POSTGRES
+	$(GO) test $(PGO_FLAG) -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/  # prints the live ceiling table; its PostgreSQL row needs STORMDRILL_TEST_POSTGRES
 	./$(BIN) bench
+
+pgo: ## rewrite cmd/stormdrill/default.pgo: CPU profiles of stormdrill bench and of a live drill, built without a profile
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	$(GO) build -pgo=off -o $$d/stormdrill ./cmd/stormdrill; \
+	$$d/stormdrill bench --scale 1,10 --cpuprofile $$d/bench.pprof; \
+	STORMDRILL_DISPATCH_CPUPROFILE=$$d/live-dispatch $(GO) test -pgo=off -run '^$$' -bench '^BenchmarkLive$$' -benchtime 1x \
+		-cpuprofile $$d/live-run.pprof -o $$d/live.test ./drills/live/; \
+	$(GO) tool pprof -proto $$d/bench.pprof $$d/live-run.pprof $$d/live-dispatch-* > cmd/stormdrill/default.pgo; \
+	ls -l cmd/stormdrill/default.pgo
 
 FUZZTIME ?= 30s
 
