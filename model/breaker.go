@@ -67,7 +67,7 @@ func (b *Breaker) Counts(o Outcome) bool { return b.s.Count.Counts(o) }
 // back, so that the next call can probe instead.
 func (b *Breaker) Ignore(gen uint64, now time.Time) {
 	state := b.State(now)
-	if gen != b.gen {
+	if gen != b.hot().gen {
 		b.Stale++
 		return
 	}
@@ -99,14 +99,13 @@ type Transition struct {
 //
 // It is not safe for concurrent use; the dispatcher owns it.
 type Breaker struct {
-	// The fields every attempt reads come first, so that at tens of
-	// thousands of partners a State or Record touches one cache line.
-	state       BreakerState
-	gen         uint64
-	openUntil   time.Time // open: openedAt + Cooldown
-	consecutive int
-	trip        TripRule // s.Trip
-	threshold   int      // s.Threshold
+	// h is where the fields every attempt reads live: own, or storage next
+	// to the partner's record in the dispatcher that owns the breaker (see
+	// Attach), so that at thousands of partners an attempt that finds the
+	// breaker closed costs no cache miss of its own.
+	h         *BreakerHot // nil: own
+	own       BreakerHot
+	openUntil time.Time // open: openedAt + Cooldown
 
 	s        BreakerSettings
 	openedAt time.Time
@@ -131,10 +130,75 @@ type Breaker struct {
 	OnTransition func(Transition)
 }
 
+// BreakerHot is the part of a Breaker that every attempt reads, for a
+// dispatcher that keeps it beside its own per-partner state (see Attach).
+// Its zero value is not a breaker: only Attach fills it.
+type BreakerHot struct {
+	gen         uint64
+	consecutive int
+	threshold   int // s.Threshold
+	state       BreakerState
+	trip        TripRule // s.Trip
+}
+
+// Closed is Breaker.Closed.
+func (h *BreakerHot) Closed() bool { return h.state == StateClosed }
+
+// Generation is Breaker.Generation.
+func (h *BreakerHot) Generation() uint64 { return h.gen }
+
+// RecordClosedSuccess is Record(gen, true, now) for a breaker that is
+// closed and whose rule needs neither the time nor more than these fields;
+// it reports false, changing nothing, for any other breaker, which then
+// needs Record.
+func (h *BreakerHot) RecordClosedSuccess(gen uint64) bool {
+	if h.state != StateClosed || h.gen != gen {
+		return false
+	}
+	switch h.trip {
+	case TripConsecutive:
+		h.consecutive = 0 // what its trips does with a success
+		return true
+	case TripWindow:
+		return true // its trips ignores a success
+	}
+	return false
+}
+
+// Attach moves the breaker's hot fields into h, which the caller owns
+// (its zero value is fine), and reports true; from then on the breaker
+// reads and writes them there, and the caller may read them there, until
+// Detach. A breaker already attached elsewhere stays there and Attach
+// reports false. An attached breaker must not be copied.
+func (b *Breaker) Attach(h *BreakerHot) bool {
+	if b.h != nil {
+		return b.h == h
+	}
+	*h = b.own
+	b.h = h
+	return true
+}
+
+// Detach moves the hot fields back into the breaker, if they are in h,
+// so that the caller may reuse h.
+func (b *Breaker) Detach(h *BreakerHot) {
+	if b.h == h && h != nil {
+		b.own = *h
+		b.h = nil
+	}
+}
+
+func (b *Breaker) hot() *BreakerHot {
+	if h := b.h; h != nil {
+		return h
+	}
+	return &b.own
+}
+
 // NewBreaker returns a closed breaker.
 func NewBreaker(s BreakerSettings) *Breaker {
 	s.defaults()
-	b := &Breaker{s: s, trip: s.Trip, threshold: s.Threshold}
+	b := &Breaker{s: s, own: BreakerHot{trip: s.Trip, threshold: s.Threshold}}
 	if s.Trip == TripWindow {
 		b.failTimes = make([]int64, s.Threshold)
 	}
@@ -147,41 +211,41 @@ func (b *Breaker) Settings() BreakerSettings { return b.s }
 // State returns the state at now, moving open to half-open once the
 // cooldown has passed.
 func (b *Breaker) State(now time.Time) BreakerState {
-	if b.state == StateOpen && !now.Before(b.openUntil) {
+	if b.hot().state == StateOpen && !now.Before(b.openUntil) {
 		b.setState(StateHalfOpen, b.openUntil)
 	}
-	return b.state
+	return b.hot().state
 }
 
 // Closed reports whether the breaker is closed: State at any time is
 // StateClosed then, so a caller on a hot path can skip building the time.
-func (b *Breaker) Closed() bool { return b.state == StateClosed }
+func (b *Breaker) Closed() bool { return b.hot().state == StateClosed }
 
 // OpenUntil is when an open breaker will let a probe through.
 func (b *Breaker) OpenUntil() time.Time { return b.openedAt.Add(b.s.Cooldown) }
 
 // Generation is the current generation; it grows on every transition.
-func (b *Breaker) Generation() uint64 { return b.gen }
+func (b *Breaker) Generation() uint64 { return b.hot().gen }
 
 // Admit reports whether a call may start at now and, if so, the generation
 // to pass back to Record.
 func (b *Breaker) Admit(now time.Time) (gen uint64, ok bool) {
 	switch b.State(now) {
 	case StateClosed:
-		return b.gen, true
+		return b.hot().gen, true
 	case StateHalfOpen:
 		if b.probesAdmitted < b.s.Probes {
 			b.probesAdmitted++
-			return b.gen, true
+			return b.hot().gen, true
 		}
 	}
-	return b.gen, false
+	return b.hot().gen, false
 }
 
 // Record reports how an admitted call ended.
 func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 	state := b.State(now)
-	if gen != b.gen {
+	if gen != b.hot().gen {
 		b.Stale++
 		return
 	}
@@ -206,7 +270,7 @@ func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 
 // trips records a closed-state result and says whether the rule trips.
 func (b *Breaker) trips(success bool, now time.Time) bool {
-	return b.trip.info().trips(b, success, now.UnixNano())
+	return b.hot().trip.info().trips(b, success, now.UnixNano())
 }
 
 func (b *Breaker) open(now time.Time) {
@@ -216,10 +280,11 @@ func (b *Breaker) open(now time.Time) {
 }
 
 func (b *Breaker) setState(to BreakerState, at time.Time) {
-	from := b.state
-	b.state = to
-	b.gen++
-	b.consecutive = 0
+	h := b.hot()
+	from := h.state
+	h.state = to
+	h.gen++
+	h.consecutive = 0
 	b.failCount, b.failNext = 0, 0
 	b.buckets = [rateBuckets]rateBucket{}
 	b.probesAdmitted, b.probeSuccesses = 0, 0

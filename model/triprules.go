@@ -61,12 +61,13 @@ var TripRules = [...]TripRuleInfo{
 		Check:          checkThreshold,
 		FailuresToOpen: func(s *BreakerSettings) int { return max(s.Threshold, 1) },
 		trips: func(b *Breaker, success bool, _ int64) bool {
+			h := b.hot()
 			if success {
-				b.consecutive = 0
+				h.consecutive = 0 // BreakerHot.RecordClosedSuccess does the same
 				return false
 			}
-			b.consecutive++
-			return b.consecutive >= b.threshold
+			h.consecutive++
+			return h.consecutive >= h.threshold
 		},
 	},
 	TripWindow: {

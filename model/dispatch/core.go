@@ -78,13 +78,15 @@ const (
 	parkBlocked              // due, but waits for one of its own attempts to end
 )
 
-// partner is one partner's state: what an attempt reads, packed into
-// a cache line and a half (the name lives only in the Config).
+// partner is one partner's state: what an attempt reads, packed into two
+// cache lines (the name lives only in the Config).
 //
 // Its earliest queued delivery is kept here, in head, and only the others
 // in q: at thousands of partners most have one delivery queued at a time,
 // if any, so an attempt reads and writes no queue of theirs, each a cache
-// miss of its own after the partner's.
+// miss of its own after the partner's. For the same reason the fields of
+// its breaker that an attempt reads live here too, in bh, when the breaker
+// is attached to it (bhOwn): a breaker's own storage would be one more.
 type partner struct {
 	head        heapEntry // the earliest queued delivery; head.it nil: none
 	q           itemHeap  // the other queued deliveries
@@ -96,6 +98,28 @@ type partner struct {
 	concurrency int32 // 0: no limit
 	timerIdx    int32
 	park        uint8
+	bhOwn       bool             // breaker's hot fields are in bh
+	bh          model.BreakerHot // 32 bytes: the record is 128, two whole lines
+}
+
+// breakerClosed reports whether p's breaker, which it must have, is closed.
+func (p *partner) breakerClosed() bool {
+	if p.bhOwn {
+		return p.bh.Closed()
+	}
+	return p.breaker.Closed()
+}
+
+// setBreaker gives p breaker b (nil: none), taking the old one's hot fields
+// back to it first, so that the old breaker stays whole for whoever holds it.
+func (p *partner) setBreaker(b *model.Breaker) {
+	if p.breaker != nil && p.bhOwn {
+		p.breaker.Detach(&p.bh)
+	}
+	p.breaker = b
+	// A breaker attached to another partner already (the caller shared
+	// it) stays there; this partner then reads it through the breaker.
+	p.bhOwn = b != nil && b.Attach(&p.bh)
 }
 
 // pushItem queues it on p.
@@ -150,7 +174,8 @@ func New(cfg Config) (*Core, error) {
 		if pc.Concurrency < 0 || pc.Concurrency > math.MaxInt32 {
 			return nil, errors.New("dispatch: partner " + pc.Name + ": concurrency out of range")
 		}
-		c.partners[i] = partner{breaker: pc.Breaker, budget: pc.Budget, policy: pc.Policy, concurrency: int32(pc.Concurrency), timerIdx: -1}
+		c.partners[i] = partner{budget: pc.Budget, policy: pc.Policy, concurrency: int32(pc.Concurrency), timerIdx: -1}
+		c.partners[i].setBreaker(pc.Breaker)
 	}
 	c.timers.c = c
 	return c, nil
@@ -174,7 +199,8 @@ func (c *Core) Budget(p int) *model.Budget { return c.partners[p].budget }
 // SetGuards replaces partner p's breaker and budget, as a restarted
 // dispatcher process would start with fresh ones.
 func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Time) {
-	c.partners[p].breaker, c.partners[p].budget = b, bud
+	c.partners[p].setBreaker(b)
+	c.partners[p].budget = bud
 	c.unpark(p)
 	c.place(p, now.UnixNano())
 }
@@ -183,12 +209,12 @@ func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Ti
 // caller that knows which partner it acts on next overlaps that cache miss
 // with its own (see sim.Prefetch). It changes nothing.
 func (c *Core) Prefetch(p int32) {
-	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 96 bytes: two lines
+	sim.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 128 bytes: two lines
 }
 
 // PrefetchQueue asks for what queueing a delivery for partner p will
 // write and read: the end and the head of its queue, if it has one beyond
-// its head, and its breaker. It reads partner p's state, so prefetch that
+// its head, and its breaker unless attached to it. It reads partner p's state, so prefetch that
 // (Prefetch) a few deliveries earlier. It changes nothing.
 func (c *Core) PrefetchQueue(p int32) {
 	pp := &c.partners[p]
@@ -197,7 +223,7 @@ func (c *Core) PrefetchQueue(p int32) {
 		sim.Prefetch(base)
 		sim.Prefetch(unsafe.Add(base, uintptr(min(len(q), cap(q)-1))*unsafe.Sizeof(heapEntry{})))
 	}
-	if pp.breaker != nil {
+	if pp.breaker != nil && !pp.bhOwn {
 		sim.Prefetch(unsafe.Pointer(pp.breaker))
 	}
 }
@@ -240,7 +266,7 @@ func (c *Core) place(i int, now int64) {
 		return
 	}
 	wake := p.head.runAt
-	if b := p.breaker; b != nil && !b.Closed() { // a closed breaker stays closed whatever the time
+	if b := p.breaker; b != nil && !p.breakerClosed() { // a closed breaker stays closed whatever the time
 		switch b.State(time.Unix(0, now)) {
 		case model.StateOpen:
 			if !p.policy.OnOpenDeadLetter {
@@ -334,7 +360,11 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 		// A retry the budget refuses makes no attempt, so it must not take
 		// a half-open probe: the probe would never be recorded and the
 		// partner would stay parked for good. An open breaker still decides.
-		if b := p.breaker; b != nil && (!refused || b.State(now) == model.StateOpen) {
+		if b := p.breaker; b != nil && p.bhOwn && p.bh.Closed() {
+			// What Admit says of a closed breaker, at any time, without
+			// reading the breaker's own storage.
+			gen = p.bh.Generation()
+		} else if b != nil && (!refused || b.State(now) == model.StateOpen) {
 			g, ok := b.Admit(now)
 			if !ok {
 				if p.policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
@@ -411,7 +441,7 @@ func (c *Core) prefetchRing() {
 			if len(p.q) > 0 {
 				sim.Prefetch(unsafe.Pointer(&p.q[0])) // the pop moves the next head in
 			}
-			if p.breaker != nil {
+			if p.breaker != nil && !p.bhOwn {
 				sim.Prefetch(unsafe.Pointer(p.breaker))
 			}
 		}
@@ -453,7 +483,9 @@ func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now time
 	c.busy--
 	pol := p.policy
 	success := cl == model.ClassSuccess
-	if b := p.breaker; b != nil {
+	// A success on an attached closed breaker is recorded beside the
+	// partner; anything else needs the breaker's own storage.
+	if b := p.breaker; b != nil && !(success && p.bhOwn && p.bh.RecordClosedSuccess(it.gen)) {
 		if success || b.Counts(o) {
 			b.Record(it.gen, success, now)
 		} else {

@@ -523,3 +523,62 @@ func TestRecycleZeroesFirstLine(t *testing.T) {
 		t.Errorf("PrevDelay at byte %d: the first line's fields outgrow a cache line", unsafe.Offsetof(it.PrevDelay))
 	}
 }
+
+// TestBreakerBesidePartner: a breaker's hot fields live in the record of
+// the partner it is attached to; a breaker shared by two partners and one
+// replaced by SetGuards must still be one breaker whoever reads it.
+func TestBreakerBesidePartner(t *testing.T) {
+	// Two whole cache lines: a larger record costs a third line per attempt.
+	if n := unsafe.Sizeof(partner{}); n != 128 {
+		t.Errorf("partner record is %d bytes, want 128", n)
+	}
+	pol := flatPolicy(time.Second, 0)
+	pcs := partners(3, 0, pol)
+	br := newBreaker(3, time.Minute)
+	pcs[0].Breaker, pcs[1].Breaker = br, br // partner 0 holds its hot fields
+	c := mustNew(t, Config{Workers: 10, Partners: pcs})
+	now := t0
+	// attempt makes one attempt on partner p ending with o, and reports
+	// whether it started.
+	attempt := func(p int32, o model.Outcome) bool {
+		now = now.Add(time.Millisecond)
+		offerN(t, c, p, 1, now)
+		got := startAll(t, c, now)
+		for _, it := range got {
+			c.Complete(it, o, now, 0)
+		}
+		return len(got) == 1
+	}
+	// Failures through either partner count in one run; a success through
+	// the partner holding the fields ends it for both.
+	for i, s := range []struct {
+		p int32
+		o model.Outcome
+	}{{0, fail}, {1, fail}, {0, ok200}, {1, fail}, {0, fail}} {
+		if !attempt(s.p, s.o) {
+			t.Fatalf("step %d: partner %d did not start", i, s.p)
+		}
+	}
+	if st := br.State(now); st != model.StateClosed {
+		t.Fatalf("breaker %v after a success and two failures, want closed", st)
+	}
+	if !attempt(1, fail) || br.State(now) != model.StateOpen {
+		t.Fatalf("breaker %v after three failures in a row, want open", br.State(now))
+	}
+	// A restart gives partner 0 a fresh breaker: the old one stays open for
+	// partner 1, which still holds it, and for whoever reads it.
+	fresh := newBreaker(3, time.Minute)
+	c.SetGuards(0, fresh, nil, now)
+	if br.State(now) != model.StateOpen || c.Breaker(1).State(now) != model.StateOpen {
+		t.Fatalf("old breaker %v after the restart, want open", br.State(now))
+	}
+	if !attempt(0, ok200) {
+		t.Fatal("partner 0 held by its old breaker after the restart")
+	}
+	if attempt(1, ok200) {
+		t.Fatal("partner 1 started through an open breaker")
+	}
+	if fresh.State(now) != model.StateClosed || fresh.Generation() != 0 {
+		t.Fatalf("fresh breaker %v gen %d, want closed, 0", fresh.State(now), fresh.Generation())
+	}
+}
