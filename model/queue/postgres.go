@@ -407,7 +407,10 @@ const pgHoldSQL = `WITH t AS (
 // trip; each completion is one statement that applies only while its owner
 // still holds the lease.
 func (s *Postgres) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
-	if err := validatePgCompletions(cs); err != nil {
+	if _, err := validateCompleteClaim(cs, "", 0, 0); err != nil {
+		return CompleteResult{}, err
+	}
+	if err := checkPgRanges(cs); err != nil {
 		return CompleteResult{}, err
 	}
 	if len(cs) == 0 {
@@ -427,7 +430,7 @@ func (s *Postgres) CompleteClaim(ctx context.Context, cs []Completion, owner str
 	if err != nil {
 		return CompleteResult{}, nil, err
 	}
-	if err := validatePgCompletions(cs); err != nil {
+	if err := checkPgRanges(cs); err != nil {
 		return CompleteResult{}, nil, err
 	}
 	if len(cs) == 0 && limit == 0 {
@@ -440,12 +443,10 @@ func (s *Postgres) CompleteClaim(ctx context.Context, cs []Completion, owner str
 	return res, out, nil
 }
 
-// validatePgCompletions checks what PostgreSQL's int4 columns can hold.
-func validatePgCompletions(cs []Completion) error {
+// checkPgRanges checks what PostgreSQL's int4 columns can hold, for
+// completions validateCompleteClaim has passed.
+func checkPgRanges(cs []Completion) error {
 	for _, c := range cs {
-		if err := validateCompletion(c); err != nil {
-			return err
-		}
 		if c.Attempt > 1<<31-1 || c.Status > 1<<31-1 || c.Status < -1<<31 {
 			return fmt.Errorf("queue: complete %s: attempt %d or status %d out of range", c.ID, c.Attempt, c.Status)
 		}
