@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
-RACE_PKGS = ./fakepartner/... ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./model/dispatcher/... ./model/wallclock/... ./drills/external/...
+RACE_PKGS = ./fakepartner/... ./reports/ ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./model/dispatcher/... ./model/wallclock/... ./drills/external/...
 
 .PHONY: help build test test-race vet fmt demo bench pgo fuzz clean
 
