@@ -227,7 +227,7 @@ type Tally struct {
 	cohorts                           []cohortCount
 
 	healthy, healthyOutage                                     *LatencyHist
-	healthyInterval                                            *LatencyHist // healthy latencies since the last sample
+	healthyInterval                                            *intervalHist // healthy latencies since the last sample
 	healthyCreated, healthyWithin, healthyPermanent, youngPend int64
 	tracks                                                     []track
 
@@ -251,7 +251,7 @@ type Tally struct {
 // New returns an empty tally.
 func New(cfg Config) *Tally {
 	t := &Tally{cfg: cfg, l: cfg.Layout, interval: int64(cfg.Interval), reasons: map[string]int64{},
-		healthy: NewLatencyHist(), healthyOutage: NewLatencyHist(), healthyInterval: NewLatencyHist()}
+		healthy: NewLatencyHist(), healthyOutage: NewLatencyHist(), healthyInterval: newIntervalHist()}
 	if t.interval <= 0 {
 		t.interval = int64(time.Second)
 	}
@@ -413,19 +413,22 @@ func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, tra
 	t.delivered++
 	c.delivered++
 	lat := int64(at - created)
+	us := micros(lat)
 	if c.hist == nil {
 		c.hist = newCohortHist()
 	}
-	c.hist.Record(lat)
+	c.hist.recordAt(c.hist.g.index(us))
 	if healthy {
-		t.healthy.Record(lat)
-		t.healthyInterval.Record(lat)
+		// The healthy histograms share one geometry, so one index.
+		i := geom3().index(us)
+		t.healthy.recordAt(i)
+		t.healthyInterval.recordAt(i)
 		if lat <= int64(t.cfg.SLO) {
 			t.healthyWithin++
 		}
-		for _, w := range t.l.Outages {
-			if created >= w.Start && created < w.End {
-				t.healthyOutage.Record(lat)
+		for k := range t.l.Outages {
+			if w := &t.l.Outages[k]; created >= w.Start && created < w.End {
+				t.healthyOutage.recordAt(i)
 				break
 			}
 		}
@@ -468,8 +471,8 @@ func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, 
 }
 
 func (t *Tally) terminal(at time.Duration, sub int, created time.Duration) {
-	for i, w := range t.l.Outages {
-		if sub >= w.Lo && sub < w.Hi && created < w.End {
+	for i := range t.l.Outages {
+		if w := &t.l.Outages[i]; sub >= w.Lo && sub < w.Hi && created < w.End {
 			t.tracks[i].lastDone = max(t.tracks[i].lastDone, int64(at))
 		}
 	}
@@ -506,12 +509,13 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 		return
 	}
 	rw := row{t: int64(at), g: g, c: t.open}
-	if h := t.healthyInterval; h.Count() > 0 {
-		v := h.h.ValueAtPercentilesSlice([]float64{50, 99}) // one pass over the counts
+	if h := t.healthyInterval; h.lo <= h.hi {
+		var v [2]int64
+		h.valuesAt([]float64{50, 99}, h.total(), v[:])
 		rw.p50 = float64(v[0]) / 1e6
 		rw.p99 = float64(v[1]) / 1e6
 		rw.hasHealthy = true
-		h.h.Reset()
+		h.reset()
 	}
 	for c, age := range g.CohortOldestAge {
 		if c < len(t.cohorts) {
