@@ -127,7 +127,7 @@ func TestIntervalHistReadsAsHdr(t *testing.T) {
 		if round%2 == 1 {
 			h.reset()
 			want.Reset()
-			if !slices.Equal(h.front, make([]uint16, len(h.front))) {
+			if !slices.Equal(h.front, make([]uint16, len(h.front))) || h.wrapped || !slices.Equal(h.wraps, make([]int64, len(h.wraps))) || h.total() != 0 {
 				t.Fatalf("round %d: reset left counts", round)
 			}
 		}

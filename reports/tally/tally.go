@@ -509,9 +509,9 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 		return
 	}
 	rw := row{t: int64(at), g: g, c: t.open}
-	if h := t.healthyInterval; h.lo <= h.hi {
+	if h, n := t.healthyInterval, t.healthyInterval.total(); n > 0 {
 		var v [2]int64
-		h.valuesAt([]float64{50, 99}, h.total(), v[:])
+		h.valuesAt([]float64{50, 99}, n, v[:])
 		rw.p50 = float64(v[0]) / 1e6
 		rw.p99 = float64(v[1]) / 1e6
 		rw.hasHealthy = true
