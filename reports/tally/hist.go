@@ -65,6 +65,11 @@ const geom3HalfMag = 10
 
 func geom3() histGeom { return histGeom{halfMag: geom3HalfMag, mask: 2<<geom3HalfMag - 1} }
 
+// geom2 is the geometry of 2 significant figures (newCohortHist's).
+const geom2HalfMag = 7
+
+func geom2() histGeom { return histGeom{halfMag: geom2HalfMag, mask: 2<<geom2HalfMag - 1} }
+
 // index is hdr's counts index of v (v >= 0).
 func (g histGeom) index(v int64) int {
 	bucket := 64 - bits.LeadingZeros64(uint64(v)|g.mask) - int(g.halfMag) - 1

@@ -86,8 +86,8 @@ func TestLatencyHistFrontIsExact(t *testing.T) {
 		if !slices.Equal(l.h.Export().Counts, want.Export().Counts) || l.h.TotalCount() != want.TotalCount() {
 			t.Fatalf("round %d: counts differ from hdr's", round)
 		}
-		if sig == 3 && l.g != geom3() {
-			t.Fatalf("geom3 is %+v, the geometry of 3 significant figures %+v", geom3(), l.g)
+		if want := map[int]histGeom{2: geom2(), 3: geom3()}[sig]; l.g != want {
+			t.Fatalf("the constant geometry of %d significant figures is %+v, not %+v", sig, want, l.g)
 		}
 		for i := range l.g.countsLen() {
 			if l.g.index(l.g.value(i)) != i {

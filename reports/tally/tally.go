@@ -2,6 +2,7 @@ package tally
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -213,10 +214,15 @@ type Tally struct {
 	cfg      Config
 	l        *Layout
 	interval int64
-	// subs packs each subscriber's cohort and health (cohort<<1 | healthy):
-	// 4 bytes a subscriber, so the per-attempt lookup stays in cache at
-	// tens of thousands of subscribers, where Layout.Subscribers would not.
+	// subs packs each subscriber's cohort, whether an outage window holds
+	// it and its health (cohort<<2 | windowed<<1 | healthy): 4 bytes a
+	// subscriber, so the per-attempt lookup stays in cache at tens of
+	// thousands of subscribers, where Layout.Subscribers would not.
 	subs []uint32
+	// openFrom is the drill time the open interval starts at (the last
+	// sample's), math.MinInt64 before the first: a fact at or after it
+	// counts in the open interval without a search of the rows.
+	openFrom int64
 
 	created, delivered, dead, pending int64
 	attempts, first                   int64
@@ -258,11 +264,17 @@ func New(cfg Config) *Tally {
 	t.cohorts = make([]cohortCount, len(t.l.Cohorts))
 	t.subs = make([]uint32, len(t.l.Subscribers))
 	for i, sb := range t.l.Subscribers {
-		t.subs[i] = uint32(sb.Cohort) << 1
+		t.subs[i] = uint32(sb.Cohort) << 2
 		if sb.Healthy {
 			t.subs[i] |= 1
 		}
 	}
+	for _, w := range t.l.Outages {
+		for i := w.Lo; i < w.Hi; i++ {
+			t.subs[i] |= 2
+		}
+	}
+	t.openFrom = math.MinInt64
 	t.tracks = make([]track, len(t.l.Outages))
 	t.initReplays()
 	if cfg.Breakers {
@@ -278,7 +290,7 @@ func New(cfg Config) *Tally {
 // sub is subscriber i's cohort and whether it is healthy.
 func (t *Tally) sub(i int) (cohort int, healthy bool) {
 	v := t.subs[i]
-	return int(v >> 1), v&1 != 0
+	return int(v >> 2), v&1 != 0
 }
 
 // Layout is the tally's subscriber layout.
@@ -311,6 +323,14 @@ func (t *Tally) DeadLetteredTotal() int64 { return t.dead }
 // interval from the last sample on, else the sampled interval
 // [previous sample, sample) that contains it.
 func (t *Tally) at(at int64) *counts {
+	if at >= t.openFrom {
+		return &t.open
+	}
+	return t.atRow(at)
+}
+
+// atRow is at for a time before the open interval's start (late facts).
+func (t *Tally) atRow(at int64) *counts {
 	if k := t.rowIndex(at); k >= 0 {
 		return &t.rows[k].c
 	}
@@ -417,7 +437,7 @@ func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, tra
 	if c.hist == nil {
 		c.hist = newCohortHist()
 	}
-	c.hist.recordAt(c.hist.g.index(us))
+	c.hist.recordAt(geom2().index(us))
 	if healthy {
 		// The healthy histograms share one geometry, so one index.
 		i := geom3().index(us)
@@ -471,6 +491,9 @@ func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, 
 }
 
 func (t *Tally) terminal(at time.Duration, sub int, created time.Duration) {
+	if t.subs[sub]&2 == 0 {
+		return // in no outage window
+	}
 	for i := range t.l.Outages {
 		if w := &t.l.Outages[i]; sub >= w.Lo && sub < w.Hi && created < w.End {
 			t.tracks[i].lastDone = max(t.tracks[i].lastDone, int64(at))
@@ -523,6 +546,7 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 		}
 	}
 	t.rows = append(t.rows, rw)
+	t.openFrom = rw.t
 	t.open = counts{}
 	t.sampleReplays()
 }
