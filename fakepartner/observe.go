@@ -48,7 +48,7 @@ func (o *Observation) Down() bool { return o.Fault != "" && o.Fault != OutageSlo
 type Scripted struct {
 	Status     int    // answer this status instead of the behaviour's; 0 none
 	RetryAfter string // with Status: the Retry-After header sent
-	DropAnswer bool   // process the delivery, then drop the connection unanswered
+	DropAnswer bool   // process the delivery, then cut the connection before its answer's status line (see cutAnswer)
 }
 
 // DeadLetter is one dead letter a system under drill reported to

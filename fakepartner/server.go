@@ -638,7 +638,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	if res.RetryAfter != "" {
 		w.Header().Set("Retry-After", res.RetryAfter)
 	}
-	if call.Processed && sc.DropAnswer && hijackClose(w, true) {
+	if call.Processed && sc.DropAnswer && cutAnswer(w) {
 		return outcome{commit: true, reset: true, dropped: true}
 	}
 	if res.Status >= 300 && res.Status < 400 {
@@ -807,6 +807,25 @@ func writeBroken(w http.ResponseWriter, wire Wire) bool {
 		_, _ = fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 2*len(body))
 		_, _ = buf.Write(body[:len(body)/2])
 	}
+	_ = buf.Flush() // the caller may be gone; nothing to do
+	return true
+}
+
+// cutAnswer takes the connection over, sends the first bytes of a status
+// line and closes it: the caller gets an error and no answer. Closing
+// before any byte would not do for a scripted lost answer (verify): on a
+// reused connection, Go's http.Transport resends a request that carries an
+// Idempotency-Key by itself, once for every reused connection it can try,
+// and those resends, with the same key, could take every dropped answer
+// within one attempt of the system's own, whose retry then went unseen.
+// An answer cut after its first byte is not resent.
+func cutAnswer(w http.ResponseWriter) bool {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	_, _ = buf.WriteString("HTTP/1.1 ")
 	_ = buf.Flush() // the caller may be gone; nothing to do
 	return true
 }

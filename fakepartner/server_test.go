@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -811,4 +812,47 @@ func FuzzCheckListen(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Regression: a scripted lost answer was a connection closed before any
+// byte, which Go's http.Transport resends by itself on a reused connection
+// for a request with an Idempotency-Key, once for every reused connection
+// it can try: verify then saw the resends (same key) and never the
+// system's own retry. A cut answer reaches the caller as an error, once.
+func TestScriptedLostAnswerIsNotResentByTheTransport(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	opts := ServerOptions{
+		// Counted here, on arrival, before the answer is cut: by the time
+		// the call fails, every request it made has been counted.
+		Script: func(_ string, _ int, key string) Scripted {
+			mu.Lock()
+			seen[key]++
+			mu.Unlock()
+			return Scripted{DropAnswer: strings.HasPrefix(key, "lost")}
+		},
+	}
+	_, base, _ := startServer(t, []Spec{quickSpec("acme")}, opts)
+	// Keep-alive, as a system under drill: warm answers leave connections
+	// idle for the transport to reuse.
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer c.CloseIdleConnections()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() { defer wg.Done(); post(c, base+"/p/acme", "warm-"+strconv.Itoa(i), "{}") }()
+	}
+	wg.Wait()
+	for i := range 3 {
+		key := "lost-" + strconv.Itoa(i)
+		if a := post(c, base+"/p/acme", key, "{}"); a.err == nil {
+			t.Fatalf("%s: status %d, want an error (the answer was cut)", key, a.status)
+		}
+		mu.Lock()
+		n := seen[key]
+		mu.Unlock()
+		if n != 1 {
+			t.Errorf("%s reached the partner %d times in one call, want once", key, n)
+		}
+	}
 }

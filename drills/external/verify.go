@@ -164,9 +164,9 @@ func (v *verifier) script() {
 	s[cohortRestartRef] = s[ScenarioRetry]
 	s[ScenarioPermanent] = func(int) fakepartner.Scripted { return fakepartner.Scripted{Status: http.StatusUnprocessableEntity} }
 	s[ScenarioExhausted] = func(int) fakepartner.Scripted { return unavailable }
-	// The answer is dropped twice: Go's http.Transport, for one, resends a
-	// request carrying an Idempotency-Key once by itself when a reused
-	// connection drops, within the same attempt of the system's own.
+	// The answer is cut off (fakepartner's cutAnswer, which an HTTP client
+	// does not resend by itself), twice: the system must retry, and its
+	// second attempt is seen failing too.
 	s[ScenarioLostAnswer] = func(call int) fakepartner.Scripted { return fakepartner.Scripted{DropAnswer: call <= lostAnswerDrops} }
 	s[ScenarioRetryAfter] = func(call int) fakepartner.Scripted {
 		if call == 1 {
