@@ -177,10 +177,8 @@ func claimable(r *Delivery, now time.Time) bool {
 // invalid completion changes nothing.
 func (m *Memory) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
 	var res CompleteResult
-	for _, c := range cs {
-		if err := validateCompletion(c); err != nil {
-			return res, err
-		}
+	if err := validateCompletions(cs); err != nil {
+		return res, err
 	}
 	if err := m.lock(ctx); err != nil {
 		return res, err

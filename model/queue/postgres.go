@@ -407,7 +407,7 @@ const pgHoldSQL = `WITH t AS (
 // trip; each completion is one statement that applies only while its owner
 // still holds the lease.
 func (s *Postgres) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
-	if _, err := validateCompleteClaim(cs, "", 0, 0); err != nil {
+	if err := validateCompletions(cs); err != nil {
 		return CompleteResult{}, err
 	}
 	if err := checkPgRanges(cs); err != nil {
@@ -444,7 +444,7 @@ func (s *Postgres) CompleteClaim(ctx context.Context, cs []Completion, owner str
 }
 
 // checkPgRanges checks what PostgreSQL's int4 columns can hold, for
-// completions validateCompleteClaim has passed.
+// completions validateCompletions has passed.
 func checkPgRanges(cs []Completion) error {
 	for _, c := range cs {
 		if c.Attempt > 1<<31-1 || c.Status > 1<<31-1 || c.Status < -1<<31 {

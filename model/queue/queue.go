@@ -360,6 +360,17 @@ func runAtOf(d Delivery) time.Time {
 	return d.RunAt
 }
 
+// validateCompletions checks a batch of completions whole, before any is
+// applied, so that an invalid one changes nothing.
+func validateCompletions(cs []Completion) error {
+	for _, c := range cs {
+		if err := validateCompletion(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func validateCompletion(c Completion) error {
 	if c.ID == "" || c.Owner == "" {
 		return fmt.Errorf("queue: complete: id %q owner %q: both are required", c.ID, c.Owner)
@@ -399,10 +410,8 @@ func validateClaim(owner string, lease time.Duration, limit int) (int, error) {
 // validateCompleteClaim checks a CompleteClaim call as Complete and
 // Claim check theirs; a limit of 0 (no claim) is valid.
 func validateCompleteClaim(cs []Completion, owner string, lease time.Duration, limit int) (int, error) {
-	for _, c := range cs {
-		if err := validateCompletion(c); err != nil {
-			return 0, err
-		}
+	if err := validateCompletions(cs); err != nil {
+		return 0, err
 	}
 	if limit == 0 {
 		return 0, nil

@@ -535,10 +535,8 @@ func mergeByRunAt(a, b []Delivery, limit int) []Delivery {
 // Complete implements Store.
 func (s *SQLite) Complete(ctx context.Context, cs []Completion) (CompleteResult, error) {
 	var res CompleteResult
-	for _, c := range cs {
-		if err := validateCompletion(c); err != nil {
-			return res, err
-		}
+	if err := validateCompletions(cs); err != nil {
+		return res, err
 	}
 	sctx := stmtContext(ctx)
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
