@@ -289,7 +289,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 	// A large allocation starts on a page, so each subscriber starts a
 	// cache line (see subscriber).
 	r.subs = make([]subscriber, n)
-	sim.HugePages(unsafe.Pointer(unsafe.SliceData(r.subs)), uintptr(n)*unsafe.Sizeof(subscriber{}))
+	sim.HugePagesOf(r.subs)
 	r.names = make([]string, n)
 	r.cohortLo = make([]int32, len(specs)+1)
 	r.cohortBad = make([]bool, len(specs))
@@ -357,7 +357,7 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	var brs []model.Breaker
 	if d.BreakerEnabled() {
 		brs = make([]model.Breaker, len(r.subs))
-		sim.HugePages(unsafe.Pointer(unsafe.SliceData(brs)), uintptr(len(brs))*unsafe.Sizeof(model.Breaker{}))
+		sim.HugePagesOf(brs)
 	}
 	r.breakers = brs
 	var buds []model.Budget
@@ -585,7 +585,7 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 			n := min(max(2*r.slabN, 64), 1<<23/int(unsafe.Sizeof(slabItem{})))
 			r.slabN = n
 			r.slab = make([]slabItem, n)
-			sim.HugePages(unsafe.Pointer(unsafe.SliceData(r.slab)), uintptr(n)*unsafe.Sizeof(slabItem{}))
+			sim.HugePagesOf(r.slab)
 		}
 		it = &r.slab[0].Item
 		r.slab = r.slab[1:]

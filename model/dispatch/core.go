@@ -166,7 +166,7 @@ func New(cfg Config) (*Core, error) {
 		return nil, errors.New("dispatch: workers must be at least 1")
 	}
 	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: make([]partner, len(cfg.Partners))}
-	sim.HugePages(unsafe.Pointer(unsafe.SliceData(c.partners)), uintptr(len(c.partners))*unsafe.Sizeof(partner{}))
+	sim.HugePagesOf(c.partners)
 	for i, pc := range cfg.Partners {
 		if pc.Policy == nil {
 			return nil, errors.New("dispatch: partner " + pc.Name + " has no policy")

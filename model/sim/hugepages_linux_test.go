@@ -60,3 +60,18 @@ func hugeFlag(t *testing.T, addr uintptr) bool {
 	t.Fatalf("no mapping holds %#x", addr)
 	return false
 }
+
+// HugePagesOf covers a slice's whole backing array, not its first element.
+func TestHugePagesOfCoversTheSlice(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skip("no transparent huge pages:", err)
+	}
+	const huge = 2 << 20
+	s := make([]uint64, 3*huge/8) // 6 MiB: at least one whole huge page past the first 2 MiB
+	HugePagesOf(s)
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
+	last := (base + uintptr(len(s))*8) &^ (huge - 1) // the end's huge page boundary
+	if !hugeFlag(t, last-huge) {
+		t.Errorf("the last whole huge page of the slice, at %#x, is not marked", last-huge)
+	}
+}
