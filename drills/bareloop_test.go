@@ -1,6 +1,9 @@
 package drills
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestBareRetryLoop(t *testing.T) {
 	a := BareRetryLoop(1000, 100_000, 0.2, 7)
@@ -14,5 +17,25 @@ func TestBareRetryLoop(t *testing.T) {
 	}
 	if a <= 0 {
 		t.Errorf("20%% failures, checksum %d", a)
+	}
+}
+
+// BenchmarkBareRetryLoopByPending runs the reference loop of `stormdrill
+// bench` (100,000 pending) at larger heaps: its own cost per attempt grows
+// once the heap outgrows the caches, as a simulation's does when its
+// subscribers and pending deliveries do.
+func BenchmarkBareRetryLoopByPending(b *testing.B) {
+	for _, pending := range []int{100_000, 1_000_000, 3_000_000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			const attempts = 5_000_000 // as stormdrill bench runs it
+			var sink int64
+			for b.Loop() {
+				sink += BareRetryLoop(pending, attempts, 0.2, 1)
+			}
+			if sink < 0 {
+				b.Fatal("negative checksum")
+			}
+			b.ReportMetric(float64(b.N)*attempts/b.Elapsed().Seconds(), "attempts/s")
+		})
 	}
 }
