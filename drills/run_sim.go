@@ -65,7 +65,7 @@ const (
 	evResume // the source resumes after a pause
 )
 
-// simEvent is small on purpose: the event queue copies it on every move.
+// simEvent is small on purpose: the heap copies it on every move.
 type simEvent struct {
 	kind  evKind
 	epoch uint32
