@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -162,6 +164,97 @@ func TestQueueInterleavedMatchesSortedOrder(t *testing.T) {
 		}
 		if q.Len() != len(ref) {
 			t.Fatalf("step %d: Len %d, want %d", step, q.Len(), len(ref))
+		}
+	}
+}
+
+// BenchmarkQueueCompletions is the event queue as a simulation of
+// attempts in flight uses it: each pop schedules the next completion
+// at a lognormal delay (median 80 ms, p99 600 ms) after the current time,
+// with pending events in flight.
+func BenchmarkQueueCompletions(b *testing.B) {
+	for _, pending := range []int{64, 640, 6400, 64000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			var q Queue[int]
+			r := NewRand(1, "completions")
+			delay := func() int64 { return int64(80e6 * math.Exp(0.866*r.NormFloat64())) }
+			for i := 0; i < pending; i++ {
+				q.Push(delay(), i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				at, ev := q.Pop()
+				q.Push(at+delay(), ev)
+			}
+		})
+	}
+}
+
+// Times spread over many orders of magnitude, ties with the last event
+// popped and with queued ones, events in the past, and peeks between
+// pushes and pops, against a sorted list.
+func TestQueueWideTimesMatchSortedOrder(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		r := NewRand(seed, "wide")
+		var q Queue[int]
+		type ev struct{ at, n int64 }
+		var ref []ev // pending, in (at, n) order
+		insert := func(e ev) {
+			i := len(ref)
+			for i > 0 && ref[i-1].at > e.at {
+				i--
+			}
+			ref = append(ref, ev{})
+			copy(ref[i+1:], ref[i:])
+			ref[i] = e
+		}
+		var n int64
+		for step := 0; step < 50000; step++ {
+			switch k := r.IntN(20); {
+			case k < 8 || len(ref) == 0:
+				var at int64
+				switch r.IntN(4) {
+				case 0: // anywhere up to about 2^40 ns ahead
+					at = q.Now() + r.Int64N(1<<r.IntN(41))
+				case 1: // now: a tie with the event popped last
+					at = q.Now()
+				case 2: // in the past: runs now
+					at = q.Now() - r.Int64N(1000)
+				default: // a tie with a queued event
+					if len(ref) > 0 {
+						at = ref[r.IntN(len(ref))].at
+					}
+				}
+				q.Push(at, int(n))
+				insert(ev{max(at, q.Now()), n})
+				n++
+			case k < 11:
+				at, ok := q.Peek()
+				pe, pok := q.PeekEvent()
+				if !ok || !pok || at != ref[0].at || int64(pe) != ref[0].n {
+					t.Fatalf("seed %d step %d: peek (%d, %d) ok %v, want (%d, %d)", seed, step, at, pe, ok, ref[0].at, ref[0].n)
+				}
+			default:
+				at, e := q.Pop()
+				if at != ref[0].at || int64(e) != ref[0].n {
+					t.Fatalf("seed %d step %d: pop (%d, %d), want (%d, %d)", seed, step, at, e, ref[0].at, ref[0].n)
+				}
+				ref = ref[1:]
+			}
+			if q.Len() != len(ref) {
+				t.Fatalf("seed %d step %d: Len %d, want %d", seed, step, q.Len(), len(ref))
+			}
+		}
+		for len(ref) > 0 {
+			at, e := q.Pop()
+			if at != ref[0].at || int64(e) != ref[0].n {
+				t.Fatalf("seed %d, draining: pop (%d, %d), want (%d, %d)", seed, at, e, ref[0].at, ref[0].n)
+			}
+			ref = ref[1:]
+		}
+		if _, ok := q.Peek(); ok || q.Len() != 0 {
+			t.Fatalf("seed %d: drained queue peeks an event or has length %d", seed, q.Len())
 		}
 	}
 }
