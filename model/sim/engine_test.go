@@ -130,24 +130,14 @@ func TestSeedPCGMatchesNewRand(t *testing.T) {
 func TestQueueInterleavedMatchesSortedOrder(t *testing.T) {
 	r := NewRand(11, "interleaved")
 	var q Queue[int]
-	type ev struct{ at, n int64 }
-	var ref []ev // pending, in (at, n) order
-	insert := func(e ev) {
-		i := len(ref)
-		for i > 0 && ref[i-1].at > e.at {
-			i--
-		}
-		ref = append(ref, ev{})
-		copy(ref[i+1:], ref[i:])
-		ref[i] = e
-	}
+	var ref refQueue
 	var n int64
 	for step := 0; step < 20000; step++ {
 		switch k := r.IntN(10); {
 		case k < 4 || len(ref) == 0:
 			at := max(q.Now()+r.Int64N(30), q.Now()) // many ties
 			q.Push(at, int(n))
-			insert(ev{at, n})
+			ref.insert(refEvent{at, n})
 			n++
 		case k < 5:
 			at, ok := q.Peek()
@@ -198,17 +188,7 @@ func TestQueueWideTimesMatchSortedOrder(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		r := NewRand(seed, "wide")
 		var q Queue[int]
-		type ev struct{ at, n int64 }
-		var ref []ev // pending, in (at, n) order
-		insert := func(e ev) {
-			i := len(ref)
-			for i > 0 && ref[i-1].at > e.at {
-				i--
-			}
-			ref = append(ref, ev{})
-			copy(ref[i+1:], ref[i:])
-			ref[i] = e
-		}
+		var ref refQueue
 		var n int64
 		for step := 0; step < 50000; step++ {
 			switch k := r.IntN(20); {
@@ -227,7 +207,7 @@ func TestQueueWideTimesMatchSortedOrder(t *testing.T) {
 					}
 				}
 				q.Push(at, int(n))
-				insert(ev{max(at, q.Now()), n})
+				ref.insert(refEvent{max(at, q.Now()), n})
 				n++
 			case k < 11:
 				at, ok := q.Peek()
@@ -257,4 +237,23 @@ func TestQueueWideTimesMatchSortedOrder(t *testing.T) {
 			t.Fatalf("seed %d: drained queue peeks an event or has length %d", seed, q.Len())
 		}
 	}
+}
+
+// refQueue is what the queue tests compare the queue with: the pending
+// events in (time, insertion) order, in a sorted slice.
+type refQueue []refEvent
+
+type refEvent struct{ at, n int64 }
+
+// insert places e after every pending event at or before its time.
+func (ref *refQueue) insert(e refEvent) {
+	s := *ref
+	i := len(s)
+	for i > 0 && s[i-1].at > e.at {
+		i--
+	}
+	s = append(s, refEvent{})
+	copy(s[i+1:], s[i:])
+	s[i] = e
+	*ref = s
 }
