@@ -19,11 +19,10 @@ const benchExamples = `  stormdrill bench
 
 // cmdBench measures the simulator on a drill and prints a table: simulated
 // attempts per CPU-second and its ratio to a bare retry loop measured in the
-// same run, just before and after the row, the most deliveries the run held
-// pending beside the loop's heap size (past the caches, both cost more per
-// attempt), peak heap in use, and how much faster than real time the drill
-// ran. The table comes at the end; a line
-// on stderr marks each row measured.
+// same run, just before and after the row; the most deliveries the run held
+// pending, beside the loop's heap size (past the caches, both cost more per
+// attempt); peak heap in use; and how much faster than real time the drill
+// ran. The table comes at the end; a line on stderr marks each row measured.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[flags]", benchExamples, stdout)
 	path := fs.String("drill", "drills/fanout-outage.toml", "the drill to measure")
