@@ -13,7 +13,8 @@ import (
 // drill's length, so the tally makes one only where a value arrives.
 const (
 	histMaxMicros = 100 * 24 * 3600 * 1_000_000
-	histSigFigs   = 3
+	histSigFigs   = 3 // geom3
+	cohortSigFigs = 2 // geom2
 )
 
 // LatencyHist is a latency histogram with the tally's bounds.
@@ -32,40 +33,23 @@ type LatencyHist struct {
 
 // histGeom is the index arithmetic of an hdr histogram whose lowest
 // discernible value is 1 (unit magnitude 0): the index of a value, and the
-// value an index starts at.
+// value an index starts at. Its sub-bucket count, 2<<halfMag, is the power
+// of 2 at or above 2×10^(significant figures), as hdr's.
 type histGeom struct {
 	halfMag uint8 // log2 of half the sub-buckets
 	mask    uint64
 }
 
-func newHistGeom(sigFigs int) histGeom {
-	var g histGeom
-	for int64(2)<<g.halfMag < 2*pow10(sigFigs) {
-		g.halfMag++
-	}
-	// The sub-bucket count, 2<<halfMag, is the power of 2 at or above 2×10^sig.
-	g.mask = 2<<g.halfMag - 1
-	return g
-}
-
-func pow10(n int) int64 {
-	p := int64(1)
-	for range n {
-		p *= 10
-	}
-	return p
-}
-
 // countsLen is the number of counts of a histogram up to histMaxMicros.
 func (g histGeom) countsLen() int { return g.index(histMaxMicros) + 1 }
 
-// geom3 is the geometry of 3 significant figures, as a constant: inlined,
-// its index needs no loads.
+// geom3 is the geometry of 3 significant figures (histSigFigs), as a
+// constant: inlined, its index needs no loads.
 const geom3HalfMag = 10
 
 func geom3() histGeom { return histGeom{halfMag: geom3HalfMag, mask: 2<<geom3HalfMag - 1} }
 
-// geom2 is the geometry of 2 significant figures (newCohortHist's).
+// geom2 is the geometry of 2 significant figures (cohortSigFigs).
 const geom2HalfMag = 7
 
 func geom2() histGeom { return histGeom{halfMag: geom2HalfMag, mask: 2<<geom2HalfMag - 1} }
@@ -99,19 +83,20 @@ func (g histGeom) highest(v int64) int64 {
 	return int64(sub<<bucket) + 1<<size - 1
 }
 
-func newLatencyHist(sigFigs int) *LatencyHist {
-	g := newHistGeom(sigFigs)
+// newLatencyHist returns an empty histogram of sigFigs significant
+// figures, whose geometry is g.
+func newLatencyHist(sigFigs int, g histGeom) *LatencyHist {
 	return &LatencyHist{h: hdrhistogram.New(1, histMaxMicros, sigFigs), g: g, front: make([]uint16, g.countsLen())}
 }
 
 // NewLatencyHist returns an empty histogram.
-func NewLatencyHist() *LatencyHist { return newLatencyHist(histSigFigs) }
+func NewLatencyHist() *LatencyHist { return newLatencyHist(histSigFigs, geom3()) }
 
 // newCohortHist is a cohort's latency histogram: 2 significant figures
 // (percentiles within 1%), about 46 KiB instead of 340 KiB, since a drill
 // may have many cohorts. The healthy-subscriber histograms, which the SLO
 // gates read, keep 3.
-func newCohortHist() *LatencyHist { return newLatencyHist(2) }
+func newCohortHist() *LatencyHist { return newLatencyHist(cohortSigFigs, geom2()) }
 
 func micros(ns int64) int64 { return max(1, min(ns/1000, histMaxMicros)) }
 

@@ -59,8 +59,10 @@ func latencies(r *rand.Rand, round, n int) []int64 {
 func TestLatencyHistFrontIsExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for round := 0; round < 24; round++ {
-		sig := 3 - round%2
-		l := newLatencyHist(sig)
+		l, sig := NewLatencyHist(), histSigFigs
+		if round%2 == 1 {
+			l, sig = newCohortHist(), cohortSigFigs
+		}
 		want := hdrhistogram.New(1, histMaxMicros, sig)
 		if got, n := l.g.countsLen(), len(want.Export().Counts); got > n || l.g.index(histMaxMicros) >= got {
 			t.Fatalf("sig %d: %d front counts, hdr has %d", sig, got, n)
@@ -86,8 +88,8 @@ func TestLatencyHistFrontIsExact(t *testing.T) {
 		if !slices.Equal(l.h.Export().Counts, want.Export().Counts) || l.h.TotalCount() != want.TotalCount() {
 			t.Fatalf("round %d: counts differ from hdr's", round)
 		}
-		if want := map[int]histGeom{2: geom2(), 3: geom3()}[sig]; l.g != want {
-			t.Fatalf("the constant geometry of %d significant figures is %+v, not %+v", sig, want, l.g)
+		if want := geomOf(sig); l.g != want {
+			t.Fatalf("the constant geometry of %d significant figures is %+v, not %+v", sig, l.g, want)
 		}
 		for i := range l.g.countsLen() {
 			if l.g.index(l.g.value(i)) != i {
@@ -132,4 +134,19 @@ func TestIntervalHistReadsAsHdr(t *testing.T) {
 			}
 		}
 	}
+}
+
+// geomOf is hdr's geometry of sigFigs significant figures, worked out as
+// hdr does: the sub-bucket count is the power of 2 at or above 2×10^sigFigs.
+func geomOf(sigFigs int) histGeom {
+	largest := int64(2)
+	for range sigFigs {
+		largest *= 10
+	}
+	var g histGeom
+	for int64(2)<<g.halfMag < largest {
+		g.halfMag++
+	}
+	g.mask = 2<<g.halfMag - 1
+	return g
 }
