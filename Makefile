@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
-RACE_PKGS = ./fakepartner/... ./reports/ ./model/queue/... ./cmd/... ./experiments/... ./drills/live/... ./model/dispatcher/... ./model/wallclock/... ./drills/external/...
+RACE_PKGS = ./fakepartner/... ./reports/ ./model/runtime/... ./cmd/... ./experiments/... ./drills/live/... ./drills/external/...
 
 .PHONY: help build test test-race vet fmt demo bench pgo fuzz clean
 
@@ -52,8 +52,8 @@ demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
 PGO_FLAG = -pgo=$(CURDIR)/cmd/stormdrill/default.pgo
 
 bench: build ## benchmarks: policy core, dispatcher, simulator, stores, live end to end
-	$(GO) test $(PGO_FLAG) -run '^$$' -bench . -benchmem ./model/ ./model/dispatch/ ./fakepartner/
-	$(GO) test $(PGO_FLAG) -run '^$$' -bench 'SQLite|Postgres' -benchmem ./model/queue/  # Postgres needs STORMDRILL_TEST_POSTGRES
+	$(GO) test $(PGO_FLAG) -run '^$$' -bench . -benchmem ./model/ ./model/dispatchcore/ ./fakepartner/
+	$(GO) test $(PGO_FLAG) -run '^$$' -bench 'SQLite|Postgres' -benchmem ./model/runtime/queue/  # Postgres needs STORMDRILL_TEST_POSTGRES
 	$(GO) test $(PGO_FLAG) -run '^$$' -bench 'Live' -benchtime 1x ./drills/live/  # prints the live ceiling table; its PostgreSQL row needs STORMDRILL_TEST_POSTGRES
 	./$(BIN) bench
 

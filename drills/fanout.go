@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
-	"github.com/stormdrill/stormdrill/model/sim"
+	"github.com/stormdrill/stormdrill/model/seed"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -179,7 +179,7 @@ type Fanout struct {
 // (cohort by cohort, member by member).
 func (d *Drill) NewFanout(specs []fakepartner.Spec) *Fanout {
 	s := &d.Source
-	f := &Fanout{shape: s.Fanout, k: s.K, seed: sim.Derive(d.Seed, "fanout")}
+	f := &Fanout{shape: s.Fanout, k: s.K, seed: seed.Derive(d.Seed, "fanout")}
 	if f.shape == "" {
 		f.shape = FanoutAll
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/dispatch"
+	"github.com/stormdrill/stormdrill/model/dispatchcore"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/tally"
 )
@@ -73,7 +73,7 @@ func (r *simRun) sample(t int64) {
 	if n := min(len(r.specs), tally.MaxCohortColumns); n > 0 {
 		oldest := make([]int64, n)
 		now := r.wall(t).UnixNano()
-		r.core.Each(func(it *dispatch.Item) {
+		r.core.Each(func(it *dispatchcore.Item) {
 			if c := int(r.cohortOf(it.Partner)); c < n && (oldest[c] == 0 || it.FirstSeen < oldest[c]) {
 				oldest[c] = it.FirstSeen
 			}
@@ -104,7 +104,7 @@ func (r *simRun) sample(t int64) {
 // report feeds the tally what is still pending at the end and assembles
 // the run.
 func (r *simRun) report() (*reports.Run, error) {
-	pend := func(it *dispatch.Item) {
+	pend := func(it *dispatchcore.Item) {
 		if rp, ok := r.replayOf[it]; ok {
 			r.tally.ReplayPending(int(rp), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), 1)
 			return

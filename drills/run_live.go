@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/sim"
+	"github.com/stormdrill/stormdrill/model/seed"
 )
 
 // This file holds what the live runner (package drills/live) shares with
@@ -23,7 +23,7 @@ type Arrivals struct {
 
 // NewArrivals returns the drill's arrival schedule.
 func (d *Drill) NewArrivals() *Arrivals {
-	a := &Arrivals{d: d, rng: sim.NewRand(d.Seed, "source"), endNs: int64(d.Duration.D)}
+	a := &Arrivals{d: d, rng: seed.NewRand(d.Seed, "source"), endNs: int64(d.Duration.D)}
 	// Like the simulation: the first arrival is released even if it falls
 	// after the end.
 	a.burst = arrivesOnce(&d.Source)

@@ -9,8 +9,10 @@ import (
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/dispatch"
-	"github.com/stormdrill/stormdrill/model/sim"
+	"github.com/stormdrill/stormdrill/model/dispatchcore"
+	"github.com/stormdrill/stormdrill/model/eventqueue"
+	"github.com/stormdrill/stormdrill/model/seed"
+	"github.com/stormdrill/stormdrill/model/tuning"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/tally"
 )
@@ -80,7 +82,7 @@ type simEvent struct {
 // call that needs more (a contended write Finish decides, a Retry-After)
 // keeps the whole of it in r.calls.
 type inflight struct {
-	it        *dispatch.Item
+	it        *dispatchcore.Item
 	started   int64
 	status    int32 // the call's Result.Status, when full < 0
 	kind      fakepartner.ResultKind
@@ -97,7 +99,7 @@ type inflight struct {
 // so that later calls conflict with it, and a write that succeeds is a
 // success the caller never saw.
 type lateWrite struct {
-	it   *dispatch.Item
+	it   *dispatchcore.Item
 	call fakepartner.Call
 }
 
@@ -128,10 +130,10 @@ type subscriber struct {
 
 // slabItem is an item padded to 128 bytes, so that in a slab each item's
 // first cache line holds what a successful attempt touches of it (see
-// dispatch.Item), as a single allocation's 128-byte size class does.
+// dispatchcore.Item), as a single allocation's 128-byte size class does.
 type slabItem struct {
-	dispatch.Item
-	_ [(128 - unsafe.Sizeof(dispatch.Item{})%128) % 128]byte
+	dispatchcore.Item
+	_ [(128 - unsafe.Sizeof(dispatchcore.Item{})%128) % 128]byte
 }
 
 // subscriberPad pads a subscriber to a multiple of 64 bytes; 32 is the
@@ -159,8 +161,8 @@ type simRun struct {
 	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
 	fanBuf  []int32 // backing of fanout when the shape picks per event
 	heldBuf []int32 // scratch for the picks of other held events
-	core    *dispatch.Core
-	q       sim.Queue[simEvent]
+	core    *dispatchcore.Core
+	q       eventqueue.Queue[simEvent]
 	rng     *rand.Rand // dispatcher's jitter stream
 	src     *rand.Rand // source's arrival stream
 	epoch0  int64      // unix ns of drill time 0
@@ -179,14 +181,14 @@ type simRun struct {
 	freeSlots []int32
 	calls     []fakepartner.Call // whole calls of slots that need them (inflight.full)
 	freeCalls []int32
-	pool      []*dispatch.Item
+	pool      []*dispatchcore.Item
 	slab      []slabItem // items not handed out yet
 	slabN     int        // the size of the latest slab
 
 	writes     []lateWrite
 	freeWrites []int32
-	writeRefs  map[*dispatch.Item]writeRef // nil until a write is late
-	writesLate int                         // late writes still to land
+	writeRefs  map[*dispatchcore.Item]writeRef // nil until a write is late
+	writesLate int                             // late writes still to land
 
 	epoch      uint32
 	down       bool
@@ -210,10 +212,10 @@ type simRun struct {
 	// Operator actions (actions.go).
 	pauses       [][2]int64 // the source's pauses, [from, to) drill ns
 	replays      []simReplay
-	dlq          []dlqEntry               // dead letters a replay may still move, oldest first
-	dlqHead      int                      // entries before it are all gone
-	replayOf     map[*dispatch.Item]int32 // replayed delivery → its replay's index
-	outageSpread bool                     // the layout has outages: feed the retry spread
+	dlq          []dlqEntry                   // dead letters a replay may still move, oldest first
+	dlqHead      int                          // entries before it are all gone
+	replayOf     map[*dispatchcore.Item]int32 // replayed delivery → its replay's index
+	outageSpread bool                         // the layout has outages: feed the retry spread
 }
 
 // simReplay is one dlq-replay action under way.
@@ -230,7 +232,7 @@ type simReplay struct {
 
 // dlqEntry is a dead letter kept for a replay.
 type dlqEntry struct {
-	it     *dispatch.Item // nil once replayed
+	it     *dispatchcore.Item // nil once replayed
 	reason model.Reason
 	cohort int32
 }
@@ -265,9 +267,9 @@ func newSimRun(d *Drill) (*simRun, error) {
 	r.interval = int64(r.tally.Interval())
 	layout := r.tally.Layout()
 	r.needID = pol.Backoff.Jitter == model.JitterHash
-	r.rng = sim.NewRand(d.Seed, "dispatcher")
-	r.src = sim.NewRand(d.Seed, "source")
-	var pcs []dispatch.PartnerConfig
+	r.rng = seed.NewRand(d.Seed, "dispatcher")
+	r.src = seed.NewRand(d.Seed, "source")
+	var pcs []dispatchcore.PartnerConfig
 	var global *model.Budget
 	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
 		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
@@ -289,7 +291,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 	// A large allocation starts on a page, so each subscriber starts a
 	// cache line (see subscriber).
 	r.subs = make([]subscriber, n)
-	sim.HugePagesOf(r.subs)
+	tuning.HugePagesOf(r.subs)
 	r.names = make([]string, n)
 	r.cohortLo = make([]int32, len(specs)+1)
 	r.cohortBad = make([]bool, len(specs))
@@ -301,7 +303,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 	for i, s := range layout.Subscribers {
 		sp := &specs[s.Cohort]
 		sub := &r.subs[i]
-		sim.SeedPCG(&sub.pcg, d.Seed, "partner/"+s.Name)
+		seed.SeedPCG(&sub.pcg, d.Seed, "partner/"+s.Name)
 		sub.rng = *rand.New(&sub.pcg)
 		if i != int(r.cohortLo[s.Cohort])+s.Member {
 			return nil, fmt.Errorf("simulation: subscriber %s is not in cohort order", s.Name) // newItem relies on it
@@ -310,12 +312,12 @@ func newSimRun(d *Drill) (*simRun, error) {
 		off += len(s.Name)
 		sub.partner.Init(sp, s.Member, &sub.rng)
 		sub.partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
-		pcs = append(pcs, dispatch.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
+		pcs = append(pcs, dispatchcore.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
 	}
-	r.prefetch = n >= sim.PrefetchFrom
+	r.prefetch = n >= tuning.PrefetchFrom
 	r.fan = d.NewFanout(specs)
 	r.fanout = r.fan.Pick(0, nil)
-	r.core, err = dispatch.New(dispatch.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
+	r.core, err = dispatchcore.New(dispatchcore.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +359,7 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	var brs []model.Breaker
 	if d.BreakerEnabled() {
 		brs = make([]model.Breaker, len(r.subs))
-		sim.HugePagesOf(brs)
+		tuning.HugePagesOf(brs)
 	}
 	r.breakers = brs
 	var buds []model.Budget
@@ -409,7 +411,7 @@ func (r *simRun) run(opt SimOptions) error {
 				// item, which a completion reads) and subscriber: fetched
 				// while this event runs.
 				if it := r.slots[next.slot].it; it != nil {
-					sim.Prefetch(unsafe.Pointer(it))
+					tuning.Prefetch(unsafe.Pointer(it))
 				}
 				r.prefetchSub(next.sub)
 			}
@@ -564,15 +566,15 @@ func (r *simRun) feedSource(t int64) {
 	}
 }
 
-func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item {
-	var it *dispatch.Item
+func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.Item {
+	var it *dispatchcore.Item
 	if n := len(r.pool); n > 0 {
 		it = r.pool[n-1]
 		r.pool = r.pool[:n-1]
 		if n > 2 && r.prefetch { // the item after next: pooled items are cold
-			sim.Prefetch(unsafe.Pointer(r.pool[n-3]))
+			tuning.Prefetch(unsafe.Pointer(r.pool[n-3]))
 			if r.needID { // the rest is written only for the id (see below)
-				sim.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
+				tuning.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
 			}
 		}
 		// Only its first cache line: a pooled item's others are zero (see
@@ -581,11 +583,11 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatch.Item 
 	} else {
 		if len(r.slab) == 0 {
 			// Items come in slabs, growing to 8 MiB ones, so that the
-			// deliveries in flight span few pages (see sim.HugePages).
+			// deliveries in flight span few pages (see tuning.HugePages).
 			n := min(max(2*r.slabN, 64), 1<<23/int(unsafe.Sizeof(slabItem{})))
 			r.slabN = n
 			r.slab = make([]slabItem, n)
-			sim.HugePagesOf(r.slab)
+			tuning.HugePagesOf(r.slab)
 		}
 		it = &r.slab[0].Item
 		r.slab = r.slab[1:]
@@ -690,7 +692,7 @@ func (r *simRun) pump(t int64) {
 		if it == nil {
 			break
 		}
-		if verdict == dispatch.DeadLetter {
+		if verdict == dispatchcore.DeadLetter {
 			r.deadLetter(t, it, reason, true)
 			continue
 		}
@@ -708,7 +710,7 @@ func (r *simRun) pump(t int64) {
 	}
 }
 
-func (r *simRun) start(t int64, it *dispatch.Item) {
+func (r *simRun) start(t int64, it *dispatchcore.Item) {
 	sub := &r.subs[it.Partner]
 	var call fakepartner.Call
 	sub.partner.BeginKeyTo(&call, time.Duration(t), it.Key)
@@ -828,7 +830,7 @@ func outcomeOf(res fakepartner.Result) model.Outcome {
 	return model.Outcome{Status: res.Status, RetryAfter: res.RetryAfter}
 }
 
-func (r *simRun) deadLetter(t int64, it *dispatch.Item, reason model.Reason, noAttempt bool) {
+func (r *simRun) deadLetter(t int64, it *dispatchcore.Item, reason model.Reason, noAttempt bool) {
 	it.PrevDelay = 0 // see release; a replay starts the delivery afresh anyway
 	created := time.Duration(it.FirstSeen - r.epoch0)
 	if rp, ok := r.replayOf[it]; ok {
@@ -845,7 +847,7 @@ func (r *simRun) deadLetter(t int64, it *dispatch.Item, reason model.Reason, noA
 
 // terminal returns the item of a delivery that reached delivered or
 // dead-lettered to the pool.
-func (r *simRun) terminal(it *dispatch.Item) {
+func (r *simRun) terminal(it *dispatchcore.Item) {
 	if len(r.writeRefs) > 0 {
 		if ref, ok := r.writeRefs[it]; ok {
 			ref.terminal = true // pooled when its last late write lands
@@ -861,7 +863,7 @@ func (r *simRun) terminal(it *dispatch.Item) {
 // retry sets one (PrevDelay) and leaves it set: a delivery that took one
 // attempt, the usual one, was never rescheduled (a reschedule is followed
 // by another attempt or by a dead letter, which clears it).
-func (r *simRun) release(it *dispatch.Item) {
+func (r *simRun) release(it *dispatchcore.Item) {
 	if it.Attempts != 1 {
 		it.PrevDelay = 0
 	}
@@ -897,7 +899,7 @@ func (r *simRun) dropCall(c int32) {
 
 // lateWrite schedules a contended call's write, at drill time at, for a
 // caller that no longer waits for it.
-func (r *simRun) lateWrite(at int64, it *dispatch.Item, call fakepartner.Call) {
+func (r *simRun) lateWrite(at int64, it *dispatchcore.Item, call fakepartner.Call) {
 	var w int32
 	if n := len(r.freeWrites); n > 0 {
 		w = r.freeWrites[n-1]
@@ -908,7 +910,7 @@ func (r *simRun) lateWrite(at int64, it *dispatch.Item, call fakepartner.Call) {
 	}
 	r.writes[w] = lateWrite{it: it, call: call}
 	if r.writeRefs == nil {
-		r.writeRefs = map[*dispatch.Item]writeRef{}
+		r.writeRefs = map[*dispatchcore.Item]writeRef{}
 	}
 	ref := r.writeRefs[it]
 	ref.n++
@@ -1043,9 +1045,9 @@ func (r *simRun) heldDeliveries() float64 {
 // miss, and fetched together they overlap instead of adding up. Callers
 // call it only when r.prefetch is set.
 func (r *simRun) prefetchSub(si int32) {
-	sim.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
+	tuning.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
 	if r.breakers != nil {
-		sim.Prefetch(unsafe.Pointer(&r.breakers[si]))
+		tuning.Prefetch(unsafe.Pointer(&r.breakers[si]))
 	}
 	r.core.Prefetch(si)
 }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/dispatch"
+	"github.com/stormdrill/stormdrill/model/dispatchcore"
 )
 
 // Operator actions in the simulation. An outage-end needs nothing here: it
@@ -48,7 +48,7 @@ func (r *simRun) paused(t int64) bool {
 
 // keepDead reports whether a dead letter must stay in the DLQ a replay
 // reads (a replay to come or under way selects it), and keeps it there.
-func (r *simRun) keepDead(it *dispatch.Item, reason model.Reason) bool {
+func (r *simRun) keepDead(it *dispatchcore.Item, reason model.Reason) bool {
 	e := dlqEntry{it: it, reason: reason, cohort: r.cohortOf(it.Partner)}
 	for k := range r.replays {
 		if rp := &r.replays[k]; !rp.done && rp.selects(&e) {
@@ -81,7 +81,7 @@ func (r *simRun) replayBatch(t int64, k int) {
 		}
 		r.tally.Replayed(k, int(it.Partner), string(e.reason))
 		if r.replayOf == nil {
-			r.replayOf = map[*dispatch.Item]int32{}
+			r.replayOf = map[*dispatchcore.Item]int32{}
 		}
 		r.replayOf[it] = int32(k)
 		it.Attempts, it.PrevDelay, it.RunAt = 0, 0, now.UnixNano()

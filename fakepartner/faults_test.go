@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/sim"
+	"github.com/stormdrill/stormdrill/model/seed"
 )
 
 // What each fault kind does to a call in simulation: the answer the caller
@@ -129,7 +129,7 @@ func TestCallFaults(t *testing.T) {
 // A served subscriber draws from the simulator's stream for it, so live
 // and simulated partners agree call for call.
 func TestSubscriberRandIsTheSimulatorsStream(t *testing.T) {
-	a, b := SubscriberRand(42, "acme", 3), sim.NewRand(42, "partner/acme-3")
+	a, b := SubscriberRand(42, "acme", 3), seed.NewRand(42, "partner/acme-3")
 	for i := range 100 {
 		if x, y := a.Uint64(), b.Uint64(); x != y {
 			t.Fatalf("draw %d: %d, simulator %d", i, x, y)

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/sim"
+	"github.com/stormdrill/stormdrill/model/seed"
 )
 
 // Server defaults and limits.
@@ -243,8 +243,8 @@ type subscriber struct {
 // a live run's partners draw the simulation's latencies, transient errors
 // and per-call faults, call for call, as long as the calls reach each
 // subscriber in the same order.
-func SubscriberRand(seed uint64, cohort string, member int) *rand.Rand {
-	return sim.NewRand(seed, "partner/"+cohort+"-"+strconv.Itoa(member))
+func SubscriberRand(drillSeed uint64, cohort string, member int) *rand.Rand {
+	return seed.NewRand(drillSeed, "partner/"+cohort+"-"+strconv.Itoa(member))
 }
 
 // NewServer validates the specs and returns a server for them; it does not

@@ -110,8 +110,8 @@ func TestImpureUsesDetector(t *testing.T) {
 }
 
 // TestNoClockNoGlobalRand enforces the purity rule on every non-test .go
-// file under model/, subpackages included, except the dispatcher runtime
-// and package wallclock.
+// file under model/, subpackages included, except the runtime adapters
+// under model/runtime/.
 func TestNoClockNoGlobalRand(t *testing.T) {
 	fset := token.NewFileSet()
 	files := 0
@@ -124,12 +124,11 @@ func TestNoClockNoGlobalRand(t *testing.T) {
 			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
 				return filepath.SkipDir
 			}
-			// The dispatcher runtime is the real system under drill: it
-			// reads the wall clock by design (its Clock maps it to drill
-			// time). Package wallclock is the live adapters' precise wait
-			// for a wall-clock instant: reading the clock is its job.
-			// Everything else under model/ takes time as given.
-			if path == "dispatcher" || path == "wallclock" {
+			// The runtime adapters (the dispatcher runtime, the stores, the
+			// precise wall clock) are the real system under drill: they
+			// read the wall clock by design. Everything else under model/
+			// takes time as given.
+			if path == "runtime" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -166,12 +165,8 @@ func forbiddenImport(path string) string {
 		return "database I/O"
 	case path == "os" || strings.HasPrefix(path, "os/"):
 		return "the operating system"
-	case path == mod+"model/queue" || strings.HasPrefix(path, mod+"model/queue/"):
-		return "the store (an adapter)"
-	case path == mod+"model/dispatcher" || strings.HasPrefix(path, mod+"model/dispatcher/"):
-		return "the dispatcher runtime (an adapter)"
-	case path == mod+"model/wallclock":
-		return "the wall clock (for the adapters)"
+	case path == mod+"model/runtime" || strings.HasPrefix(path, mod+"model/runtime/"):
+		return "a runtime adapter (store, dispatcher runtime, wall clock)"
 	case strings.HasPrefix(path, mod) && !strings.HasPrefix(path, mod+"model"):
 		return "a package above model/"
 	}
@@ -179,11 +174,12 @@ func forbiddenImport(path string) string {
 }
 
 // pureDirs are the pure core's packages, relative to model/.
-var pureDirs = []string{".", "dispatch", "sim"}
+var pureDirs = []string{".", "dispatchcore", "eventqueue", "seed"}
 
-// TestPureCoreImports: model/, model/dispatch and model/sim import no net,
-// database or os package, and neither the store nor the dispatcher
-// runtime (which depend on the core, not the other way round).
+// TestPureCoreImports: the pure core (model/, model/dispatchcore,
+// model/eventqueue, model/seed) imports no net, database or os package and
+// nothing under model/runtime/ (the adapters depend on the core, not the
+// other way round).
 func TestPureCoreImports(t *testing.T) {
 	fset := token.NewFileSet()
 	files := 0
@@ -219,12 +215,12 @@ func TestPureCoreImports(t *testing.T) {
 func TestForbiddenImport(t *testing.T) {
 	for path, bad := range map[string]bool{
 		"net": true, "net/http": true, "net/url": true, "database/sql": true, "os": true, "os/exec": true,
-		"github.com/stormdrill/stormdrill/model/queue": true, "github.com/stormdrill/stormdrill/model/dispatcher": true,
-		"github.com/stormdrill/stormdrill/model/wallclock": true, "github.com/stormdrill/stormdrill/drills": true,
+		"github.com/stormdrill/stormdrill/model/runtime/queue": true, "github.com/stormdrill/stormdrill/model/runtime/dispatcher": true,
+		"github.com/stormdrill/stormdrill/model/runtime/wallclock": true, "github.com/stormdrill/stormdrill/drills": true,
 		"github.com/stormdrill/stormdrill/fakepartner": true,
 		"time": false, "math/rand/v2": false, "errors": false, "network": false, "osx": false,
-		"github.com/stormdrill/stormdrill/model": false, "github.com/stormdrill/stormdrill/model/sim": false,
-		"github.com/stormdrill/stormdrill/model/dispatch": false,
+		"github.com/stormdrill/stormdrill/model": false, "github.com/stormdrill/stormdrill/model/eventqueue": false, "github.com/stormdrill/stormdrill/model/runtimex": false,
+		"github.com/stormdrill/stormdrill/model/dispatchcore": false,
 	} {
 		if got := forbiddenImport(path) != ""; got != bad {
 			t.Errorf("%s: forbidden %v, want %v", path, got, bad)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/stormdrill/stormdrill/model/queue/queuetest"
+	"github.com/stormdrill/stormdrill/model/runtime/queue/queuetest"
 )
 
 // On PostgreSQL (--db postgres://..., as in the README's compose file) the

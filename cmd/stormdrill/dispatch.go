@@ -18,8 +18,8 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/live"
 	"github.com/stormdrill/stormdrill/fakepartner"
-	"github.com/stormdrill/stormdrill/model/dispatcher"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 const dispatchExamples = `  # deliver what a replay put back into the queue a live run left behind

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 // dispatchBase is a valid dispatcher configuration; each case below breaks

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 const dlqExamples = `  stormdrill dlq list --store sqlite:out/live-restart/queue.db --reason max-attempts

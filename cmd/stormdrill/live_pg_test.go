@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/stormdrill/stormdrill/model/queue/queuetest"
+	"github.com/stormdrill/stormdrill/model/runtime/queue/queuetest"
 	"github.com/stormdrill/stormdrill/reports"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
 // Exit statuses, as the README documents them.

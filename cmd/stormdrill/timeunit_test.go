@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 	"github.com/stormdrill/stormdrill/reports"
 )
 

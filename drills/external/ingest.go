@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/model/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
 // Ingest retry policy: a 429 or 503 (or no connection, as while the system

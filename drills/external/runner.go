@@ -13,7 +13,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
-	"github.com/stormdrill/stormdrill/model/wallclock"
+	"github.com/stormdrill/stormdrill/model/runtime/wallclock"
 	"github.com/stormdrill/stormdrill/reports"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 // maxReplayedIDs bounds the delivery ids the live report follows through

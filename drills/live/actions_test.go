@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 // replayDrill: "down" fails every call for its first 2 s and the policy

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
-	"github.com/stormdrill/stormdrill/model/dispatcher"
-	"github.com/stormdrill/stormdrill/model/queue/queuetest"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/queue/queuetest"
 	"github.com/stormdrill/stormdrill/reports"
 )
 

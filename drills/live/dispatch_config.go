@@ -2,7 +2,7 @@ package live
 
 import (
 	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/model/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
 // DispatcherConfig converts a validated drill into the dispatcher's

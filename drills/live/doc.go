@@ -7,7 +7,7 @@
 // and feeds the same tally as the simulation with what the partners
 // observed (every attempt) and what the store holds, through the
 // queue.Store interface only. The dispatcher itself lives in
-// model/dispatcher and never reads the drill format.
+// model/runtime/dispatcher and never reads the drill format.
 //
 // Each event goes to the subscribers source.fanout picks for its number
 // (drills.Fanout), the simulation's pick, so both modes make the same

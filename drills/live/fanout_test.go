@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 // fanoutDrill: 45 subscribers in two cohorts, constant arrivals, healthy

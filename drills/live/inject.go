@@ -10,8 +10,8 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/queue"
-	"github.com/stormdrill/stormdrill/model/wallclock"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/wallclock"
 	"github.com/stormdrill/stormdrill/reports/tally"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/model/dispatcher"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 func parseDrill(t testing.TB, src string) *drills.Drill {

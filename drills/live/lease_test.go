@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/dispatcher"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 // leaseDrill has one subscriber and a 2s lease (1s of wall time at speed

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/model/dispatcher"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
 // envChild makes the test binary act as `stormdrill dispatch`, so that the

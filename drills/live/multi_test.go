@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stormdrill/stormdrill/drills"
-	"github.com/stormdrill/stormdrill/model/dispatcher"
-	"github.com/stormdrill/stormdrill/model/queue"
-	"github.com/stormdrill/stormdrill/model/queue/queuetest"
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue/queuetest"
 )
 
 // pgSchemaDSN returns a DSN for a fresh schema on the test server, dropped

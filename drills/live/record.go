@@ -12,7 +12,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/queue"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/tally"
 )

@@ -1,7 +1,0 @@
-//go:build race
-
-package dispatch
-
-// raceEnabled: the race detector allocates on its own, so allocation counts
-// are not meaningful under it.
-const raceEnabled = true

@@ -1,0 +1,592 @@
+package dispatchcore
+
+import (
+	"errors"
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/model/tuning"
+)
+
+// Item is one delivery inside the dispatcher. The caller allocates it and
+// gets the same pointer back from Next and passes it to Complete.
+//
+// The fields a successful attempt touches come first, within one cache
+// line (the simulator's items are 128-byte aligned): at thousands of
+// deliveries in flight the item is a cache miss, and a second line a
+// second one.
+type Item struct {
+	Partner   int32  // index into Config.Partners
+	Slot      int32  // caller-owned: its index for the attempt in flight
+	Epoch     uint32 // caller-owned
+	Accepted  bool   // caller-owned: the partner has already accepted this delivery once
+	Attempts  int    // attempts made so far, including one in flight
+	FirstSeen int64  // unix ns: when the event was created (scheduled)
+	RunAt     int64  // unix ns: not before this
+	seq       uint64 // FIFO tie-break among equal RunAt
+	gen       uint64 // breaker generation that admitted the attempt in flight
+	Key       uint64 // caller's hash of ID, so the hot path need not build it
+
+	PrevDelay time.Duration // read when an attempt fails
+	Cohort    int32         // caller-owned
+	Member    int32         // caller-owned
+	ID        string        // delivery id: the idempotency key
+	Payload   []byte        // caller-owned
+}
+
+// Recycle zeroes the fields in the item's first cache line, the ones
+// before PrevDelay, for a caller that pools items and keeps the others zero
+// itself: *it = Item{} would also write the second line, which at
+// thousands of deliveries in flight is a cache miss of its own.
+func (it *Item) Recycle() {
+	it.Partner, it.Slot, it.Epoch, it.Accepted = 0, 0, 0, false
+	it.Attempts, it.FirstSeen, it.RunAt, it.seq, it.gen, it.Key = 0, 0, 0, 0, 0, 0
+}
+
+// Delivery returns the policy's view of the item.
+func (it *Item) Delivery() model.Delivery {
+	return model.Delivery{ID: it.ID, Attempts: it.Attempts, FirstSeen: time.Unix(0, it.FirstSeen), PrevDelay: it.PrevDelay}
+}
+
+// PartnerConfig is one partner endpoint (a subscriber).
+type PartnerConfig struct {
+	Name    string
+	Policy  *model.Policy
+	Breaker *model.Breaker // nil: no breaker
+	Budget  *model.Budget  // nil: no budget; may be shared between partners (global scope)
+	// Concurrency limits attempts in flight to this partner; 0: no limit.
+	Concurrency int
+}
+
+// Config is the dispatcher's shape.
+type Config struct {
+	Workers       int // global worker slots; must be ≥ 1
+	QueueCapacity int // queued deliveries (not in flight) Offer accepts; 0: no limit
+	Partners      []PartnerConfig
+}
+
+// ErrQueueFull is returned by Offer when the queue is at capacity.
+var ErrQueueFull = errors.New("queue full")
+
+// where a partner is parked.
+const (
+	parkNone    uint8 = iota // no queued items
+	parkRing                 // head is due: in the round-robin ring
+	parkTimer                // waiting for a time: in the timer heap
+	parkBlocked              // due, but waits for one of its own attempts to end
+)
+
+// partner is one partner's state: what an attempt reads, packed into two
+// cache lines (the name lives only in the Config).
+//
+// Its earliest queued delivery is kept here, in head, and only the others
+// in q: at thousands of partners most have one delivery queued at a time,
+// if any, so an attempt reads and writes no queue of theirs, each a cache
+// miss of its own after the partner's. For the same reason the fields of
+// its breaker that an attempt reads live here too, in bh, when the breaker
+// is attached to it (bhOwn): a breaker's own storage would be one more.
+type partner struct {
+	head        heapEntry // the earliest queued delivery; head.it nil: none
+	q           itemHeap  // the other queued deliveries
+	wakeAt      int64     // parkTimer: when
+	breaker     *model.Breaker
+	budget      *model.Budget
+	policy      *model.Policy
+	inFlight    int32
+	concurrency int32 // 0: no limit
+	timerIdx    int32
+	park        uint8
+	bhOwn       bool             // breaker's hot fields are in bh
+	bh          model.BreakerHot // 32 bytes: the record is 128, two whole lines
+}
+
+// breakerClosed reports whether p's breaker, which it must have, is closed.
+func (p *partner) breakerClosed() bool {
+	if p.bhOwn {
+		return p.bh.Closed()
+	}
+	return p.breaker.Closed()
+}
+
+// setBreaker gives p breaker b (nil: none), taking the old one's hot fields
+// back to it first, so that the old breaker stays whole for whoever holds it.
+func (p *partner) setBreaker(b *model.Breaker) {
+	if p.breaker != nil && p.bhOwn {
+		p.breaker.Detach(&p.bh)
+	}
+	p.breaker = b
+	// A breaker attached to another partner already (the caller shared
+	// it) stays there; this partner then reads it through the breaker.
+	p.bhOwn = b != nil && b.Attach(&p.bh)
+}
+
+// pushItem queues it on p.
+func (p *partner) pushItem(it *Item) {
+	e := heapEntry{runAt: it.RunAt, seq: it.seq, it: it}
+	switch {
+	case p.head.it == nil:
+		p.head = e
+	case e.less(&p.head):
+		p.q.push(p.head)
+		p.head = e
+	default:
+		p.q.push(e)
+	}
+}
+
+// popItem takes p's head item off its queue.
+func (p *partner) popItem() {
+	if len(p.q) > 0 {
+		p.head = p.q.pop()
+		return
+	}
+	p.head = heapEntry{}
+}
+
+// Core is the sans-I/O dispatcher. It is not safe for concurrent use.
+type Core struct {
+	workers  int
+	capacity int
+	busy     int
+	queued   int
+	seq      uint64
+	partners []partner
+
+	ring      []int32 // round-robin ring of partners with due work (FIFO)
+	ringHead  int
+	timers    timerHeap
+	Deferrals int64 // retries held back because the budget refused them
+}
+
+// New returns a dispatcher core.
+func New(cfg Config) (*Core, error) {
+	if cfg.Workers < 1 {
+		return nil, errors.New("dispatch: workers must be at least 1")
+	}
+	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: make([]partner, len(cfg.Partners))}
+	tuning.HugePagesOf(c.partners)
+	for i, pc := range cfg.Partners {
+		if pc.Policy == nil {
+			return nil, errors.New("dispatch: partner " + pc.Name + " has no policy")
+		}
+		if pc.Concurrency < 0 || pc.Concurrency > math.MaxInt32 {
+			return nil, errors.New("dispatch: partner " + pc.Name + ": concurrency out of range")
+		}
+		c.partners[i] = partner{budget: pc.Budget, policy: pc.Policy, concurrency: int32(pc.Concurrency), timerIdx: -1}
+		c.partners[i].setBreaker(pc.Breaker)
+	}
+	c.timers.c = c
+	return c, nil
+}
+
+// Queued is the number of deliveries waiting (due or delayed).
+func (c *Core) Queued() int { return c.queued }
+
+// InFlight is the number of attempts in flight.
+func (c *Core) InFlight() int { return c.busy }
+
+// Full reports whether Offer would refuse a delivery now.
+func (c *Core) Full() bool { return c.capacity > 0 && c.queued >= c.capacity }
+
+// Breaker returns partner p's breaker (nil if none).
+func (c *Core) Breaker(p int) *model.Breaker { return c.partners[p].breaker }
+
+// Budget returns partner p's retry budget (nil if none).
+func (c *Core) Budget(p int) *model.Budget { return c.partners[p].budget }
+
+// SetGuards replaces partner p's breaker and budget, as a restarted
+// dispatcher process would start with fresh ones.
+func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Time) {
+	c.partners[p].setBreaker(b)
+	c.partners[p].budget = bud
+	c.unpark(p)
+	c.place(p, now.UnixNano())
+}
+
+// Prefetch asks the CPU for partner p's state without waiting for it: a
+// caller that knows which partner it acts on next overlaps that cache miss
+// with its own (see tuning.Prefetch). It changes nothing.
+func (c *Core) Prefetch(p int32) {
+	tuning.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 128 bytes: two lines
+}
+
+// PrefetchQueue asks for what queueing a delivery for partner p will
+// write and read: the end and the head of its queue, if it has one beyond
+// its head, and its breaker unless attached to it. It reads partner p's state, so prefetch that
+// (Prefetch) a few deliveries earlier. It changes nothing.
+func (c *Core) PrefetchQueue(p int32) {
+	pp := &c.partners[p]
+	if q := pp.q; pp.head.it != nil && cap(q) > 0 {
+		base := unsafe.Pointer(unsafe.SliceData(q))
+		tuning.Prefetch(base)
+		tuning.Prefetch(unsafe.Add(base, uintptr(min(len(q), cap(q)-1))*unsafe.Sizeof(heapEntry{})))
+	}
+	if pp.breaker != nil && !pp.bhOwn {
+		tuning.Prefetch(unsafe.Pointer(pp.breaker))
+	}
+}
+
+// Offer queues a new delivery, due at it.RunAt. It refuses with ErrQueueFull
+// at capacity; the caller decides between back-pressure and dead-lettering.
+func (c *Core) Offer(it *Item, now time.Time) error {
+	if c.Full() {
+		return ErrQueueFull
+	}
+	c.push(it, now.UnixNano())
+	return nil
+}
+
+// Requeue puts back a delivery that is already inside the pipeline (a lost
+// attempt, a replay) regardless of capacity.
+func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano()) }
+
+func (c *Core) push(it *Item, now int64) {
+	c.seq++
+	it.seq = c.seq
+	p := &c.partners[it.Partner]
+	p.pushItem(it)
+	c.queued++
+	if p.head.it == it || p.park == parkNone {
+		c.place(int(it.Partner), now)
+	}
+}
+
+// place parks partner i where its head item says it belongs.
+func (c *Core) place(i int, now int64) {
+	p := &c.partners[i]
+	if p.head.it == nil {
+		c.unpark(i)
+		return
+	}
+	if p.concurrency > 0 && p.inFlight >= p.concurrency {
+		c.unpark(i)
+		p.park = parkBlocked
+		return
+	}
+	wake := p.head.runAt
+	if b := p.breaker; b != nil && !p.breakerClosed() { // a closed breaker stays closed whatever the time
+		switch b.State(time.Unix(0, now)) {
+		case model.StateOpen:
+			if !p.policy.OnOpenDeadLetter {
+				wake = max(wake, b.OpenUntil().UnixNano())
+			}
+		case model.StateHalfOpen:
+			if p.inFlight > 0 && !p.policy.OnOpenDeadLetter {
+				// Probes are out; wait for their results.
+				c.unpark(i)
+				p.park = parkBlocked
+				return
+			}
+		}
+	}
+	if wake <= now {
+		if p.park != parkRing {
+			c.unpark(i)
+			p.park = parkRing
+			c.ring = append(c.ring, int32(i))
+		}
+		return
+	}
+	if p.park == parkTimer {
+		p.wakeAt = wake
+		c.timers.fix(int(p.timerIdx))
+		return
+	}
+	c.unpark(i)
+	p.park, p.wakeAt = parkTimer, wake
+	c.timers.push(i)
+}
+
+func (c *Core) unpark(i int) {
+	p := &c.partners[i]
+	switch p.park {
+	case parkTimer:
+		c.timers.remove(int(p.timerIdx))
+	case parkRing:
+		// Left in the ring; Next skips entries whose partner is no longer
+		// parked there.
+	}
+	p.park = parkNone
+}
+
+// Verdict says what Next wants done with the item it returns.
+type Verdict uint8
+
+const (
+	Start      Verdict = iota // make an attempt now
+	DeadLetter                // dead-letter without an attempt (Reason says why)
+)
+
+// Next returns the next delivery to act on at now, or nil when nothing can
+// start: no free worker, or nothing due. Call it until it returns nil after
+// every arrival, completion and wake-up.
+func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
+	n := now.UnixNano()
+	for c.timers.Len() > 0 && c.partners[c.timers.h[0]].wakeAt <= n {
+		i := c.timers.h[0]
+		c.timers.remove(0)
+		c.partners[i].park = parkNone
+		c.place(i, n)
+	}
+	for c.busy < c.workers && c.ringHead < len(c.ring) {
+		i := int(c.ring[c.ringHead])
+		c.ringHead++
+		if len(c.partners) >= tuning.PrefetchFrom {
+			c.prefetchRing()
+		}
+		if c.ringHead > 1024 && c.ringHead*2 > len(c.ring) {
+			c.ring = append(c.ring[:0], c.ring[c.ringHead:]...)
+			c.ringHead = 0
+		}
+		p := &c.partners[i]
+		if p.park != parkRing {
+			continue // stale entry
+		}
+		p.park = parkNone
+		if p.head.runAt > n {
+			c.place(i, n)
+			continue
+		}
+		if p.concurrency > 0 && p.inFlight >= p.concurrency {
+			p.park = parkBlocked
+			continue
+		}
+		it := p.head.it
+		var gen uint64
+		bud := p.budget
+		refused := bud != nil && it.Attempts > 0 && !bud.AllowRetry()
+		// A retry the budget refuses makes no attempt, so it must not take
+		// a half-open probe: the probe would never be recorded and the
+		// partner would stay parked for good. An open breaker still decides.
+		if b := p.breaker; b != nil && p.bhOwn && p.bh.Closed() {
+			// What Admit says of a closed breaker, at any time, without
+			// reading the breaker's own storage.
+			gen = p.bh.Generation()
+		} else if b != nil && (!refused || b.State(now) == model.StateOpen) {
+			g, ok := b.Admit(now)
+			if !ok {
+				if p.policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
+					p.popItem()
+					c.queued--
+					c.place(i, n)
+					return it, DeadLetter, model.ReasonCircuitOpen
+				}
+				if b.State(now) == model.StateHalfOpen {
+					// Every probe is out: wait for a result.
+					p.park = parkBlocked
+					continue
+				}
+				c.place(i, n)
+				continue
+			}
+			gen = g
+		}
+		if refused {
+			if p.policy.OnExhaustedDeadLetter {
+				p.popItem()
+				c.queued--
+				c.place(i, n)
+				return it, DeadLetter, model.ReasonBudgetExhausted
+			}
+			// Defer: spend no attempt, look again after the backoff delay.
+			p.popItem()
+			d := it.PrevDelay
+			if d <= 0 {
+				d = max(p.policy.Backoff.Base, time.Millisecond)
+			}
+			it.RunAt = n + int64(d)
+			p.pushItem(it)
+			c.Deferrals++
+			c.place(i, n)
+			continue
+		}
+		p.popItem()
+		c.queued--
+		it.gen = gen
+		it.Attempts++
+		p.inFlight++
+		c.busy++
+		c.place(i, n)
+		return it, Start, model.ReasonNone
+	}
+	return nil, Start, model.ReasonNone
+}
+
+// Upcoming is the partner of the round-robin ring's entry after the next,
+// which Next may act on after the delivery it returns now, or -1: a caller
+// can prefetch that partner's state of its own (see Prefetch). The entry
+// may turn out stale or blocked; it is only a hint.
+func (c *Core) Upcoming() int32 {
+	if h := c.ringHead + 1; h < len(c.ring) {
+		return c.ring[h]
+	}
+	return -1
+}
+
+// prefetchRing asks for what the next ring entries will read, a stage
+// each, so that by the time an entry comes up its partner, head item,
+// queue and breaker are in the cache: with many partners each is a miss,
+// and a chain of misses (partner, then its item) costs the sum of them.
+// It changes nothing.
+func (c *Core) prefetchRing() {
+	h := c.ringHead
+	if h+2 < len(c.ring) {
+		tuning.PrefetchLines(unsafe.Pointer(&c.partners[c.ring[h+2]]), 2)
+	}
+	if h+1 < len(c.ring) {
+		if p := &c.partners[c.ring[h+1]]; p.head.it != nil {
+			tuning.Prefetch(unsafe.Pointer(p.head.it))
+			if len(p.q) > 0 {
+				tuning.Prefetch(unsafe.Pointer(&p.q[0])) // the pop moves the next head in
+			}
+			if p.breaker != nil && !p.bhOwn {
+				tuning.Prefetch(unsafe.Pointer(p.breaker))
+			}
+		}
+	}
+}
+
+// NextWake is the earliest time at which Next may have something new to do
+// without an arrival or a completion; ok is false when there is none.
+func (c *Core) NextWake() (t time.Time, ok bool) {
+	ns, ok := c.NextWakeNs()
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns), true
+}
+
+// NextWakeNs is NextWake in Unix nanoseconds.
+func (c *Core) NextWakeNs() (ns int64, ok bool) {
+	if c.timers.Len() == 0 {
+		return 0, false
+	}
+	return c.partners[c.timers.h[0]].wakeAt, true
+}
+
+// Complete reports that it's attempt ended with o at now, records it on the
+// partner's breaker and budget, and returns the policy's decision. For
+// ActReschedule the item is queued again; for ActAck and ActDeadLetter it
+// has left the dispatcher. u is the caller's uniform number for jitter.
+func (c *Core) Complete(it *Item, o model.Outcome, now time.Time, u float64) model.Decision {
+	return c.CompleteClass(it, o, c.partners[it.Partner].policy.Classifier.Classify(o), now, u)
+}
+
+// CompleteClass is Complete for a caller that has classified o already:
+// cl must be what the partner's policy's classifier says of o.
+func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now time.Time, u float64) model.Decision {
+	i := int(it.Partner)
+	p := &c.partners[i]
+	p.inFlight--
+	c.busy--
+	pol := p.policy
+	success := cl == model.ClassSuccess
+	// A success on an attached closed breaker is recorded beside the
+	// partner; anything else needs the breaker's own storage.
+	if b := p.breaker; b != nil && !(success && p.bhOwn && p.bh.RecordClosedSuccess(it.gen)) {
+		if success || b.Counts(o) {
+			b.Record(it.gen, success, now)
+		} else {
+			b.Ignore(it.gen, now)
+		}
+	}
+	if bud := p.budget; bud != nil {
+		if success {
+			bud.RecordSuccess()
+		} else {
+			bud.RecordFailure()
+		}
+	}
+	var d model.Delivery // a success is acked whatever the delivery: skip building it
+	if !success {
+		d = it.Delivery()
+	}
+	dec := pol.DecideClass(cl, d, o, now, u, model.Guards{Breaker: p.breaker, Budget: p.budget})
+	n := now.UnixNano()
+	if dec.Action == model.ActReschedule {
+		it.RunAt = dec.RunAt.UnixNano()
+		it.PrevDelay = dec.Delay
+		c.seq++
+		it.seq = c.seq
+		p.pushItem(it)
+		c.queued++
+	}
+	c.place(i, n)
+	return dec
+}
+
+// Abandon takes back an attempt whose result will never be known (the
+// dispatcher died): the attempt slot is freed, nothing is recorded on the
+// breaker or budget, and the delivery is due again at runAt (when its lease
+// expires). The lost attempt still counts: the partner may have processed
+// it, and the next attempt carries the next ordinal.
+func (c *Core) Abandon(it *Item, runAt time.Time, now time.Time) {
+	p := &c.partners[it.Partner]
+	p.inFlight--
+	c.busy--
+	it.RunAt = runAt.UnixNano()
+	c.seq++
+	it.seq = c.seq
+	p.pushItem(it)
+	c.queued++
+	c.place(int(it.Partner), now.UnixNano())
+}
+
+// Stats is a snapshot of what is waiting.
+type Stats struct {
+	Ready, Delayed, InFlight int
+	// Oldest ages (now − first seen) of a due delivery waiting for a worker
+	// and of a delivery waiting out a delay or an open breaker; 0 if none.
+	OldestReadyAge, OldestDelayedAge time.Duration
+}
+
+// Snapshot walks the queue. It costs O(queued); call it at the sampling
+// interval, not per event.
+func (c *Core) Snapshot(now time.Time) Stats {
+	n := now.UnixNano()
+	s := Stats{InFlight: c.busy}
+	var oldReady, oldDelayed int64 = n, n
+	for i := range c.partners {
+		p := &c.partners[i]
+		if p.head.it == nil {
+			continue
+		}
+		// A breaker that is not closed holds the partner's deliveries: they
+		// wait out the breaker, not a worker.
+		held := false
+		if b := p.breaker; b != nil && b.State(now) != model.StateClosed {
+			held = true
+		}
+		for k := -1; k < len(p.q); k++ {
+			it := p.head.it
+			if k >= 0 {
+				it = p.q[k].it
+			}
+			if !held && it.RunAt <= n {
+				s.Ready++
+				oldReady = min(oldReady, it.FirstSeen)
+			} else {
+				s.Delayed++
+				oldDelayed = min(oldDelayed, it.FirstSeen)
+			}
+		}
+	}
+	s.OldestReadyAge = time.Duration(n - oldReady)
+	s.OldestDelayedAge = time.Duration(n - oldDelayed)
+	return s
+}
+
+// Each calls f for every queued delivery (not those in flight).
+func (c *Core) Each(f func(*Item)) {
+	for i := range c.partners {
+		p := &c.partners[i]
+		if p.head.it != nil {
+			f(p.head.it)
+		}
+		for _, e := range p.q {
+			f(e.it)
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package dispatchcore
+
+const raceEnabled = false

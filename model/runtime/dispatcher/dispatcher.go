@@ -1,0 +1,1050 @@
+package dispatcher
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/model/dispatchcore"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
+	"github.com/stormdrill/stormdrill/model/seed"
+)
+
+// Runtime limits.
+const (
+	// MaxResponseBytes is the most of a partner's response body read.
+	MaxResponseBytes = 64 << 10
+	// MaxPendingCompletions bounds completions waiting for the store; past
+	// it the dispatcher gives up (the store is the truth: leases expire).
+	MaxPendingCompletions = 100_000
+	// flushEvery is the longest a transition waits (wall time) before the
+	// dispatcher writes it; flushBatch pending transitions are written at
+	// once.
+	flushEvery = 2 * time.Millisecond
+	flushBatch = 1024
+	// MaxRenewBatch bounds the lease renewals one store batch carries; a
+	// dispatcher holding more renews the rest in the next batches.
+	MaxRenewBatch = 10_000
+	// alertTimeout bounds one alert POST.
+	alertTimeout = 2 * time.Second
+	// storeTimeout bounds one store call.
+	storeTimeout = 30 * time.Second
+	// maxErrorText bounds the last_error text kept per delivery.
+	maxErrorText = 200
+	// maxAlertKeys bounds the (partner, reason) pairs aggregated between
+	// two alert batches; partners × reasons is far below it.
+	maxAlertKeys = 1024
+	// dialTimeout bounds connecting to a partner or the alert sink.
+	dialTimeout = 5 * time.Second
+	// clientSlack is added to the longest per-request timeout to form the
+	// HTTP client's overall timeout, a backstop behind the contexts.
+	clientSlack = time.Second
+)
+
+// Headers every attempt carries.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key" // the delivery id
+	HeaderAttempt        = "X-Attempt"       // the attempt's ordinal, 1, 2, …
+)
+
+// Event line kinds the dispatcher writes to Config.Events, one per line,
+// tab-separated.
+const (
+	EventReady      = "ready"      // ready <owner>
+	EventTransition = "transition" // transition <endpoint> <drill unix ns> <from> <to>
+	EventExit       = "exit"       // exit <attempts> <retry_after_ignored> <stale>
+	// EventRefused reports an attempt whose connection was refused, which
+	// no partner saw: refused <endpoint> <attempt> <started drill unix ns>
+	// <ended drill unix ns>.
+	EventRefused = "refused"
+)
+
+// Stats is what one dispatcher run did.
+type Stats struct {
+	Claimed, Attempts, Acked, Rescheduled, DeadLettered int64
+	Stale                                               int64 // completions the store refused (lease taken over)
+	RetryAfterIgnored                                   int64
+	Released                                            int   // leases given back at the end
+	Renewed                                             int64 // lease renewals sent for deliveries held in memory
+	AlertsSent                                          int64
+}
+
+// endpoint is one partner endpoint: a member of a Config.Partners entry.
+type endpoint struct {
+	name  string
+	url   string
+	group int // index into Config.Partners
+}
+
+// claimedUnstarted marks an Item (in its caller-owned Epoch field) that was
+// claimed and has not been handed out by the core yet.
+const claimedUnstarted = 1
+
+type job struct {
+	it      *dispatchcore.Item
+	url     string
+	body    []byte
+	started time.Time // drill clock
+}
+
+type result struct {
+	it      *dispatchcore.Item
+	o       model.Outcome
+	errText string
+	started time.Time
+	ended   time.Time
+}
+
+// heldRow is a delivery this dispatcher has claimed and keeps in memory,
+// with what its row holds once the queued transitions are stored: a lease
+// renewal rewrites exactly these values (KindHold), so it changes nothing
+// but lease_until, even while an attempt is in flight whose outcome is
+// not stored yet.
+type heldRow struct {
+	id         string
+	attempt    int
+	runAt      time.Time
+	prevDelay  time.Duration
+	lastErr    string
+	updated    time.Time
+	leaseUntil time.Time
+	// idx is the row's place in the dispatcher's leases heap.
+	idx int
+}
+
+// leaseHeap orders the held rows by lease expiry (a binary min-heap), so
+// a renewal pass looks only at the rows whose lease is due for renewal,
+// not at every row held: its cost does not grow with what is held.
+type leaseHeap []*heldRow
+
+func (h leaseHeap) less(i, j int) bool { return h[i].leaseUntil.Before(h[j].leaseUntil) }
+
+func (h leaseHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+
+func (h leaseHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h leaseHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+func (h *leaseHeap) push(r *heldRow) {
+	r.idx = len(*h)
+	*h = append(*h, r)
+	h.up(r.idx)
+}
+
+func (h *leaseHeap) remove(r *heldRow) {
+	s := *h
+	i, last := r.idx, len(s)-1
+	if i != last {
+		s.swap(i, last)
+	}
+	s[last] = nil
+	*h = s[:last]
+	if i != last {
+		h.fix(i)
+	}
+	r.idx = -1
+}
+
+// fix restores the order after the lease of the row at i changed.
+func (h leaseHeap) fix(i int) {
+	r := h[i]
+	h.up(i)
+	h.down(r.idx)
+}
+
+type alertKey struct{ partner, reason string }
+
+type alertAgg struct {
+	count   int
+	oldestC int64 // created (drill ns) of the oldest delivery
+}
+
+// Alert is the JSON body of one DLQ alert.
+type Alert struct {
+	Count   int     `json:"count"`
+	Reason  string  `json:"reason"`
+	Partner string  `json:"partner"` // the Config.Partners entry's name
+	OldestS float64 `json:"oldest_s"`
+}
+
+type dispatcher struct {
+	cfg    Config
+	eps    []endpoint
+	byName map[string]int32
+	core   *dispatchcore.Core
+	rng    *rand.Rand
+	held   map[string]*heldRow
+	leases leaseHeap // held's rows by lease expiry
+	// renewLooked counts the held rows renew has looked at (a test
+	// checks that it does not grow with what is held).
+	renewLooked int64
+	wallTO      time.Duration
+	pending     []queue.Completion
+	// sent is the batch of transitions the store goroutine is writing
+	// (nil while it is idle); pending and sent swap backing arrays.
+	sent []queue.Completion
+	// storeBusy is set while the store goroutine has a request; leftHeld
+	// names the deliveries that left held meanwhile (their transition not
+	// stored yet). If one had let its lease run out, that request's claim
+	// may hand it back to us; its stored transition ends it, so it must
+	// not be started again.
+	storeBusy bool
+	leftHeld  map[string]struct{}
+	client    *http.Client
+	events    io.Writer
+	eventsMu  sync.Mutex
+	logw      io.Writer
+	stats     Stats
+	alerts    map[alertKey]*alertAgg
+	alertCh   chan []Alert
+	// alertBusy is set while a batch waits in alertCh or is being posted;
+	// alertReadyNS (wall unix ns) is when the poster finished the last
+	// batch plus AlertInterval. No new batch is handed over before both
+	// allow it, so however slow a post is, two batches arrive at least
+	// AlertInterval apart.
+	alertBusy    atomic.Bool
+	alertReadyNS atomic.Int64
+	alertEvery   time.Duration // AlertInterval in wall time
+	// unstarted counts claimed deliveries not started yet (their Item's
+	// Epoch is claimedUnstarted until Next hands them out).
+	unstarted int
+	speed     float64
+}
+
+// Run validates cfg and runs the dispatcher until ctx is cancelled, then
+// stops claiming, lets the attempts in flight finish, persists every
+// transition, gives its leases back and returns. A process killed instead
+// loses nothing: what it did not persist is redone once its leases expire.
+// An invalid cfg is refused before anything is claimed, with the errors
+// of Validate.
+//
+// Attempt ordinals: the store counts attempts whose outcome was recorded.
+// An attempt lost in a kill is not counted, so the next claimant sends the
+// same ordinal again (the partner sees X-Attempt repeat); the attempt
+// history never holds two rows with one ordinal, and a kill does not eat
+// into a delivery's max_attempts.
+func Run(ctx context.Context, cfg Config) (Stats, error) {
+	ds, err := newDispatcher(cfg)
+	if err != nil {
+		return Stats{}, err
+	}
+	return ds.run(ctx)
+}
+
+// EndpointURL is one endpoint: its name, the index of its entry in
+// Config.Partners, and the URL its attempts go to.
+type EndpointURL struct {
+	Name  string
+	Group int
+	URL   string
+}
+
+// EndpointURLs lists the endpoints cfg's partners stand for, in order, with
+// their URLs resolved against PartnersURL. Call it on a validated Config.
+func (c *Config) EndpointURLs() []EndpointURL {
+	base := ""
+	if c.PartnersURL != "" {
+		base, _ = LoopbackURL(c.PartnersURL)
+		base = strings.TrimRight(base, "/")
+	}
+	var out []EndpointURL
+	for g := range c.Partners {
+		p := &c.Partners[g]
+		u := p.URL
+		if strings.HasPrefix(u, "/") {
+			u = base + u
+		}
+		u, _ = LoopbackURL(u)
+		if p.Members == 0 {
+			out = append(out, EndpointURL{Name: p.Name, Group: g, URL: u})
+			continue
+		}
+		for m := 0; m < p.Members; m++ {
+			ms := strconv.Itoa(m)
+			out = append(out, EndpointURL{Name: p.Name + "-" + ms, Group: g, URL: strings.NewReplacer("{member}", ms, "%7Bmember%7D", ms).Replace(u)})
+		}
+	}
+	return out
+}
+
+// Endpoints lists the endpoint names cfg's partners stand for, in order.
+func (c *Config) Endpoints() []string {
+	var names []string
+	for _, p := range c.Partners {
+		if p.Members == 0 {
+			names = append(names, p.Name)
+			continue
+		}
+		for m := 0; m < p.Members; m++ {
+			names = append(names, p.Name+"-"+strconv.Itoa(m))
+		}
+	}
+	return names
+}
+
+func newDispatcher(cfg Config) (*dispatcher, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("dispatcher: Config.Store is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.AlertURL != "" {
+		cfg.AlertURL, _ = LoopbackURL(cfg.AlertURL)
+	}
+	if cfg.Clock.Start.IsZero() {
+		cfg.Clock.Start = time.Now()
+	}
+	ds := &dispatcher{
+		cfg: cfg, byName: map[string]int32{}, held: map[string]*heldRow{}, leftHeld: map[string]struct{}{},
+		rng:    seed.NewRand(cfg.Seed, "dispatcher/"+cfg.Owner),
+		wallTO: cfg.Clock.Wall(cfg.AttemptTimeout),
+		events: cfg.Events, logw: cfg.Log, alerts: map[alertKey]*alertAgg{},
+		alertCh: make(chan []Alert, 1), speed: cfg.Clock.speed(),
+		alertEvery: cfg.Clock.Wall(cfg.AlertInterval),
+	}
+	if ds.events == nil {
+		ds.events = io.Discard
+	}
+	if ds.logw == nil {
+		ds.logw = io.Discard
+	}
+	pools := map[string]*model.Budget{}
+	var pcs []dispatchcore.PartnerConfig
+	pols := make([]model.Policy, len(cfg.Partners)) // one copy per entry, shared by its members
+	for g := range cfg.Partners {
+		pols[g] = cfg.Partners[g].Policy
+	}
+	for _, e := range cfg.EndpointURLs() {
+		g, name := e.Group, e.Name
+		p := &cfg.Partners[g]
+		ds.byName[name] = int32(len(ds.eps))
+		ds.eps = append(ds.eps, endpoint{name: name, url: e.URL, group: g})
+		pc := dispatchcore.PartnerConfig{Name: name, Policy: &pols[g], Concurrency: p.Concurrency}
+		if p.Breaker != nil {
+			pc.Breaker = model.NewBreaker(*p.Breaker)
+			pc.Breaker.OnTransition = func(tr model.Transition) {
+				ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
+			}
+		}
+		if b := p.Budget; b != nil {
+			if b.Pool == "" {
+				pc.Budget = model.NewBudget(b.MaxTokens, b.TokenRatio)
+			} else {
+				if pools[b.Pool] == nil {
+					pools[b.Pool] = model.NewBudget(b.MaxTokens, b.TokenRatio)
+				}
+				pc.Budget = pools[b.Pool]
+			}
+		}
+		pcs = append(pcs, pc)
+	}
+	var err error
+	ds.core, err = dispatchcore.New(dispatchcore.Config{Workers: cfg.Workers, Partners: pcs})
+	if err != nil {
+		return nil, err
+	}
+	ds.client = newHTTPClient(cfg.Workers, max(ds.wallTO, alertTimeout)+clientSlack)
+	return ds, nil
+}
+
+// newHTTPClient returns a client with a bounded number of connections per
+// host. Requests carry a body without GetBody, so the transport never
+// resends one on its own after a connection error: every resend is a
+// decision of the policy, and the partner's duplicate count means what it
+// says. Every request also carries its own context deadline (the attempt
+// timeout, or alertTimeout); timeout is the client-wide backstop.
+func newHTTPClient(workers int, timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil, // loopback only, never through a proxy
+		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxConnsPerHost:     workers,
+		MaxIdleConns:        workers,
+		MaxIdleConnsPerHost: workers,
+		IdleConnTimeout:     60 * time.Second,
+		DisableCompression:  true,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (ds *dispatcher) event(fields ...string) {
+	ds.eventsMu.Lock()
+	defer ds.eventsMu.Unlock()
+	fmt.Fprintln(ds.events, strings.Join(fields, "\t"))
+}
+
+func (ds *dispatcher) logf(format string, args ...any) {
+	fmt.Fprintf(ds.logw, "dispatch %s: "+format+"\n", append([]any{ds.cfg.Owner}, args...)...)
+}
+
+func (ds *dispatcher) run(ctx context.Context) (Stats, error) {
+	workers := ds.cfg.Workers
+	jobs := make(chan job, workers)
+	results := make(chan result, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				results <- ds.call(j)
+			}
+		}()
+	}
+	var alertWG sync.WaitGroup
+	if ds.cfg.AlertURL != "" {
+		alertWG.Add(1)
+		go func() {
+			defer alertWG.Done()
+			for batch := range ds.alertCh {
+				ds.postAlerts(batch)
+				ds.alertReadyNS.Store(time.Now().Add(ds.alertEvery).UnixNano())
+				ds.alertBusy.Store(false)
+			}
+		}()
+	}
+	err := ds.loop(ctx, jobs, results)
+	close(jobs)
+	wg.Wait()
+	// Everything still pending was handled by loop; send what is left to
+	// alert, then stop the alert poster.
+	ds.flushAlerts(true)
+	close(ds.alertCh)
+	alertWG.Wait()
+	ds.client.CloseIdleConnections()
+	ds.event(EventExit, strconv.FormatInt(ds.stats.Attempts, 10), strconv.FormatInt(ds.stats.RetryAfterIgnored, 10), strconv.FormatInt(ds.stats.Stale, 10))
+	return ds.stats, err
+}
+
+// storeReq is one turn of the store goroutine: write cs (the
+// transitions, in order), then, if they were written and claim > 0,
+// claim up to claim deliveries at now.
+type storeReq struct {
+	cs    []queue.Completion
+	claim int
+	now   time.Time
+}
+
+// storeResp is what one storeReq did.
+type storeResp struct {
+	res      queue.CompleteResult
+	flushErr error
+	claimed  bool // a claim was made
+	rows     []queue.Delivery
+	claimErr error
+}
+
+// storeLoop runs the store calls one request at a time, so the dispatcher
+// loop keeps starting attempts and collecting results while a transaction
+// commits: with the calls inline, every worker that finished during a
+// commit sat idle until it ended.
+func (ds *dispatcher) storeLoop(reqs <-chan storeReq, resps chan<- storeResp) {
+	for q := range reqs {
+		var p storeResp
+		// Persist before claiming, in the same transaction (CompleteClaim
+		// writes first): a delivery that just ended has left held, and if
+		// its lease had run out a claim before its transition would hand
+		// it back to us as new.
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		res, rows, err := ds.cfg.Store.CompleteClaim(ctx, q.cs, ds.cfg.Owner, q.now, ds.cfg.LeaseTimeout, q.claim)
+		cancel()
+		// One transaction: a failure is the write's and the claim's.
+		if len(q.cs) > 0 {
+			p.res, p.flushErr = res, err
+		}
+		if q.claim > 0 {
+			p.claimed, p.rows, p.claimErr = true, rows, err
+		}
+		resps <- p
+	}
+}
+
+func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan result) error {
+	poll := ds.cfg.ClaimPoll
+	alertEvery := ds.alertEvery
+	nextClaim := time.Now()
+	nextAlert := time.Now().Add(alertEvery)
+	// Leases of held deliveries are renewed every third of a lease, each
+	// once less than two thirds of it is left: a delivery kept waiting
+	// for a worker, a partner slot or a breaker never outlives its lease,
+	// so no other dispatcher can claim and send it meanwhile.
+	renewEvery := max(ds.cfg.Clock.Wall(ds.cfg.LeaseTimeout/3), time.Millisecond)
+	nextRenew := time.Now().Add(renewEvery)
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	stopping := false
+	// Transitions are written in batches, at most flushEvery apart (or
+	// flushBatch at a time), rather than after every wake-up: each store
+	// transaction costs about as much as a few hundred rows in one. One
+	// store goroutine writes them (and claims) while this loop goes on;
+	// what ends during a write goes with the next one (group commit).
+	reqs := make(chan storeReq)
+	resps := make(chan storeResp, 1)
+	storeDone := make(chan struct{})
+	go func() {
+		defer close(storeDone)
+		ds.storeLoop(reqs, resps)
+	}()
+	defer func() {
+		close(reqs)
+		<-storeDone
+	}()
+	claimLimit := 0
+	lastFlush := time.Now()
+	flushDue := func(wallNow time.Time) bool {
+		return len(ds.pending) > 0 && (len(ds.pending) >= flushBatch || wallNow.Sub(lastFlush) >= flushEvery || stopping)
+	}
+	nextMetrics := time.Now()
+	ds.event(EventReady, ds.cfg.Owner)
+	for {
+		wallNow := time.Now()
+		now := ds.cfg.Clock.At(wallNow)
+		if ds.cfg.Metrics != nil && !wallNow.Before(nextMetrics) {
+			ds.cfg.Metrics.observe(ds.core, ds.eps, now)
+			nextMetrics = wallNow.Add(metricsEvery)
+		}
+		// Start what can start before deciding to claim: a worker that a
+		// result just freed is not idle if a claimed delivery waits for it.
+		if !stopping {
+			ds.pump(now, jobs)
+		}
+		if !wallNow.Before(nextRenew) {
+			nextRenew = wallNow.Add(renewEvery)
+			if ds.renew(now) {
+				nextRenew = wallNow // more to renew: the next batch right after this one
+			}
+		}
+		if !ds.storeBusy {
+			claimNow := !stopping && !wallNow.Before(nextClaim) && !ds.enoughClaimed()
+			if !claimNow && !stopping && !wallNow.Before(nextClaim) {
+				nextClaim = wallNow.Add(poll) // enough in hand: look again after a poll, or when a result comes
+			}
+			claimLimit = 0
+			if claimNow {
+				claimLimit = min(ds.cfg.ClaimBatch, ds.cfg.HeldLimit-len(ds.held))
+			}
+			if claimLimit > 0 || flushDue(wallNow) {
+				ds.sent, ds.pending = ds.pending, ds.sent[:0]
+				reqs <- storeReq{cs: ds.sent, claim: claimLimit, now: now}
+				ds.storeBusy, lastFlush = true, wallNow
+			}
+		}
+		if !wallNow.Before(nextAlert) {
+			ds.flushAlerts(false)
+			// The next try: one interval on, or when the poster allows it
+			// if that is later (a slow post delays the next batch).
+			nextAlert = wallNow.Add(alertEvery)
+			if ready := time.Unix(0, ds.alertReadyNS.Load()); ready.After(nextAlert) {
+				nextAlert = ready
+			}
+		}
+		if stopping && ds.core.InFlight() == 0 && !ds.storeBusy {
+			break
+		}
+		// Sleep until the next thing to do: a claim, a wake-up of the core,
+		// an alert, a result or the store's answer.
+		wait := min(time.Until(nextAlert), time.Until(nextRenew))
+		if !ds.storeBusy && len(ds.pending) > 0 {
+			wait = min(wait, time.Until(lastFlush.Add(flushEvery)))
+		}
+		if !stopping {
+			if !ds.storeBusy {
+				wait = min(wait, time.Until(nextClaim))
+			}
+			if w, ok := ds.core.NextWake(); ok {
+				wait = min(wait, ds.cfg.Clock.Wall(w.Sub(ds.cfg.Clock.Now())))
+			}
+		}
+		wait = max(wait, 0)
+		resetTimer(timer, wait)
+		select {
+		case r := <-results:
+			ds.complete(r)
+			for more := true; more; { // take whatever else has arrived: one store batch
+				select {
+				case r := <-results:
+					ds.complete(r)
+				default:
+					more = false
+				}
+			}
+		case p := <-resps:
+			ds.storeBusy = false
+			if err := ds.stored(p, claimLimit, time.Now()); err != nil {
+				return err
+			}
+			if p.claimed {
+				switch {
+				case p.claimErr != nil:
+					ds.logf("claim: %v", p.claimErr)
+					nextClaim = time.Now().Add(50 * time.Millisecond) // the store is busy or gone; back off
+				case len(p.rows) == claimLimit:
+					nextClaim = time.Now() // the store may have more due right now
+				default:
+					nextClaim = time.Now().Add(poll)
+				}
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			if !stopping {
+				stopping = true
+				ds.logf("stopping: %d attempts in flight", ds.core.InFlight())
+			}
+			ctx = context.Background() // Done fires once; keep the select quiet
+		}
+	}
+	if err := ds.flush(); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	n, err := ds.cfg.Store.Release(sctx, ds.cfg.Owner)
+	ds.stats.Released = n
+	if err != nil {
+		return fmt.Errorf("dispatch: releasing leases: %w", err)
+	}
+	return nil
+}
+
+// stored takes the store goroutine's answer: a batch that could not be
+// written goes back before the transitions queued since (they may follow
+// from it), and claimed rows go to the core.
+func (ds *dispatcher) stored(p storeResp, limit int, wallNow time.Time) error {
+	sent := ds.sent
+	if p.flushErr != nil {
+		if len(sent)+len(ds.pending) > MaxPendingCompletions {
+			return fmt.Errorf("dispatch: %d transitions could not be stored: %w", len(sent)+len(ds.pending), p.flushErr)
+		}
+		ds.logf("complete: %v (will retry)", p.flushErr)
+		merged := append(sent, ds.pending...)
+		clear(ds.pending)
+		ds.pending, ds.sent = merged, ds.pending[:0]
+		return nil
+	}
+	if p.res.Stale > 0 {
+		ds.logf("%d completions were stale (lease taken over)", p.res.Stale)
+	}
+	ds.stats.Stale += int64(p.res.Stale)
+	clear(sent)
+	ds.sent = sent[:0]
+	if p.claimed && p.claimErr == nil {
+		ds.claimed(p.rows, ds.cfg.Clock.At(wallNow))
+	}
+	clear(ds.leftHeld)
+	return nil
+}
+
+// unhold drops a delivery whose turn ended from held (see leftHeld).
+func (ds *dispatcher) unhold(id string) {
+	if h := ds.held[id]; h != nil {
+		ds.leases.remove(h)
+	}
+	delete(ds.held, id)
+	if ds.storeBusy {
+		ds.leftHeld[id] = struct{}{}
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	select {
+	case <-t.C:
+	default:
+	}
+	t.Reset(d)
+}
+
+// enoughClaimed reports whether the dispatcher holds enough for now: as
+// many deliveries as HeldLimit allows, or, while every worker is busy, a
+// claim batch of claimed deliveries not started yet. Under overload it
+// claims what it can start, not the whole backlog, so what it holds (and
+// renews, and the store keeps leased) stays about one batch beyond its
+// workers; the rest waits in the store, where another dispatcher may
+// take it. With a worker idle it claims on, so deliveries that wait in
+// memory for a breaker or a partner slot do not hold the others back.
+func (ds *dispatcher) enoughClaimed() bool {
+	if len(ds.held) >= ds.cfg.HeldLimit {
+		return true
+	}
+	return ds.unstarted >= ds.cfg.ClaimBatch && ds.core.InFlight() >= ds.cfg.Workers
+}
+
+// claimed hands the newly claimed rows to the core; now is when they
+// arrived.
+func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
+	fresh := 0
+	for i := range rows {
+		r := &rows[i]
+		if h, ok := ds.held[r.ID]; ok {
+			// Already ours (its lease had run out while we kept it): the
+			// claim renewed the lease and nothing else changes.
+			h.leaseUntil, h.updated = r.LeaseUntil, now
+			ds.leases.fix(h.idx)
+			continue
+		}
+		if _, ok := ds.leftHeld[r.ID]; ok {
+			// Ours, and ended while the claim ran: the transition queued
+			// for it is stored with the next batch (the lease is ours).
+			continue
+		}
+		si, ok := ds.byName[r.Partner]
+		if !ok {
+			ds.pending = append(ds.pending, queue.Completion{ID: r.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter,
+				At: now, Attempt: r.Attempt, Reason: string(model.ReasonPermanent), LastError: "no partner " + clip(r.Partner) + " in the configuration"})
+			continue
+		}
+		it := &dispatchcore.Item{
+			ID: r.ID, Partner: si, Attempts: r.Attempt, FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
+			PrevDelay: r.PrevDelay, Cohort: int32(ds.eps[si].group), Payload: r.Payload, Slot: -1,
+		}
+		if r.Created.IsZero() {
+			it.FirstSeen = r.RunAt.UnixNano()
+		}
+		h := &heldRow{id: r.ID, attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
+			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil}
+		ds.held[r.ID] = h
+		ds.leases.push(h)
+		it.Epoch = claimedUnstarted
+		ds.unstarted++
+		ds.core.Requeue(it, now)
+		fresh++
+	}
+	ds.stats.Claimed += int64(fresh)
+}
+
+// renew queues a lease renewal (KindHold with the row's stored values and
+// a lease from now) for every held delivery with less than two thirds of
+// a lease left, soonest expiry first, at most MaxRenewBatch; more reports
+// that some were left for the next batch. The renewals go to the store
+// with the next flush, after the transitions queued before them. It takes
+// them off the top of the lease heap: the rows it looks at are the ones it
+// renews (and one more), however many are held.
+func (ds *dispatcher) renew(now time.Time) (more bool) {
+	if len(ds.pending) > MaxPendingCompletions/2 {
+		return false // the store is not taking writes; renewals would only pile up
+	}
+	lease := ds.cfg.LeaseTimeout
+	horizon := now.Add(lease - lease/3)
+	until := now.Add(lease)
+	n := 0
+	for len(ds.leases) > 0 {
+		h := ds.leases[0]
+		ds.renewLooked++
+		if h.leaseUntil.After(horizon) {
+			break
+		}
+		if n >= MaxRenewBatch {
+			more = true
+			break
+		}
+		ds.pending = append(ds.pending, queue.Completion{ID: h.id, Owner: ds.cfg.Owner, Kind: queue.KindHold, At: h.updated,
+			Attempt: h.attempt, RunAt: h.runAt, PrevDelay: h.prevDelay, LastError: h.lastErr, LeaseUntil: until})
+		h.leaseUntil = until
+		ds.leases.down(0)
+		n++
+	}
+	ds.stats.Renewed += int64(n)
+	return more
+}
+
+// pump starts every attempt the core wants started now.
+func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
+	for {
+		it, verdict, reason := ds.core.Next(now)
+		if it == nil {
+			return
+		}
+		if it.Epoch == claimedUnstarted {
+			it.Epoch = 0
+			ds.unstarted--
+		}
+		if verdict == dispatchcore.DeadLetter {
+			ds.deadLetter(it, now, reason, "", 0, false, time.Time{})
+			continue
+		}
+		body := it.Payload
+		if len(body) == 0 {
+			// A body is always sent: an empty POST with an Idempotency-Key
+			// is one Go's transport would replay by itself.
+			body = []byte(`{"id":` + strconv.Quote(it.ID) + `}`)
+		}
+		ds.stats.Attempts++
+		// The core keeps attempts in flight at most at workers, which is the
+		// channel's capacity plus what the workers hold: this never blocks.
+		jobs <- job{it: it, url: ds.eps[it.Partner].url, body: body, started: now}
+	}
+}
+
+// call makes one attempt.
+func (ds *dispatcher) call(j job) result {
+	res := result{it: j.it, started: j.started}
+	ctx, cancel := context.WithTimeout(context.Background(), ds.wallTO)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.url, bytes.NewReader(j.body))
+	if err != nil {
+		res.o, res.errText = model.Outcome{Err: model.ErrRefused}, clip(err.Error())
+		res.ended = ds.cfg.Clock.Now()
+		return res
+	}
+	req.GetBody = nil // not rewindable: the transport cannot resend it
+	req.Header.Set(HeaderIdempotencyKey, j.it.ID)
+	req.Header.Set(HeaderAttempt, strconv.Itoa(j.it.Attempts))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ds.client.Do(req)
+	if err != nil {
+		res.ended = ds.cfg.Clock.Now()
+		res.o = model.Outcome{Err: classifyError(err)}
+		res.errText = res.o.Err.String() + ": " + clip(err.Error())
+		return res
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+	resp.Body.Close()
+	res.ended = ds.cfg.Clock.Now()
+	if err != nil {
+		// The answer is not whole (a body cut short, or one still coming
+		// when the attempt timed out): whatever its status, the partner's
+		// answer was not received, so the attempt failed like a broken
+		// connection (or a timeout).
+		res.o = model.Outcome{Err: classifyError(err)}
+		res.errText = res.o.Err.String() + ": reading the HTTP " + strconv.Itoa(resp.StatusCode) + " body: " + clip(err.Error())
+		return res
+	}
+	res.o = model.Outcome{Status: resp.StatusCode, RetryAfter: ds.retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		res.errText = "HTTP " + strconv.Itoa(resp.StatusCode)
+	}
+	return res
+}
+
+// retryAfter turns a Retry-After off the wire, which is wall time (the
+// partner cannot know this dispatcher's clock runs fast), into drill
+// delta-seconds for the policy: delta-seconds are multiplied by the speed,
+// an HTTP-date is measured from the wall clock now. At speed 1 it passes
+// unchanged.
+func (ds *dispatcher) retryAfter(v string, wallNow time.Time) string {
+	v = strings.TrimSpace(v)
+	if v == "" || ds.speed == 1 {
+		return v
+	}
+	d, ok := model.ParseRetryAfter(v, wallNow)
+	if !ok {
+		return v // the policy refuses it again and counts it
+	}
+	secs := (ds.cfg.Clock.Drill(d) + time.Second - 1) / time.Second
+	return strconv.FormatInt(int64(secs), 10)
+}
+
+// classifyError maps a transport error to what the policy knows.
+func classifyError(err error) model.ErrKind {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return model.ErrTimeout
+	case errors.As(err, &ne) && ne.Timeout():
+		return model.ErrTimeout
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return model.ErrRefused
+	}
+	// Resets, EOF on a connection the partner closed (before any answer,
+	// or inside a body cut short), a malformed response, broken pipes and
+	// anything else the transport reports: the connection failed.
+	return model.ErrReset
+}
+
+func clip(s string) string {
+	if len(s) > maxErrorText {
+		return s[:maxErrorText]
+	}
+	return s
+}
+
+// complete hands an attempt's result to the core and queues the transition.
+func (ds *dispatcher) complete(r result) {
+	it := r.it
+	if r.o.Err == model.ErrRefused {
+		ds.event(EventRefused, ds.eps[it.Partner].name, strconv.Itoa(it.Attempts),
+			strconv.FormatInt(r.started.UnixNano(), 10), strconv.FormatInt(r.ended.UnixNano(), 10))
+	}
+	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
+	partner := ds.cfg.Partners[ds.eps[it.Partner].group].Name
+	ds.cfg.Metrics.attempt(partner, it.Attempts, r.o, r.ended.Sub(r.started))
+	if dec.RetryAfterIgnored {
+		ds.stats.RetryAfterIgnored++
+	}
+	c := queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, At: r.ended, Attempt: it.Attempts, LastError: r.errText,
+		Status: r.o.Status, Started: r.started, RecordAttempt: true}
+	switch dec.Action {
+	case model.ActAck:
+		c.Kind = queue.KindAck
+		ds.stats.Acked++
+		ds.cfg.Metrics.delivered(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
+		ds.unhold(it.ID)
+		ds.pending = append(ds.pending, c)
+	case model.ActReschedule:
+		// The core keeps the delivery until it is due; the row keeps our
+		// lease until one lease past its run_at, so neither our own claims
+		// nor another dispatcher's can hand it out while we are about to
+		// send it. After a kill it is claimable once that lease runs out;
+		// its run_at does not change.
+		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.cfg.LeaseTimeout)
+		if h := ds.held[it.ID]; h != nil {
+			h.attempt, h.runAt, h.prevDelay, h.lastErr, h.updated, h.leaseUntil = c.Attempt, c.RunAt, c.PrevDelay, c.LastError, c.At, c.LeaseUntil
+			ds.leases.fix(h.idx)
+		}
+		ds.stats.Rescheduled++
+		ds.pending = append(ds.pending, c)
+	default:
+		ds.deadLetter(it, r.ended, dec.Reason, r.errText, r.o.Status, true, r.started)
+	}
+}
+
+func (ds *dispatcher) deadLetter(it *dispatchcore.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
+	ds.unhold(it.ID)
+	ds.stats.DeadLettered++
+	ds.cfg.Metrics.deadLettered(reason)
+	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
+		Attempt: it.Attempts, Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
+	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}
+	a := ds.alerts[k]
+	if a == nil {
+		if len(ds.alerts) >= maxAlertKeys {
+			return
+		}
+		a = &alertAgg{oldestC: it.FirstSeen}
+		ds.alerts[k] = a
+	}
+	a.count++
+	a.oldestC = min(a.oldestC, it.FirstSeen)
+}
+
+// flush writes the pending transitions in one store transaction.
+func (ds *dispatcher) flush() error {
+	if len(ds.pending) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	res, err := ds.cfg.Store.Complete(ctx, ds.pending)
+	if err != nil {
+		if len(ds.pending) > MaxPendingCompletions {
+			return fmt.Errorf("dispatch: %d transitions could not be stored: %w", len(ds.pending), err)
+		}
+		ds.logf("complete: %v (will retry)", err)
+		return nil
+	}
+	if res.Stale > 0 {
+		ds.logf("%d completions were stale (lease taken over)", res.Stale)
+	}
+	ds.stats.Stale += int64(res.Stale)
+	clear(ds.pending)
+	ds.pending = ds.pending[:0]
+	return nil
+}
+
+// flushAlerts hands the aggregated alerts to the poster. The loop calls it
+// once per alert_interval; if the poster is still busy with the previous
+// batch, the alerts keep aggregating until the next call (rate limit).
+// final (the dispatcher is stopping) waits for the poster instead.
+func (ds *dispatcher) flushAlerts(final bool) {
+	if len(ds.alerts) == 0 || ds.cfg.AlertURL == "" {
+		return
+	}
+	if !final && (ds.alertBusy.Load() || time.Now().UnixNano() < ds.alertReadyNS.Load()) {
+		return
+	}
+	now := ds.cfg.Clock.Now().UnixNano()
+	batch := make([]Alert, 0, len(ds.alerts))
+	for k, a := range ds.alerts {
+		batch = append(batch, Alert{Count: a.count, Reason: k.reason, Partner: k.partner, OldestS: max(0, float64(now-a.oldestC)/1e9)})
+	}
+	ds.alertBusy.Store(true)
+	if final {
+		t := time.NewTimer(alertTimeout)
+		defer t.Stop()
+		select {
+		case ds.alertCh <- batch:
+		case <-t.C:
+			return
+		}
+	} else {
+		select {
+		case ds.alertCh <- batch:
+		default:
+			return // cannot happen while alertBusy was clear
+		}
+	}
+	clear(ds.alerts)
+}
+
+func (ds *dispatcher) postAlerts(batch []Alert) {
+	for _, a := range batch {
+		body, _ := json.Marshal(a)
+		ctx, cancel := context.WithTimeout(context.Background(), alertTimeout)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ds.cfg.AlertURL, bytes.NewReader(body))
+		if err != nil {
+			cancel()
+			ds.logf("alert: %v", err)
+			return
+		}
+		req.GetBody = nil
+		req.Header.Set("Content-Type", "application/json")
+		if ds.cfg.AlertToken != "" {
+			req.Header.Set("Authorization", "Bearer "+ds.cfg.AlertToken)
+		}
+		resp, err := ds.client.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				ds.eventsMu.Lock()
+				ds.stats.AlertsSent++
+				ds.eventsMu.Unlock()
+			}
+		} else {
+			ds.logf("alert: %v", err)
+		}
+		cancel()
+	}
+}

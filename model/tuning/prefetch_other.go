@@ -1,0 +1,11 @@
+//go:build !amd64
+
+package tuning
+
+import "unsafe"
+
+// Prefetch does nothing on this architecture (see the amd64 version).
+func Prefetch(p unsafe.Pointer) {}
+
+// PrefetchLines does nothing on this architecture (see the amd64 version).
+func PrefetchLines(p unsafe.Pointer, n uintptr) {}
