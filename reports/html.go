@@ -379,6 +379,16 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{if .Same}}<p class="omitted">{{.Same}} more figures are the same in both runs and not shown.</p>{{end}}
 </section>{{end}}
 
+{{if .External}}<section id="external">
+<h2>Seen from the partners (external run)</h2>
+<table>
+<thead><tr><th>figure</th><th>value</th></tr></thead>
+<tbody>
+{{range .External}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>
+{{end}}</tbody>
+</table>
+</section>{{end}}
+
 {{if .SeedCount}}<section id="across-seeds">
 <h2>Across {{.SeedCount}} <a href="#seeds">seeds</a></h2>
 <p>Seeds {{.SeedList}}. The rest of this report is the first seed; per-seed summaries are in <code>seeds/</code>. 95% CI: confidence interval of the mean, Student's t with n−1 degrees of freedom.</p>
@@ -390,7 +400,6 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{end}}</tbody>
 </table>
 </div>
-		d.External = ExternalRows(r.Summary.External)
 </section>{{end}}
 
 {{if or .Lateness .Alerts .Restarts}}<section id="live">
