@@ -91,7 +91,12 @@ func reportVariants(t *testing.T) []reportVariant {
 	ApplyComparison(liveAlone.Summary, nil)
 	return []reportVariant{
 		{"single seed", plainRun(t)},
-		{"single seed with baseline", func() *Run { r := plainRun(t); r.Baseline = live.Baseline; ApplyComparison(r.Summary, r.Baseline); return r }()},
+		{"single seed with baseline", func() *Run {
+			r := plainRun(t)
+			r.Baseline = live.Baseline
+			ApplyComparison(r.Summary, r.Baseline)
+			return r
+		}()},
 		{"multi-seed", seedsRun(t, false)},
 		{"multi-seed with baseline", seedsRun(t, true)},
 		{"external", externalRun(t)},
