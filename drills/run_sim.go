@@ -266,7 +266,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 	r.tally = d.NewTally(specs, "sim", 0, tally.Interval(d.SampleInterval.D, d.Duration.D+d.Drain.D))
 	r.interval = int64(r.tally.Interval())
 	layout := r.tally.Layout()
-	r.needID = pol.Backoff.Jitter == model.JitterHash
+	r.needID = pol.Backoff.Jitter.Info().NeedsID
 	r.rng = seed.NewRand(d.Seed, "dispatcher")
 	r.src = seed.NewRand(d.Seed, "source")
 	var pcs []dispatchcore.PartnerConfig

@@ -432,10 +432,11 @@ func (s *scheduler) next() delayStep {
 	if capD <= 0 {
 		capD = model.MaxDuration
 	}
-	// Decorrelated jitter does not follow d; its range stops growing once
-	// both its typical and largest values reach the cap.
+	// A jitter that follows the previous delay (decorrelated) does not
+	// follow d; its range stops growing once both its typical and largest
+	// values reach the cap.
 	saturated := d >= capD
-	if bo.Jitter == model.JitterDecorrelated {
+	if bo.Jitter.Info().FollowsPrevious {
 		saturated = r.Typical >= capD && r.Max >= capD
 	}
 	s.prev = r
@@ -586,15 +587,8 @@ func (plan *Plan) makeAssumptions(p *planParams) {
 	if p.timeoutS > 0 && p.in.MeanService.Seconds() > p.timeoutS {
 		add("The mean service time is capped at the attempt timeout (%s).", fmtSeconds(p.timeoutS))
 	}
-	switch p.in.Jitter {
-	case "decorrelated":
-		add("Decorrelated jitter: each delay is uniform in [base, 3 × previous delay], capped, starting from base; the multiplier is not used. The typical delay is the mean of that range with the previous delay at its typical value; the largest follows the largest previous delay.")
-	case "hash":
-		add("Hash jitter is d/2 plus a 32-bit hash of the delivery id and attempt, mod d/2 + 1: uniform across deliveries in [d/2, d/2 + min(d/2, 2^32 ns)], so it spreads a delay by at most about 4.3s however long it is; the typical delay is the middle of that range.")
-	case "full", "equal":
-		add("The typical delay is the mean of the jitter's uniform range.")
-	case "proportional":
-		add("Proportional jitter: d × (1 ± %g), clamped to [0, cap]; the typical delay is d.", p.ratio)
+	if note := p.bo.PlanNote(); note != "" {
+		add("%s", note)
 	}
 	if !p.capped {
 		add("There is no backoff cap: delays grow without bound (saturating at about 292 years).")
@@ -838,7 +832,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		m.f("| max attempts | %d |\n", in.MaxAttempts)
 	}
 	m.f("| backoff | base %s, cap %s, multiplier %g, jitter %s", fmtSeconds(in.BaseS), fmtOpt(in.CapS, fmtSeconds, "none"), in.Multiplier, in.Jitter)
-	if in.Jitter == "proportional" {
+	if j, err := model.ParseJitter(in.Jitter); err == nil && j.Info().UsesRatio {
 		m.f(" (ratio %g)", in.JitterRatio)
 	}
 	m.f(" |\n")

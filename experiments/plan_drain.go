@@ -304,7 +304,7 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	for k := 2; k <= f.classes+1; k++ {
 		st := sch.next()
 		lo, hi := st.lo, st.hi
-		if p.in.Jitter == "decorrelated" { // keep the typical value the mean
+		if p.bo.Jitter.Info().FollowsPrevious { // keep the typical value the mean
 			hi = math.Min(hi, math.Max(lo, 2*st.typ-lo))
 		}
 		f.delayLo[k], f.delayHi[k] = lo, hi

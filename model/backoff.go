@@ -79,7 +79,7 @@ func (b *Backoff) Capped(n int) time.Duration {
 // jitter), and u is a uniform number in [0, 1) from the caller's stream
 // (ignored by none and hash).
 func (b *Backoff) Delay(n int, prev time.Duration, id string, u float64) time.Duration {
-	return b.Jitter.info().Delay(b, n, prev, id, u)
+	return b.Jitter.Info().Delay(b, n, prev, id, u)
 }
 
 // clampU keeps a caller's uniform number inside [0, 1].

@@ -51,6 +51,18 @@ type JitterInfo struct {
 	// previous delay; zero before the first retry). The analytic plan
 	// states these figures.
 	Bounds func(b *Backoff, n int, prev DelayRange) DelayRange
+	// NeedsID: Delay reads the delivery id, so a runner must hand it the
+	// real id (the simulator builds ids only for such kinds).
+	NeedsID bool
+	// FollowsPrevious: the delay grows from the previous delay, not from
+	// d. The plan then stops its growth only once its typical and largest
+	// values reach the cap, and keeps its typical value the mean.
+	FollowsPrevious bool
+	// UsesRatio: the kind reads jitter_ratio; the plan's inputs state it.
+	UsesRatio bool
+	// PlanNote is the analytic plan's assumption about the kind's delays;
+	// nil states none.
+	PlanNote func(b *Backoff) string
 }
 
 // delayFunc is the type of JitterInfo.Delay.
@@ -82,11 +94,19 @@ func delayDecorrelated(b *Backoff, _ int, prev time.Duration, _ string, u float6
 }
 
 func delayProportional(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
-	r := b.JitterRatio
-	if r == 0 {
-		r = DefaultJitterRatio
+	return ProportionalJitter(b.Capped(n), b.cap(), b.ratio(), u)
+}
+
+// ratio is JitterRatio with its default.
+func (b *Backoff) ratio() float64 {
+	if b.JitterRatio == 0 {
+		return DefaultJitterRatio
 	}
-	return ProportionalJitter(b.Capped(n), b.cap(), r, u)
+	return b.JitterRatio
+}
+
+func noteUniform(*Backoff) string {
+	return "The typical delay is the mean of the jitter's uniform range."
 }
 
 // JitterKinds declares every jitter kind, indexed by Jitter.
@@ -99,21 +119,27 @@ var JitterKinds = [...]JitterInfo{
 	},
 	JitterFull: {
 		Jitter: JitterFull, Name: "full",
-		Doc:    "uniform in [0, d]",
-		Delay:  delayFull,
-		Bounds: boundsByU(delayFull),
+		Doc:      "uniform in [0, d]",
+		Delay:    delayFull,
+		Bounds:   boundsByU(delayFull),
+		PlanNote: noteUniform,
 	},
 	JitterEqual: {
 		Jitter: JitterEqual, Name: "equal",
-		Doc:    "d/2 + uniform in [0, d/2]: never less than half the delay",
-		Delay:  delayEqual,
-		Bounds: boundsByU(delayEqual),
+		Doc:      "d/2 + uniform in [0, d/2]: never less than half the delay",
+		Delay:    delayEqual,
+		Bounds:   boundsByU(delayEqual),
+		PlanNote: noteUniform,
 	},
 	JitterDecorrelated: {
 		Jitter: JitterDecorrelated, Name: "decorrelated",
-		Doc:    "uniform in [base, 3 × the previous delay], capped; the multiplier is not used",
-		Delay:  delayDecorrelated,
-		Bounds: boundsByU(delayDecorrelated),
+		Doc:             "uniform in [base, 3 × the previous delay], capped; the multiplier is not used",
+		Delay:           delayDecorrelated,
+		Bounds:          boundsByU(delayDecorrelated),
+		FollowsPrevious: true,
+		PlanNote: func(*Backoff) string {
+			return "Decorrelated jitter: each delay is uniform in [base, 3 × previous delay], capped, starting from base; the multiplier is not used. The typical delay is the mean of that range with the previous delay at its typical value; the largest follows the largest previous delay."
+		},
 	},
 	JitterProportional: {
 		Jitter: JitterProportional, Name: "proportional",
@@ -124,8 +150,12 @@ var JitterKinds = [...]JitterInfo{
 			}
 			return nil
 		},
-		Delay:  delayProportional,
-		Bounds: boundsByU(delayProportional),
+		Delay:     delayProportional,
+		Bounds:    boundsByU(delayProportional),
+		UsesRatio: true,
+		PlanNote: func(b *Backoff) string {
+			return fmt.Sprintf("Proportional jitter: d × (1 ± %g), clamped to [0, cap]; the typical delay is d.", b.ratio())
+		},
 	},
 	JitterHash: {
 		Jitter: JitterHash, Name: "hash",
@@ -135,6 +165,10 @@ var JitterKinds = [...]JitterInfo{
 		},
 		Bounds: func(b *Backoff, n int, _ DelayRange) DelayRange {
 			return HashJitterRange(b.Capped(n))
+		},
+		NeedsID: true,
+		PlanNote: func(*Backoff) string {
+			return "Hash jitter is d/2 plus a 32-bit hash of the delivery id and attempt, mod d/2 + 1: uniform across deliveries in [d/2, d/2 + min(d/2, 2^32 ns)], so it spreads a delay by at most about 4.3s however long it is; the typical delay is the middle of that range."
 		},
 	},
 }
@@ -154,8 +188,8 @@ func HashJitterRange(d time.Duration) DelayRange {
 	return DelayRange{Min: half, Typical: half + spread/2, Max: half + spread}
 }
 
-// info returns the kind's declaration; an unknown kind acts as none.
-func (j Jitter) info() *JitterInfo {
+// Info returns the kind's declaration; an unknown kind acts as none.
+func (j Jitter) Info() *JitterInfo {
 	if int(j) < len(JitterKinds) {
 		return &JitterKinds[j]
 	}
@@ -191,7 +225,7 @@ func ParseJitter(s string) (Jitter, error) {
 // Problems reports what is wrong with the settings the jitter kind reads
 // (see JitterInfo.Check).
 func (b *Backoff) Problems() []Problem {
-	if c := b.Jitter.info().Check; c != nil {
+	if c := b.Jitter.Info().Check; c != nil {
 		return c(b)
 	}
 	return nil
@@ -200,5 +234,14 @@ func (b *Backoff) Problems() []Problem {
 // DelayRange is the range of Delay after the n-th failure over every u and
 // id, given the range of the delay before it (zero before the first retry).
 func (b *Backoff) DelayRange(n int, prev DelayRange) DelayRange {
-	return b.Jitter.info().Bounds(b, n, prev)
+	return b.Jitter.Info().Bounds(b, n, prev)
+}
+
+// PlanNote is the plan's assumption about the delays of b's jitter kind;
+// "" when it states none.
+func (b *Backoff) PlanNote() string {
+	if f := b.Jitter.Info().PlanNote; f != nil {
+		return f(b)
+	}
+	return ""
 }

@@ -129,3 +129,26 @@ func TestTripRuleProblems(t *testing.T) {
 		}
 	}
 }
+
+// NeedsID is declared exactly for the kinds whose delay reads the delivery
+// id: a kind that reads it without saying so would get "" in the
+// simulator and the real id live.
+func TestJitterNeedsIDDeclared(t *testing.T) {
+	for i := range JitterKinds {
+		k := &JitterKinds[i]
+		b := Backoff{Base: time.Second, Cap: time.Hour, Multiplier: 2, Jitter: Jitter(i), JitterRatio: 0.3}
+		reads := false
+		for n := 1; n <= 8 && !reads; n++ {
+			for j := range 50 {
+				a := b.Delay(n, time.Second, fmt.Sprintf("evt-%d:acme-0", j), 0.37)
+				if a != b.Delay(n, time.Second, "", 0.37) {
+					reads = true
+					break
+				}
+			}
+		}
+		if reads != k.NeedsID {
+			t.Errorf("%s: its delay reads the delivery id: %v; NeedsID says %v", k.Name, reads, k.NeedsID)
+		}
+	}
+}
