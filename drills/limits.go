@@ -116,6 +116,15 @@ func validateLimits(d *Drill) []problem {
 			bad("limits."+f.key, "must be 0 (the default) or more (got %d)", f.v)
 		}
 	}
+	// Arrays are bounded while the file is read, before any ceiling is known.
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"cohorts", l.Cohorts}, {"gates", l.Gates}, {"array", l.Array}} {
+		if f.v > MaxArrayElements {
+			bad("limits."+f.key, "at most %d, the most elements any array of a drill file may hold (got %d)", MaxArrayElements, f.v)
+		}
+	}
 	if len(ps) > 0 {
 		return ps
 	}

@@ -34,6 +34,12 @@ const (
 	// few levels and parts; these bounds are checked before decoding.
 	MaxNestingDepth = 32 // open [ and { at once
 	MaxKeyParts     = 32 // parts of one dotted key or table header
+
+	// MaxArrayElements bounds every array of a drill file, inline or
+	// [[table]], before it is decoded: no [limits] ceiling can be raised
+	// above it. A 1 MB file holds 250,000 numbers, and decoding and
+	// locating them took seconds before validation could count them.
+	MaxArrayElements = 10_000
 )
 
 // Load reads the drill at path, resolves its includes, decodes it strictly,
@@ -823,24 +829,38 @@ func (ld *loader) markOverride(p string) {
 	ld.origins[p] = origin{file: ld.top, override: true}
 }
 
-// checkTOMLShape refuses text nested deeper than MaxNestingDepth or with a
-// key of more than MaxKeyParts parts, in one linear pass and before the
-// decoder sees it. It reads just enough TOML to skip strings and comments
-// and to tell keys from values; anything else is left for the decoder.
+// checkTOMLShape refuses text nested deeper than MaxNestingDepth, with a
+// key of more than MaxKeyParts parts or with an array (inline, or the
+// [[tables]] of one name under one parent) of more than MaxArrayElements,
+// in one linear pass and before the decoder sees it. It reads just enough
+// TOML to skip strings and comments and to tell keys from values; anything
+// else is left for the decoder.
 func checkTOMLShape(name string, data []byte) *Error {
 	var (
-		open   []byte // the [ and { open at this point, innermost last
-		line   = 1
-		inKey  = true // at the start of a line, keys come first
-		parts  = 1    // parts of the key being read
-		header = 0    // depth of an open [table] or [[table]] header
+		open      []byte // the [ and { open at this point, innermost last
+		elems     []int  // commas seen in each open [ (and { alike)
+		line      = 1
+		lineStart = 0    // offset of the current line
+		inKey     = true // at the start of a line, keys come first
+		parts     = 1    // parts of the key being read
+		header    = 0    // depth of an open [table] or [[table]] header
+		hdrStart  = 0    // offset of the header's first bracket
+		hdrDouble = false
+		table     = ""               // the last table header's name
+		key       = ""               // the key whose value is being read
+		arrayLine = 0                // where the outermost open array started
+		tables    = map[string]int{} // [[name]] count under the parent's current element
 	)
 	fail := func(msg string) *Error { return &Error{File: name, Line: line, Msg: msg} }
+	tooMany := func(at int, k string) *Error {
+		return &Error{File: name, Line: at, Key: k, Msg: fmt.Sprintf("an array of more than %d elements (no [limits] ceiling goes above %d)", MaxArrayElements, MaxArrayElements)}
+	}
 	for i := 0; i < len(data); i++ {
 		c := data[i]
 		switch {
 		case c == '\n':
 			line++
+			lineStart = i + 1
 			if len(open) == 0 {
 				inKey, parts = true, 1
 			}
@@ -862,6 +882,7 @@ func checkTOMLShape(name string, data []byte) *Error {
 				}
 				if j < len(data) && data[j] == '\n' {
 					line++
+					lineStart = j + 1
 				}
 				j++
 			}
@@ -872,19 +893,44 @@ func checkTOMLShape(name string, data []byte) *Error {
 				return fail(fmt.Sprintf("a key with more than %d dotted parts", MaxKeyParts))
 			}
 		case c == '=' && inKey:
+			if len(open) == 0 {
+				key = joinKey(table, strings.TrimSpace(string(data[lineStart:i])))
+			}
 			inKey, parts = false, 1
 		case c == '[' && inKey && (len(open) == 0 || header > 0):
 			header++ // [table] or [[array of tables]]
 			if header > 2 {
 				return fail("a table header with too many brackets")
 			}
+			if header == 1 {
+				hdrStart = i
+			}
+			hdrDouble = header == 2
 		case c == ']' && header > 0:
 			header--
 			if header == 0 {
 				inKey, parts = false, 1
+				table = strings.TrimSpace(strings.Trim(string(data[hdrStart:i+1]), "[]"))
+				if hdrDouble {
+					// Count this element among its siblings: the tables of
+					// this name under the parent's current element.
+					parent := parentKey(table)
+					slot := table + "#" + strconv.Itoa(tables[parent+"#"])
+					if parent == "" {
+						slot = table
+					}
+					if tables[slot]++; tables[slot] > MaxArrayElements {
+						return tooMany(line, table)
+					}
+					tables[table+"#"] = tables[slot] // the parent's current element, for nested arrays
+				}
 			}
 		case c == '[' || c == '{':
+			if len(open) == 0 {
+				arrayLine = line
+			}
 			open = append(open, c)
+			elems = append(elems, 0)
 			if len(open) > MaxNestingDepth {
 				return fail(fmt.Sprintf("nested deeper than %d levels", MaxNestingDepth))
 			}
@@ -892,11 +938,17 @@ func checkTOMLShape(name string, data []byte) *Error {
 		case c == ']' || c == '}':
 			if len(open) > 0 {
 				open = open[:len(open)-1]
+				elems = elems[:len(elems)-1]
 			}
 			inKey = false
 		case c == ',':
 			// In an inline table a comma starts the next key.
 			inKey, parts = len(open) > 0 && open[len(open)-1] == '{', 1
+			if n := len(elems); n > 0 && open[n-1] == '[' {
+				if elems[n-1]++; elems[n-1] >= MaxArrayElements {
+					return tooMany(arrayLine, key)
+				}
+			}
 		}
 	}
 	return nil
