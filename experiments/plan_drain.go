@@ -3,7 +3,6 @@ package experiments
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,7 +70,7 @@ func (o *PlanOutage) fakeOutage() (fakepartner.Outage, fakepartner.OutageEffect)
 }
 
 // PlanBreaker is the breaker as the drain model needs it, defaults filled
-// in. Trip is "consecutive", "window" or "rate".
+// in. Trip is a model.TripRules name.
 type PlanBreaker struct {
 	Trip             string
 	Threshold        int
@@ -179,6 +178,8 @@ type fluid struct {
 
 	// breaker of each affected subscriber, all alike
 	br         *PlanBreaker
+	trip       model.TripRule // br.Trip
+	bs         model.BreakerSettings
 	state      int // 0 closed, 1 half-open, 2 open
 	openUntil  float64
 	consec     float64
@@ -343,7 +344,11 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	f.probeIg = make([]float64, f.cring)
 	f.relA = make([]float64, f.cring)
 	f.relO = make([]float64, f.cring)
-	if f.br != nil && f.br.Trip != "consecutive" {
+	if f.br != nil {
+		f.trip, _ = model.ParseTripRule(f.br.Trip) // validated
+		f.bs = model.BreakerSettings{Trip: f.trip, Threshold: f.br.Threshold, Ratio: f.br.Ratio, MinCalls: f.br.MinCalls}
+	}
+	if f.br != nil && f.trip.Info().Windowed {
 		f.winBin = math.Max(f.br.Window.Seconds()/10, f.dt)
 		f.winFails = make([]float64, 10)
 		f.winCalls = make([]float64, 10)
@@ -525,8 +530,10 @@ func (f *fluid) record(t, ok, no float64) {
 		return
 	}
 	okS, noS := ok/f.subsA, no/f.subsA
-	switch f.br.Trip {
-	case "consecutive":
+	var fails, calls float64
+	if f.trip.Info().Windowed {
+		fails, calls = f.countWindow(t, okS, noS)
+	} else {
 		// A run of failures grows while failures outnumber successes;
 		// steady transient errors never make a run of Threshold.
 		if ok > no {
@@ -534,34 +541,32 @@ func (f *fluid) record(t, ok, no float64) {
 			return
 		}
 		f.consec += noS
-		if f.consec >= float64(f.br.Threshold)-1e-9 {
-			f.open(t)
-		}
-	default:
-		b := int(t/f.winBin) % len(f.winFails)
-		if b != f.lastBin {
-			for i := (f.lastBin + 1) % len(f.winFails); ; i = (i + 1) % len(f.winFails) {
-				f.winFails[i], f.winCalls[i] = 0, 0
-				if i == b {
-					break
-				}
-			}
-			f.lastBin = b
-		}
-		f.winFails[b] += noS
-		f.winCalls[b] += okS + noS
-		var fails, calls float64
-		for i := range f.winFails {
-			fails += f.winFails[i]
-			calls += f.winCalls[i]
-		}
-		if f.br.Trip == "window" && fails >= float64(f.br.Threshold)-1e-9 {
-			f.open(t)
-		}
-		if f.br.Trip == "rate" && calls >= float64(f.br.MinCalls)-1e-9 && fails >= f.br.Ratio*calls {
-			f.open(t)
-		}
 	}
+	if f.trip.Info().FluidOpens(&f.bs, f.consec, fails, calls) {
+		f.open(t)
+	}
+}
+
+// countWindow adds a step's results to the window's bins and returns the
+// failures and calls the window holds.
+func (f *fluid) countWindow(t, okS, noS float64) (fails, calls float64) {
+	b := int(t/f.winBin) % len(f.winFails)
+	if b != f.lastBin {
+		for i := (f.lastBin + 1) % len(f.winFails); ; i = (i + 1) % len(f.winFails) {
+			f.winFails[i], f.winCalls[i] = 0, 0
+			if i == b {
+				break
+			}
+		}
+		f.lastBin = b
+	}
+	f.winFails[b] += noS
+	f.winCalls[b] += okS + noS
+	for i := range f.winFails {
+		fails += f.winFails[i]
+		calls += f.winCalls[i]
+	}
+	return fails, calls
 }
 
 func (f *fluid) terminal(pp int, m float64, reason string) {
@@ -1093,8 +1098,8 @@ func validateDrainInput(in *PlanInput, bad func(key, format string, a ...any)) {
 		}
 	}
 	if b := in.Breaker; b != nil {
-		if !slices.Contains([]string{"consecutive", "window", "rate"}, b.Trip) {
-			bad("breaker.trip", "%q, want consecutive, window or rate", b.Trip)
+		if _, err := model.ParseTripRule(b.Trip); err != nil {
+			bad("breaker.trip", "%v", err)
 		}
 		if b.Threshold < 1 || b.Probes < 1 || b.MinCalls < 0 || b.Cooldown <= 0 || b.Window < 0 || !(b.Ratio >= 0 && b.Ratio <= 1) {
 			bad("breaker", "threshold and probes must be ≥ 1, cooldown > 0, window and min_calls ≥ 0, ratio in [0, 1]")

@@ -147,24 +147,6 @@ func (h *BreakerHot) Closed() bool { return h.state == StateClosed }
 // Generation is Breaker.Generation.
 func (h *BreakerHot) Generation() uint64 { return h.gen }
 
-// RecordClosedSuccess is Record(gen, true, now) for a breaker that is
-// closed and whose rule needs neither the time nor more than these fields;
-// it reports false, changing nothing, for any other breaker, which then
-// needs Record.
-func (h *BreakerHot) RecordClosedSuccess(gen uint64) bool {
-	if h.state != StateClosed || h.gen != gen {
-		return false
-	}
-	switch h.trip {
-	case TripConsecutive:
-		h.consecutive = 0 // what its trips does with a success
-		return true
-	case TripWindow:
-		return true // its trips ignores a success
-	}
-	return false
-}
-
 // Attach moves the breaker's hot fields into h, which the caller owns
 // (its zero value is fine), and reports true; from then on the breaker
 // reads and writes them there, and the caller may read them there, until
@@ -198,11 +180,8 @@ func (b *Breaker) hot() *BreakerHot {
 // NewBreaker returns a closed breaker.
 func NewBreaker(s BreakerSettings) *Breaker {
 	s.defaults()
-	b := &Breaker{s: s, own: BreakerHot{trip: s.Trip, threshold: s.Threshold}}
-	if s.Trip == TripWindow {
-		b.failTimes = make([]int64, s.Threshold)
-	}
-	return b
+	// A rule's own state (the window rule's ring) is made by its trips.
+	return &Breaker{s: s, own: BreakerHot{trip: s.Trip, threshold: s.Threshold}}
 }
 
 // Settings returns the settings with defaults filled in.
@@ -270,7 +249,7 @@ func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 
 // trips records a closed-state result and says whether the rule trips.
 func (b *Breaker) trips(success bool, now time.Time) bool {
-	return b.hot().trip.info().trips(b, success, now.UnixNano())
+	return b.hot().trip.Info().trips(b, success, now.UnixNano())
 }
 
 func (b *Breaker) open(now time.Time) {

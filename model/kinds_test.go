@@ -85,8 +85,9 @@ func TestTripRulesDeclared(t *testing.T) {
 			t.Errorf("TripRules[%d]: name %q, doc %q: want one line each", i, r.Name, r.Doc)
 		case r.Check == nil || r.trips == nil:
 			t.Errorf("%s: no Check or no behaviour", r.Name)
-		case r.FailuresToOpen == nil:
-			t.Errorf("%s: no plan effect (FailuresToOpen)", r.Name)
+		case r.FailuresToOpen == nil || r.FluidOpens == nil:
+			t.Errorf("%s: no plan effect (FailuresToOpen, FluidOpens)", r.Name)
+			continue
 		}
 		if got, err := ParseTripRule(r.Name); err != nil || got != TripRule(i) {
 			t.Errorf("ParseTripRule(%q) = %v, %v", r.Name, got, err)
@@ -104,6 +105,15 @@ func TestTripRulesDeclared(t *testing.T) {
 		}
 		if calls != want {
 			t.Errorf("%s: opened after %d failures, FailuresToOpen says %d", r.Name, calls, want)
+		}
+		// The plan's fluid model agrees: a run of failures (or a window of
+		// nothing but failures) opens it at the same count.
+		s.defaults()
+		for _, n := range []int{want - 1, want} {
+			f := float64(n)
+			if got := r.FluidOpens(&s, f, f, f); got != (n == want) {
+				t.Errorf("%s: the plan's fluid model after %d failures in a row opens: %v", r.Name, n, got)
+			}
 		}
 	}
 }

@@ -34,6 +34,14 @@ type TripRuleInfo struct {
 	// calls in a row open a closed breaker on a partner that fails every
 	// call (an outage), from a clean state.
 	FailuresToOpen func(s *BreakerSettings) int
+	// Windowed: the rule counts the calls within window, so the plan's
+	// fluid model keeps windowed counts; otherwise it keeps the run of
+	// failures.
+	Windowed bool
+	// FluidOpens is the rule in the plan's fluid model: whether a closed
+	// breaker opens, given its run of failures, or (Windowed) its failures
+	// and calls within the window; the counts are fractional.
+	FluidOpens func(s *BreakerSettings, run, fails, calls float64) bool
 	// trips records a closed-state result at now (unix ns) and says whether
 	// the breaker opens.
 	trips func(b *Breaker, success bool, now int64) bool
@@ -53,6 +61,9 @@ func checkWindow(s *BreakerSettings) []Problem {
 	return nil
 }
 
+// fluidSlack absorbs the rounding of the fluid model's fractional counts.
+const fluidSlack = 1e-9
+
 // TripRules declares every trip rule, indexed by TripRule.
 var TripRules = [...]TripRuleInfo{
 	TripConsecutive: {
@@ -60,6 +71,9 @@ var TripRules = [...]TripRuleInfo{
 		Doc:            "opens after threshold failures in a row",
 		Check:          checkThreshold,
 		FailuresToOpen: func(s *BreakerSettings) int { return max(s.Threshold, 1) },
+		FluidOpens: func(s *BreakerSettings, run, _, _ float64) bool {
+			return run >= float64(s.Threshold)-fluidSlack
+		},
 		trips: func(b *Breaker, success bool, _ int64) bool {
 			h := b.hot()
 			if success {
@@ -77,6 +91,10 @@ var TripRules = [...]TripRuleInfo{
 			return append(checkThreshold(s), checkWindow(s)...)
 		},
 		FailuresToOpen: func(s *BreakerSettings) int { return max(s.Threshold, 1) },
+		Windowed:       true,
+		FluidOpens: func(s *BreakerSettings, _, fails, _ float64) bool {
+			return fails >= float64(s.Threshold)-fluidSlack
+		},
 		trips: func(b *Breaker, success bool, t int64) bool {
 			if success {
 				return false
@@ -107,8 +125,30 @@ var TripRules = [...]TripRuleInfo{
 			return ps
 		},
 		FailuresToOpen: func(s *BreakerSettings) int { return max(s.MinCalls, 1) },
-		trips:          tripsRate,
+		Windowed:       true,
+		FluidOpens: func(s *BreakerSettings, _, fails, calls float64) bool {
+			return calls >= float64(s.MinCalls)-fluidSlack && fails >= s.Ratio*calls
+		},
+		trips: tripsRate,
 	},
+}
+
+// RecordClosedSuccess is Record(gen, true, now) for a breaker that is
+// closed and whose rule needs neither the time nor more than these fields;
+// it reports false, changing nothing, for any other breaker, which then
+// needs Record.
+func (h *BreakerHot) RecordClosedSuccess(gen uint64) bool {
+	if h.state != StateClosed || h.gen != gen {
+		return false
+	}
+	switch h.trip {
+	case TripConsecutive:
+		h.consecutive = 0 // what its trips does with a success
+		return true
+	case TripWindow:
+		return true // its trips ignores a success
+	}
+	return false
 }
 
 func tripsRate(b *Breaker, success bool, t int64) bool {
@@ -145,8 +185,9 @@ func tripsRate(b *Breaker, success bool, t int64) bool {
 	return !success && int(calls) >= b.s.MinCalls && float64(fails) >= b.s.Ratio*float64(calls)
 }
 
-// info returns the rule's declaration; an unknown rule acts as consecutive.
-func (r TripRule) info() *TripRuleInfo {
+// Info returns the rule's declaration; an unknown rule acts as
+// consecutive.
+func (r TripRule) Info() *TripRuleInfo {
 	if int(r) < len(TripRules) {
 		return &TripRules[r]
 	}
@@ -183,7 +224,7 @@ func ParseTripRule(s string) (TripRule, error) {
 // Problems reports what is wrong with the settings the trip rule reads,
 // as given (before defaults); see TripRuleInfo.Check.
 func (s *BreakerSettings) Problems() []Problem {
-	if c := s.Trip.info().Check; c != nil {
+	if c := s.Trip.Info().Check; c != nil {
 		return c(s)
 	}
 	return nil
@@ -194,5 +235,8 @@ func (s *BreakerSettings) Problems() []Problem {
 // call.
 func (s BreakerSettings) FailuresToOpen() int {
 	s.defaults()
-	return s.Trip.info().FailuresToOpen(&s)
+	return s.Trip.Info().FailuresToOpen(&s)
 }
+
+// Known reports whether r is a declared rule.
+func (r TripRule) Known() bool { return int(r) < len(TripRules) }

@@ -390,8 +390,8 @@ func validatePolicy(key string, p *model.Policy, bad func(key, format string, ar
 }
 
 func validateBreaker(key string, b *model.BreakerSettings, bad func(key, format string, args ...any)) {
-	if b.Trip > model.TripRate {
-		bad(key+".trip", "unknown trip rule %v (want consecutive, window or rate)", b.Trip)
+	if !b.Trip.Known() {
+		bad(key+".trip", "unknown trip rule %v (want one of %s)", b.Trip, strings.Join(model.TripRuleNames(), ", "))
 	}
 	ints := []struct {
 		k string

@@ -206,3 +206,18 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Every trip rule model declares is one the dispatcher accepts and writes
+// back: a rule that validates as a drill is never refused live.
+func TestEveryTripRuleIsAccepted(t *testing.T) {
+	for i := range model.TripRules {
+		c := validConfig()
+		c.Partners[0].Breaker.Trip = model.TripRule(i)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", model.TripRule(i), err)
+		}
+		if _, err := Marshal(c); err != nil {
+			t.Errorf("%s: %v", model.TripRule(i), err)
+		}
+	}
+}

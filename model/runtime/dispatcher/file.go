@@ -440,7 +440,7 @@ func Marshal(cfg Config) ([]byte, error) {
 		}
 		fp.Policy = fpol
 		if b := p.Breaker; b != nil {
-			if b.Trip > model.TripRate {
+			if !b.Trip.Known() {
 				return nil, fmt.Errorf("partner %s: unknown trip rule %v", p.Name, b.Trip)
 			}
 			fp.Breaker = &fileBreaker{Trip: b.Trip.String(), Threshold: b.Threshold, Window: fmtDuration(b.Window), Ratio: b.Ratio,
