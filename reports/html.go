@@ -204,14 +204,15 @@ li.bad { color: var(--fail); font-weight: 600; }
 <main>
 <h1>{{.Title}}</h1>
 {{with .Description}}<p class="desc">{{.}}</p>{{end}}
-<p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</span><span class="meta">{{.Meta}}</span></p>
+<p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</span><span class="meta">· {{.Meta}}</span></p>
 {{if .Failures}}<ul id="failures">
 {{range .Failures}}<li class="bad">{{.}}</li>
 {{end}}</ul>
 {{if .FailuresOmitted}}<p class="omitted">… and {{.FailuresOmitted}} more failures not shown.</p>{{end}}{{end}}
+{{with .SeedNote}}<p id="seed-note">{{.}}</p>{{end}}
 {{if .HasSummary}}
 {{if .Sides}}<section id="sides">
-<h2>Faulty against healthy</h2>
+<h2>Faulty against healthy{{with .SeedScope}} ({{.}}){{end}}</h2>
 <div class="scroll">
 <table>
 <thead><tr><th></th>{{range .Sides}}<th class="num">{{.Label}}</th>{{end}}</tr></thead>
@@ -233,10 +234,11 @@ li.bad { color: var(--fail); font-weight: 600; }
 <h2>Gates</h2>
 <div class="scroll">
 <table id="gates">
-<thead><tr><th>gate</th><th class="num">measured</th><th>verdict</th></tr></thead>
-<tbody>
-{{range .Gates}}<tr><td><code>{{.Expr}}</code></td><td class="num">{{.Measured}}</td>{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
-{{else}}<tr><td colspan="3" class="note">No gates.</td></tr>
+{{if .SeedGates}}<thead><tr><th>gate</th><th>held on</th><th class="num">min</th><th class="num">mean</th><th class="num">max</th><th>verdict</th></tr></thead>
+{{else}}<thead><tr><th>gate</th><th class="num">measured</th><th>verdict</th></tr></thead>
+{{end}}<tbody>
+{{range .Gates}}<tr><td><code>{{.Expr}}</code></td>{{if $.SeedGates}}<td>{{.HeldOn}}</td><td class="num">{{.Min}}</td><td class="num">{{.Mean}}</td><td class="num">{{.Max}}</td>{{else}}<td class="num">{{.Measured}}</td>{{end}}{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
+{{else}}<tr><td colspan="6" class="note">No gates.</td></tr>
 {{end}}</tbody>
 </table>
 </div>
@@ -256,7 +258,7 @@ li.bad { color: var(--fail); font-weight: 600; }
 </section>{{end}}
 
 <section id="figures">
-<h2>Pipeline totals</h2>
+<h2>Pipeline totals{{with .SeedScope}} ({{.}}){{end}}</h2>
 <table>
 <thead><tr><th>figure</th><th class="num">value</th></tr></thead>
 <tbody>

@@ -47,8 +47,15 @@ type reportView struct {
 
 	Gates        []gateRow
 	GatesOmitted int
-	Tolerances   []ToleranceResult
-	Figures      []figureRow
+	// SeedGates is set for a multi-seed run: Gates then hold each gate's
+	// verdict over every seed and the spread of its figure across them.
+	SeedGates bool
+	// SeedScope names, for a multi-seed run, whose figures the tables
+	// after the gates show ("seed 7"); SeedNote says so on the first
+	// screen.
+	SeedScope, SeedNote string
+	Tolerances          []ToleranceResult
+	Figures             []figureRow
 
 	// Seeds: a multi-seed run's figures across seeds.
 	SeedCount   int
@@ -98,6 +105,9 @@ type seedFigureRow struct {
 type gateRow struct {
 	Expr, Measured string
 	Pass           bool
+	// Across the seeds of a multi-seed run: "3 of 3 seeds" and the
+	// figure's smallest, mean and largest value.
+	HeldOn, Min, Mean, Max string
 }
 
 type figureRow struct {
@@ -262,19 +272,41 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 	if s.Mode != "" {
 		meta = append(meta, s.Mode)
 	}
-	meta = append(meta, "seed "+strconv.FormatUint(s.Seed, 10))
+	if v.SeedCount > 1 {
+		meta = append(meta, strconv.Itoa(v.SeedCount)+" seeds ("+seedRangeText(s.Seeds)+")")
+		v.SeedScope = "seed " + strconv.FormatUint(s.Seed, 10)
+		tolerances := ""
+		if len(s.Tolerances) > 0 {
+			tolerances = ", the tolerances their means"
+		}
+		v.SeedNote = fmt.Sprintf("The verdict and the gates cover all %d seeds%s. The other tables are %s's run; "+
+			"\"Across %d seeds\" has every figure's mean.", v.SeedCount, tolerances, v.SeedScope, v.SeedCount)
+	} else {
+		meta = append(meta, "seed "+strconv.FormatUint(s.Seed, 10))
+	}
 	meta = append(meta, "arrivals for "+FormatDuration(s.DurationS), "ended at "+FormatDuration(s.DrillTimeS))
 	if s.Speed > 0 && s.Mode == "live" {
 		meta = append(meta, "speed ×"+trimFloat(s.Speed, 2))
 	}
 	v.Meta = strings.Join(meta, " · ")
 
-	for i, g := range s.Gates {
-		if i >= maxGateRows {
-			v.GatesOmitted = len(s.Gates) - i
-			break
+	if v.SeedCount > 1 && s.Seeds.Gates != nil {
+		v.SeedGates = true
+		for i, g := range s.Seeds.Gates {
+			if i >= maxGateRows {
+				v.GatesOmitted = len(s.Seeds.Gates) - i
+				break
+			}
+			v.Gates = append(v.Gates, seedGateRow(s, g))
 		}
-		v.Gates = append(v.Gates, gateRow{Expr: oneLine(g.Expr), Measured: oneLine(g.Display), Pass: g.Pass})
+	} else {
+		for i, g := range s.Gates {
+			if i >= maxGateRows {
+				v.GatesOmitted = len(s.Gates) - i
+				break
+			}
+			v.Gates = append(v.Gates, gateRow{Expr: oneLine(g.Expr), Measured: oneLine(g.Display), Pass: g.Pass})
+		}
 	}
 
 	v.Figures = keyFigures(s)
@@ -676,10 +708,14 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		}
 		m.omitted(v.FailuresOmitted, "failures")
 	}
+	if v.SeedNote != "" {
+		m.line("")
+		m.line(mdCell(v.SeedNote))
+	}
 
 	if len(v.Sides) > 0 {
 		m.line("")
-		m.line("## Faulty against healthy")
+		m.line("## Faulty against healthy" + scopeSuffix(v))
 		m.line("")
 		head := "| |"
 		align := "| --- |"
@@ -718,9 +754,18 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 	if len(v.Gates) == 0 {
 		m.line("No gates.")
 	} else {
-		m.line("| gate | measured | verdict |")
-		m.line("| --- | ---: | --- |")
+		if v.SeedGates {
+			m.line("| gate | held on | min | mean | max | verdict |")
+			m.line("| --- | --- | ---: | ---: | ---: | --- |")
+		} else {
+			m.line("| gate | measured | verdict |")
+			m.line("| --- | ---: | --- |")
+		}
 		for _, g := range v.Gates {
+			if v.SeedGates {
+				m.row(mdCode(g.Expr), mdCell(g.HeldOn), mdCell(g.Min), mdCell(g.Mean), mdCell(g.Max), passText(g.Pass))
+				continue
+			}
 			m.row(mdCode(g.Expr), mdCell(g.Measured), passText(g.Pass))
 		}
 		m.omitted(v.GatesOmitted, "gates")
@@ -742,7 +787,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 	}
 
 	m.line("")
-	m.line("## Pipeline totals")
+	m.line("## Pipeline totals" + scopeSuffix(v))
 	m.line("")
 	m.line("| figure | value |")
 	m.line("| --- | ---: |")
@@ -935,6 +980,14 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.line(line)
 	}
 	return m.err
+}
+
+// scopeSuffix marks the headings of a multi-seed run's first-seed tables.
+func scopeSuffix(v *reportView) string {
+	if v.SeedScope == "" {
+		return ""
+	}
+	return " (" + v.SeedScope + ")"
 }
 
 // cohortCodeRows lists each cohort's status-code counts, for cohorts that

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/montanaflynn/stats"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -24,6 +25,62 @@ type SeedStats struct {
 	// Figures has one entry per metric that applies to at least one seed,
 	// sorted by metric name.
 	Figures []FigureStats `json:"figures"`
+	// Gates has one entry per gate of the drill, in the drill's order: on
+	// how many seeds it held and the spread of what it measured.
+	Gates []GateSpread `json:"gates"`
+}
+
+// GateSpread is one gate across the seeds of a multi-seed run. Min, Mean
+// and Max are over the seeds whose figure could be measured (Measured of
+// them); null when none could.
+type GateSpread struct {
+	Expr     string   `json:"expr"`
+	Held     int      `json:"held"`
+	Seeds    int      `json:"seeds"`
+	Measured int      `json:"measured"`
+	Min      *float64 `json:"min"`
+	Mean     *float64 `json:"mean"`
+	Max      *float64 `json:"max"`
+}
+
+// gateSpreads measures each gate of the first run across runs. A gate is
+// matched by its expression; a seed without it counts as not measured.
+func gateSpreads(runs []*Summary) []GateSpread {
+	if len(runs) == 0 {
+		return nil
+	}
+	spreads := make([]GateSpread, 0, len(runs[0].Gates))
+	for _, g := range runs[0].Gates {
+		sp := GateSpread{Expr: g.Expr, Seeds: len(runs)}
+		metric := ""
+		if pg, err := ParseGate(g.Expr); err == nil {
+			metric = pg.Metric
+		}
+		var values []float64
+		for _, s := range runs {
+			for _, r := range s.Gates {
+				if r.Expr != g.Expr {
+					continue
+				}
+				if r.Pass {
+					sp.Held++
+				}
+				if _, ok, err := s.Metric(metric); ok && err == nil {
+					values = append(values, r.Value)
+				}
+				break
+			}
+		}
+		sp.Measured = len(values)
+		if len(values) > 0 {
+			lo, _ := stats.Min(values)
+			hi, _ := stats.Max(values)
+			mean, _ := stats.Mean(values)
+			sp.Min, sp.Mean, sp.Max = &lo, &mean, &hi
+		}
+		spreads = append(spreads, sp)
+	}
+	return spreads
 }
 
 // SeedRun is the verdict of one seed of a multi-seed run.
@@ -79,6 +136,7 @@ func AggregateSeeds(runs []*Summary) *SeedStats {
 		f.Mean, f.SD, f.CILow, f.CIHigh = meanCI(f.Values)
 		st.Figures = append(st.Figures, f)
 	}
+	st.Gates = gateSpreads(runs)
 	return st
 }
 
@@ -199,4 +257,53 @@ func CombineSeeds(runs []*Run) *Run {
 	first.Summary.Seeds = AggregateSeeds(summaries)
 	Judge(first.Summary)
 	return first
+}
+
+// seedGateRow is one gate of a multi-seed run as the reports show it: on
+// how many seeds it held and its figure's range across them. A figure no
+// seed could measure is "unknown"; seeds that could not say why.
+func seedGateRow(s *Summary, g GateSpread) gateRow {
+	row := gateRow{Expr: oneLine(g.Expr), Pass: g.Held == g.Seeds && g.Seeds > 0,
+		HeldOn: fmt.Sprintf("%d of %d seeds", g.Held, g.Seeds)}
+	kind := Ratio
+	metric := ""
+	if pg, err := ParseGate(g.Expr); err == nil {
+		kind, metric = pg.Kind, pg.Metric
+	}
+	if g.Measured < g.Seeds {
+		why := "unknown"
+		if metric != "" {
+			why = notApplicableWord(metric)
+		}
+		row.HeldOn += fmt.Sprintf(" (%d %s)", g.Seeds-g.Measured, why)
+	}
+	row.Min, row.Mean, row.Max = "unknown", "unknown", "unknown"
+	if g.Min != nil && g.Mean != nil && g.Max != nil {
+		row.Min, row.Mean, row.Max = FormatValue(kind, *g.Min), FormatValue(kind, *g.Mean), FormatValue(kind, *g.Max)
+	}
+	return row
+}
+
+// seedRangeText names the seeds of a multi-seed run: "7–11" when they
+// follow each other, else the list (bounded).
+func seedRangeText(st *SeedStats) string {
+	if st == nil || len(st.Runs) == 0 {
+		return ""
+	}
+	consecutive := true
+	for i := 1; i < len(st.Runs); i++ {
+		if st.Runs[i].Seed != st.Runs[i-1].Seed+1 {
+			consecutive = false
+			break
+		}
+	}
+	first, last := st.Runs[0].Seed, st.Runs[len(st.Runs)-1].Seed
+	if consecutive {
+		return strconv.FormatUint(first, 10) + "–" + strconv.FormatUint(last, 10)
+	}
+	var seeds []string
+	for _, r := range st.Runs {
+		seeds = append(seeds, strconv.FormatUint(r.Seed, 10))
+	}
+	return oneLine(strings.Join(seeds, ", "))
 }

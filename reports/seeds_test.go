@@ -1,7 +1,10 @@
 package reports
 
 import (
+	"bytes"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -52,7 +55,7 @@ func seedSummary(seed uint64, p99, amp float64, pass bool) *Summary {
 	s := &Summary{Drill: "d", Seed: seed, Amplification: amp,
 		HealthyLatencyS: Percentiles{Count: 100, P50: p99 / 4, P99: p99}}
 	s.Deliveries = Deliveries{Created: 10, Delivered: 10}
-	s.Gates = []GateResult{{Expr: "amplification <= 3", Display: FormatValue(Ratio, amp), Pass: pass}}
+	s.Gates = []GateResult{{Expr: "amplification <= 3", Value: amp, Display: FormatValue(Ratio, amp), Pass: pass}}
 	Judge(s)
 	return s
 }
@@ -83,8 +86,17 @@ func TestAggregateSeedsAndJudge(t *testing.T) {
 	if s.Pass || len(s.Failures) != 1 || s.Failures[0] != "seed 43: gate amplification <= 3 failed" {
 		t.Errorf("pass %v, failures %q", s.Pass, s.Failures)
 	}
-	if v := VerdictText(s); v != "FAIL: gates failed on 1 other seed(s)" {
+	if v := VerdictText(s); v != "FAIL: gate amplification <= 3 failed on 1 of 3 seeds" {
 		t.Errorf("verdict %q", v)
+	}
+	// Each gate across the seeds: where it held, and its figure's spread.
+	if len(s.Seeds.Gates) != 1 {
+		t.Fatalf("gate spreads %+v, want one", s.Seeds.Gates)
+	}
+	g := s.Seeds.Gates[0]
+	if g.Expr != "amplification <= 3" || g.Held != 2 || g.Seeds != 3 || g.Measured != 3 ||
+		g.Min == nil || *g.Min != 1.0 || math.Abs(*g.Mean-1.1) > 1e-12 || *g.Max != 1.2 {
+		t.Errorf("gate spread %+v", g)
 	}
 	// The seed's own summary keeps no statistics.
 	if runs[0].SeedSummaries[0].Seeds != nil {
@@ -129,6 +141,38 @@ func TestFormatProbability(t *testing.T) {
 	} {
 		if got := FormatProbability(c.p); got != c.want {
 			t.Errorf("FormatProbability(%v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}
+
+// TestMultiSeedFirstScreen: with or without a baseline, the first screen
+// of a multi-seed report states the seeds, the verdict over all of them
+// and each gate's spread, and says whose run the other tables show.
+func TestMultiSeedFirstScreen(t *testing.T) {
+	for _, withBaseline := range []bool{false, true} {
+		run := seedsRun(t, withBaseline)
+		md := string(render(t, func(b *bytes.Buffer) error { return WriteMarkdown(b, run, nil) }))
+		first := strings.Join(mdFirstScreen(md), "\n")
+		for _, want := range []string{
+			"3 seeds (7–9)",
+			"FAIL: gate amplification <= 1.04 failed on 1 of 3 seeds, drain_time < 10m failed on 3 of 3 seeds",
+			"The verdict and the gates cover all 3 seeds",
+			"The other tables are seed 7's run",
+		} {
+			if !strings.Contains(first, want) {
+				t.Errorf("baseline %v: the first screen does not say %q:\n%s", withBaseline, want, first)
+			}
+		}
+		if strings.Contains(first, "· seed 7 ·") {
+			t.Errorf("baseline %v: the header names one seed:\n%s", withBaseline, first)
+		}
+		gates := mdTable(md, "## Gates")
+		want := [][]string{
+			{"gate", "held on", "min", "mean", "max", "verdict"},
+			{"healthy.latency.p99 < 30m", "3 of 3 seeds", "450ms", "654ms", "900ms", "pass"},
+		}
+		if len(gates) < 2 || !slices.Equal(gates[0], want[0]) || !slices.Equal(gates[1], want[1]) {
+			t.Errorf("baseline %v: gates table starts %q, want %q", withBaseline, gates[:min(2, len(gates))], want)
 		}
 	}
 }

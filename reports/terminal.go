@@ -25,6 +25,9 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		return m.err
 	}
 	s := r.Summary
+	if v.SeedScope != "" {
+		m.line(fmt.Sprintf("  %d seeds (%s): the gates cover every seed; the cohort lines are %s's", v.SeedCount, seedRangeText(s.Seeds), v.SeedScope))
+	}
 	sides, omitted := cohortSides(s)
 	for _, sd := range sides {
 		m.line("  " + terminalSide(s, sd))
@@ -60,6 +63,10 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		if i >= maxTerminalGates {
 			m.line(fmt.Sprintf("  … and %d more gates", len(s.Gates)-i))
 			break
+		}
+		if v.SeedGates {
+			m.line(fmt.Sprintf("  %s %s  held on %s · min %s · mean %s · max %s", mark(g.Pass), pad(g.Expr), g.HeldOn, g.Min, g.Mean, g.Max))
+			continue
 		}
 		m.line(fmt.Sprintf("  %s %s  %s", mark(g.Pass), pad(g.Expr), g.Measured))
 	}

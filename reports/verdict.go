@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -32,9 +33,14 @@ func Judge(s *Summary) {
 		return
 	}
 	s.Failures = nil
+	// A multi-seed run's failures each name their seed, this one's too.
+	own := ""
+	if s.Seeds != nil && len(s.Seeds.Runs) > 1 {
+		own = fmt.Sprintf("seed %d: ", s.Seed)
+	}
 	for _, g := range s.Gates {
 		if !g.Pass {
-			s.Failures = append(s.Failures, fmt.Sprintf("gate %s failed: measured %s", g.Expr, g.Display))
+			s.Failures = append(s.Failures, fmt.Sprintf("%sgate %s failed: measured %s", own, g.Expr, g.Display))
 		}
 	}
 	for _, t := range s.Tolerances {
@@ -96,9 +102,19 @@ func verdictText(s *Summary) string {
 		return "FAIL: no summary"
 	}
 	var failedGates, failedTols []string
-	for _, g := range s.Gates {
-		if !g.Pass {
-			failedGates = append(failedGates, g.Expr)
+	seedGates := s.Seeds != nil && len(s.Seeds.Runs) > 1 && s.Seeds.Gates != nil
+	if seedGates {
+		// A multi-seed run names each gate with the seeds it failed on.
+		for _, g := range s.Seeds.Gates {
+			if g.Held < g.Seeds {
+				failedGates = append(failedGates, fmt.Sprintf("%s failed on %d of %d seeds", g.Expr, g.Seeds-g.Held, g.Seeds))
+			}
+		}
+	} else {
+		for _, g := range s.Gates {
+			if !g.Pass {
+				failedGates = append(failedGates, g.Expr)
+			}
 		}
 	}
 	for _, t := range s.Tolerances {
@@ -109,7 +125,7 @@ func verdictText(s *Summary) string {
 	seedFailures := 0
 	if s.Seeds != nil {
 		for _, r := range s.Seeds.Runs {
-			if r.Seed != s.Seed && (len(r.FailedGates) > 0 || r.Lost != 0) {
+			if r.Seed != s.Seed && ((len(r.FailedGates) > 0 && !seedGates) || r.Lost != 0) {
 				seedFailures++
 			}
 		}
@@ -144,15 +160,24 @@ func verdictText(s *Summary) string {
 		switch {
 		case len(items) == 0:
 		case len(items) <= maxNamedFailures:
-			parts = append(parts, kind+" "+strings.Join(items, ", ")+" "+verb)
+			parts = append(parts, strings.TrimSpace(kind+" "+strings.Join(items, ", ")+" "+verb))
 		default:
-			parts = append(parts, fmt.Sprintf("%d of %d %ss %s (%s, …)", len(items), total, kind, verb, strings.Join(items[:maxNamedFailures], ", ")))
+			parts = append(parts, fmt.Sprintf("%d of %d %ss %s (%s, …)", len(items), total, kind, cmp.Or(verb, "failed"), strings.Join(items[:maxNamedFailures], ", ")))
 		}
 	}
 	name("tolerance", failedTols, len(s.Tolerances), "exceeded")
-	name("gate", failedGates, len(s.Gates), "failed")
+	if seedGates {
+		// Each item says itself where it failed: "gate A failed on 1 of 3 seeds".
+		name("gate", failedGates, len(s.Seeds.Gates), "")
+	} else {
+		name("gate", failedGates, len(s.Gates), "failed")
+	}
 	if seedFailures > 0 {
-		parts = append(parts, fmt.Sprintf("gates failed on %d other seed(s)", seedFailures))
+		if seedGates {
+			parts = append(parts, fmt.Sprintf("accounting identity broken on %d other seed(s)", seedFailures))
+		} else {
+			parts = append(parts, fmt.Sprintf("gates failed on %d other seed(s)", seedFailures))
+		}
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "the run did not pass")

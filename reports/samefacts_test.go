@@ -1,0 +1,121 @@
+package reports
+
+import (
+	"html"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stormdrill/stormdrill/reports/leakscan"
+)
+
+// marks are the pass/fail symbols, which the formats draw differently.
+var marks = strings.NewReplacer("✅", "", "❌", "", "✓", "", "✗", "")
+
+// mdText undoes Markdown's escapes, emphasis and code spans.
+func mdText(s string) string {
+	s = regexp.MustCompile(`\\(.)`).ReplaceAllString(s, "$1")
+	s = strings.NewReplacer("**", "", "`", "").Replace(s)
+	s = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(s, "$1")
+	return strings.Join(strings.Fields(marks.Replace(s)), " ")
+}
+
+// mdFirstScreen is report.md from the verdict to the first section, one
+// entry per line.
+func mdFirstScreen(md string) []string {
+	var out []string
+	for i, line := range strings.Split(md, "\n") {
+		if i > 0 && strings.HasPrefix(line, "## ") {
+			break
+		}
+		if t := mdText(strings.TrimPrefix(line, "- ")); t != "" && !strings.HasPrefix(line, "# ") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// htmlFirstScreen is report.html's <main> up to its first section, one
+// entry per paragraph or list item.
+func htmlFirstScreen(page string) []string {
+	main := page[strings.Index(page, "<main>"):]
+	if i := strings.Index(main, "<section"); i >= 0 {
+		main = main[:i]
+	}
+	main = regexp.MustCompile(`(?s)<h1>.*?</h1>`).ReplaceAllString(main, "")
+	var out []string
+	for _, block := range regexp.MustCompile(`(?s)<(p|li)\b[^>]*>(.*?)</(p|li)>`).FindAllStringSubmatch(main, -1) {
+		if t := strings.Join(strings.Fields(marks.Replace(leakscan.VisibleText(block[2]))), " "); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// mdTable is the rows of the first table after heading, as cell text.
+func mdTable(md, heading string) [][]string {
+	i := strings.Index(md, "\n"+heading+"\n")
+	if i < 0 {
+		return nil
+	}
+	var rows [][]string
+	started := false
+	for _, line := range strings.Split(md[i+len(heading)+2:], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if started {
+				break
+			}
+			continue
+		}
+		started = true
+		cells := regexp.MustCompile(`(^|[^\\])\|`).Split(strings.Trim(line, "| "), -1)
+		if strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
+			continue
+		}
+		row := make([]string, len(cells))
+		for k, c := range cells {
+			row[k] = mdText(c)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// htmlTable is the rows of the table with id, header included, as cell text.
+func htmlTable(page, id string) [][]string {
+	m := regexp.MustCompile(`(?s)<table id="` + id + `">(.*?)</table>`).FindStringSubmatch(page)
+	if m == nil {
+		return nil
+	}
+	var rows [][]string
+	for _, tr := range regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(m[1], -1) {
+		var row []string
+		for _, td := range regexp.MustCompile(`(?s)<t[dh][^>]*>(.*?)</t[dh]>`).FindAllStringSubmatch(tr[1], -1) {
+			row = append(row, strings.Join(strings.Fields(marks.Replace(html.UnescapeString(leakscan.VisibleText(td[1])))), " "))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// TestMarkdownAndHTMLSayTheSame renders every report variant in both
+// formats and compares what each says on its first screen (verdict, run,
+// failures, outages, the seeds note) and in its gates table.
+func TestMarkdownAndHTMLSayTheSame(t *testing.T) {
+	for _, v := range reportVariants(t) {
+		if v.run.Summary == nil {
+			continue
+		}
+		out := renderedReports(t, v.run)
+		md, page := out["report.md"], out["report.html"]
+		mdFirst, htmlFirst := mdFirstScreen(md), htmlFirstScreen(page)
+		if len(mdFirst) < 2 || !slices.Equal(mdFirst, htmlFirst) {
+			t.Errorf("%s: the first screens differ\nMarkdown: %q\nHTML:     %q", v.name, mdFirst, htmlFirst)
+		}
+		mdGates, htmlGates := mdTable(md, "## Gates"), htmlTable(page, "gates")
+		if len(mdGates) != len(v.run.Summary.Gates)+1 || !slices.EqualFunc(mdGates, htmlGates, slices.Equal) {
+			t.Errorf("%s: the gates tables differ\nMarkdown: %q\nHTML:     %q", v.name, mdGates, htmlGates)
+		}
+	}
+}
