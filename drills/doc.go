@@ -1,4 +1,6 @@
-// Package drills is the drill format and its runners: strict TOML decoding
-// with FILE:LINE errors, validation, includes, the key reference table, and
-// the simulated and live runners that turn a drill into a summary.
+// Package drills is the drill format: strict TOML decoding with FILE:LINE
+// errors, validation, includes, the key reference table, and what every
+// runner shares (the arrival schedule, the fan-out, the tally a drill
+// configures, delivery ids). The runners that turn a drill into a summary
+// are packages of their own: drills/sim, drills/live and drills/external.
 package drills

@@ -71,8 +71,9 @@ const (
 	MinFlapPeriod = time.Millisecond
 )
 
-// withDefaults fills the zero limits.
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns the limits in force: the zero ones filled with
+// their defaults.
+func (l Limits) WithDefaults() Limits {
 	if l.Deliveries == 0 {
 		l.Deliveries = DefaultMaxDeliveries
 	}
@@ -128,7 +129,7 @@ func validateLimits(d *Drill) []problem {
 	if len(ps) > 0 {
 		return ps
 	}
-	l = l.withDefaults()
+	l = l.WithDefaults()
 
 	if n := len(d.Partners); n > l.Cohorts {
 		bad("partners", "%d cohorts; at most %d (%s)", n, l.Cohorts, raiseHint("cohorts"))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 )
 
 // Capacity search limits.
@@ -341,7 +342,7 @@ func runForCapacity(path string, ov map[string]string, seed uint64, names []stri
 		return r, nil
 	}
 	d.Seed = seed
-	run, err := drills.RunSim(d, drills.SimOptions{})
+	run, err := sim.Run(d, sim.Options{})
 	if err != nil {
 		r.Err = err.Error()
 		if run == nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/model"
 )
 
@@ -311,7 +312,7 @@ func TestPlanAgreesWithSimulationOnBundledDrills(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, err := drills.RunSim(d, drills.SimOptions{})
+			run, err := sim.Run(d, sim.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/montanaflynn/stats"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 )
 
 // SweepOptions tune RunSweep.
@@ -156,7 +157,7 @@ func runOneSeed(path string, overrides map[string]string, seed uint64, names []s
 		return r
 	}
 	d.Seed = seed
-	run, err := drills.RunSim(d, drills.SimOptions{})
+	run, err := sim.Run(d, sim.Options{})
 	if err != nil {
 		r.Err = err.Error()
 		if run == nil {

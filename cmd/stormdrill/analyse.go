@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/experiments"
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -104,7 +105,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	var rows []experiments.CheckRow
 	if *check {
-		run, err := drills.RunSim(d, drills.SimOptions{})
+		run, err := sim.Run(d, sim.Options{})
 		if err != nil {
 			return runError{err}
 		}

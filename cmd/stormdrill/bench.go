@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 )
 
 const benchExamples = `  stormdrill bench
@@ -53,7 +54,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	bare := func() float64 {
 		runtime.GC()
 		cpu0 := cpuTime()
-		_ = drills.BareRetryLoop(barePending, bareAttempts, 0.2, 1)
+		_ = sim.BareRetryLoop(barePending, bareAttempts, 0.2, 1)
 		cpu := cpuTime() - cpu0
 		bareTotal += cpu
 		return float64(bareAttempts) / cpu.Seconds()
@@ -154,7 +155,7 @@ func measure(d *drills.Drill) (measurement, error) {
 	}()
 	cpu0 := cpuTime()
 	start := time.Now()
-	run, err := drills.RunSim(d, drills.SimOptions{})
+	run, err := sim.Run(d, sim.Options{})
 	m.wall = time.Since(start)
 	m.cpu = cpuTime() - cpu0
 	close(stop)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 )
 
 // TestBenchPrintsReferenceRowAndPeakPending: the table has the bare loop's
@@ -39,7 +40,7 @@ func TestBenchPrintsReferenceRowAndPeakPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := drills.RunSim(d, drills.SimOptions{})
+	run, err := sim.Run(d, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -215,7 +216,7 @@ func runOne(d *drills.Drill, file, dir string, seeds int, baseName string, base 
 		bar.finish()
 	default:
 		bar := newProgress(stderr, interactive, d)
-		run, err = drills.RunSim(d, drills.SimOptions{Progress: bar.update})
+		run, err = sim.Run(d, sim.Options{Progress: bar.update})
 		bar.finish()
 	}
 	if err != nil && run == nil {
@@ -277,7 +278,7 @@ func runSeeds(d *drills.Drill, n int, progress func(done, total int)) (*reports.
 			defer func() { <-sem }()
 			dd := *d
 			dd.Seed = d.Seed + uint64(i)
-			runs[i], errs[i] = drills.RunSim(&dd, drills.SimOptions{})
+			runs[i], errs[i] = sim.Run(&dd, sim.Options{})
 			mu.Lock()
 			done++
 			progress(done, n)

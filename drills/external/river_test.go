@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -71,7 +72,7 @@ func checkExternalKeys(t *testing.T, d *drills.Drill, ext *reports.Summary) {
 	t.Helper()
 	simD := *d
 	simD.Mode, simD.System = "sim", drills.System{}
-	simRun, err := drills.RunSim(&simD, drills.SimOptions{})
+	simRun, err := sim.Run(&simD, sim.Options{})
 	if err != nil {
 		t.Fatalf("the drill in simulation: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -34,7 +35,7 @@ func TestSimAndLiveAgreeOnFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	simRun, err := drills.RunSim(simD, drills.SimOptions{})
+	simRun, err := sim.Run(simD, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
@@ -86,7 +86,7 @@ func TestSimAndLiveAgree(t *testing.T) {
 		t.Skip("timing comparison; run without -race")
 	}
 	simD := parseDrill(t, agreeDrill)
-	simRun, err := drills.RunSim(simD, drills.SimOptions{})
+	simRun, err := sim.Run(simD, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

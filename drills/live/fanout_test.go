@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
@@ -60,7 +61,7 @@ func TestFanoutShapesLive(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := strings.Replace(fanoutDrill, "SHAPE", shape, 1)
 			simD := parseDrill(t, src)
-			simRun, err := drills.RunSim(simD, drills.SimOptions{})
+			simRun, err := sim.Run(simD, sim.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

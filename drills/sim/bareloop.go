@@ -1,4 +1,4 @@
-package drills
+package sim
 
 import (
 	"math/rand/v2"

@@ -1,22 +1,24 @@
-package drills
+package sim
 
 import (
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
 // manyCohortsDrill is a drill of n one-subscriber cohorts, each receiving
 // some deliveries.
-func manyCohortsDrill(t testing.TB, n int) *Drill {
+func manyCohortsDrill(t testing.TB, n int) *drills.Drill {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("name = \"cohorts\"\nduration = \"10s\"\ndrain = \"1m\"\n[source]\narrival = \"constant\"\nrate = \"1/s\"\n")
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "[[partners]]\nname = \"p%d\"\nlatency = { dist = \"lognormal\", p50 = \"80ms\", p99 = \"2s\" }\n", i)
 	}
-	d, err := Parse("cohorts.toml", []byte(b.String()))
+	d, err := drills.Parse("cohorts.toml", []byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestMemoryPerCohort(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	run, err := RunSim(d, SimOptions{})
+	run, err := Run(d, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

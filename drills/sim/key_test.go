@@ -1,4 +1,4 @@
-package drills
+package sim
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
 )
 
@@ -30,7 +31,7 @@ func TestDeliveryKeyMatchesDeliveryID(t *testing.T) {
 		{1, "name:with:colons-and-more"}, // the subscriber is hashed as is
 	}
 	for _, tt := range tests {
-		id := DeliveryID(tt.event, tt.subscriber)
+		id := drills.DeliveryID(tt.event, tt.subscriber)
 		if got, want := deliveryKey(tt.event, tt.subscriber), fakepartner.KeyHash(id); got != want {
 			t.Errorf("deliveryKey(%d, %q) = %#x, want KeyHash(%q) = %#x", tt.event, tt.subscriber, got, id, want)
 		}
@@ -65,7 +66,7 @@ func TestBadDataIsPerDelivery(t *testing.T) {
 			var bad int64
 			for e := int64(0); e < r.events; e++ {
 				for _, si := range r.fanout {
-					if spec.BadData(d.Seed, fakepartner.KeyHash(DeliveryID(e, r.names[si]))) {
+					if spec.BadData(d.Seed, fakepartner.KeyHash(drills.DeliveryID(e, r.names[si]))) {
 						bad++
 					}
 				}
@@ -272,15 +273,15 @@ func TestItemCohortAndMember(t *testing.T) {
 // went through: retries, dead letters, replays, restarts.
 func TestPooledItemsSecondLineZero(t *testing.T) {
 	pooled := 0
-	drills := []*Drill{
+	ds := []*drills.Drill{
 		// An open breaker dead-letters queued deliveries without an
 		// attempt.
 		loadDrill(t, "demo-outage-breaker.toml", map[string]string{"policy.breaker.on_open": `"dead-letter"`}),
 	}
 	for _, path := range bundledDrills(t) {
-		drills = append(drills, loadDrill(t, path, nil))
+		ds = append(ds, loadDrill(t, path, nil))
 	}
-	for _, d := range drills {
+	for _, d := range ds {
 		path := d.Name
 		if d.Mode != "" && d.Mode != "sim" {
 			continue

@@ -1,41 +1,67 @@
-package drills
+package sim
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
-// bundledDrills lists the drills shipped next to this package.
+// drillsDir is the drill format's folder, which holds the bundled drills
+// and the test drills (testdata/) the simulator's tests run.
+const drillsDir = ".."
+
+// bundledDrills lists the drills shipped with the drill format, by path
+// relative to drillsDir.
 func bundledDrills(t testing.TB) []string {
 	t.Helper()
-	paths, err := filepath.Glob("*.toml")
+	paths, err := filepath.Glob(filepath.Join(drillsDir, "*.toml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no bundled drills found (%v)", err)
+	}
+	for i, p := range paths {
+		paths[i] = filepath.Base(p)
 	}
 	return paths
 }
 
-func loadDrill(t testing.TB, path string, overrides map[string]string) *Drill {
+// loadDrill loads the drill at path: relative to drillsDir, or absolute.
+func loadDrill(t testing.TB, path string, overrides map[string]string) *drills.Drill {
 	t.Helper()
-	d, err := Load(path, overrides)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(drillsDir, path)
+	}
+	d, err := drills.Load(path, overrides)
 	if err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
 	return d
 }
 
-func runDrill(t testing.TB, d *Drill) *reports.Run {
+// actionBase is testdata/actions-base.toml, a small valid drill with an
+// outage and dead letters to replay: 4 attempts and no breaker, so the
+// outage's deliveries run out.
+func actionBase(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(drillsDir, "testdata", "actions-base.toml"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+func runDrill(t testing.TB, d *drills.Drill) *reports.Run {
 	t.Helper()
-	run, err := RunSim(d, SimOptions{})
+	run, err := Run(d, Options{})
 	if err != nil {
 		t.Fatalf("run %s: %v", d.Name, err)
 	}
@@ -44,13 +70,13 @@ func runDrill(t testing.TB, d *Drill) *reports.Run {
 
 // runInternal runs d and returns the finished run with its recorder, for
 // figures that are not in the summary.
-func runInternal(t testing.TB, d *Drill) (*simRun, *reports.Run) {
+func runInternal(t testing.TB, d *drills.Drill) (*simRun, *reports.Run) {
 	t.Helper()
 	r, err := newSimRun(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.run(SimOptions{}); err != nil {
+	if err := r.run(Options{}); err != nil {
 		t.Fatal(err)
 	}
 	run, err := r.report()
@@ -200,7 +226,7 @@ func TestBundledDrillsRun(t *testing.T) {
 	}
 }
 
-func countOutages(d *Drill) int {
+func countOutages(d *drills.Drill) int {
 	n := 0
 	for _, p := range d.Partners {
 		n += len(p.Outages)
@@ -295,12 +321,12 @@ func TestBrokenIdentityIsARunError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.run(SimOptions{}); err != nil {
+	if err := r.run(Options{}); err != nil {
 		t.Fatal(err)
 	}
 	r.tally.Created(0, 1)
 	run, err := r.report()
-	if !errors.Is(err, ErrAccounting) {
+	if !errors.Is(err, drills.ErrAccounting) {
 		t.Fatalf("finish with a delivery unaccounted for: err %v, want ErrAccounting", err)
 	}
 	if run == nil || run.Summary.Deliveries.Lost != 1 {

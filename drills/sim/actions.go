@@ -1,8 +1,9 @@
-package drills
+package sim
 
 import (
 	"time"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/dispatchcore"
 )
@@ -15,10 +16,10 @@ import (
 func (r *simRun) act(t int64, i int) {
 	a := &r.d.Actions[i]
 	switch a.Kind {
-	case ActionPauseSource:
+	case drills.ActionPauseSource:
 		// The pause itself is in r.pauses; wake the source when it ends.
 		r.q.Push(t+int64(a.For.D), simEvent{kind: evResume})
-	case ActionDLQReplay:
+	case drills.ActionDLQReplay:
 		for k := range r.replays {
 			if r.replays[k].action == i {
 				rp := &r.replays[k]
@@ -105,8 +106,4 @@ func (r *simRun) replayBatch(t int64, k int) {
 }
 
 // actionWho is who a replay's audit records name: the drill action.
-func (r *simRun) actionWho(i int) string { return ActionWho(i) }
-
-// ActionWho names drill action i (0-based) in replay audit records, in
-// every mode.
-func ActionWho(i int) string { return "drill action " + itoa(i+1) }
+func (r *simRun) actionWho(i int) string { return drills.ActionWho(i) }

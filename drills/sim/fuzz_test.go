@@ -1,4 +1,4 @@
-package drills
+package sim
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
 // fuzzSimEvents bounds the simulation of one fuzzed drill.
@@ -16,9 +18,9 @@ const fuzzSimEvents = 20_000
 // checkRunsBounded runs a drill that validated for a bounded number of
 // events: it must not panic, fail, overflow its clock or break the
 // accounting identity.
-func checkRunsBounded(t *testing.T, d *Drill) {
+func checkRunsBounded(t *testing.T, d *drills.Drill) {
 	t.Helper()
-	run, err := RunSim(d, SimOptions{MaxEvents: fuzzSimEvents})
+	run, err := Run(d, Options{MaxEvents: fuzzSimEvents})
 	if err != nil {
 		t.Fatalf("a drill that validates failed to run: %v", err)
 	}
@@ -30,8 +32,8 @@ func checkRunsBounded(t *testing.T, d *Drill) {
 	if s.Deliveries.Lost != 0 {
 		t.Fatalf("lost %d", s.Deliveries.Lost)
 	}
-	if s.Deliveries.Created < 0 || float64(s.Deliveries.Created) > float64(d.Limits.withDefaults().Deliveries)+fuzzSimEvents {
-		t.Fatalf("created %d deliveries; the ceiling is %d", s.Deliveries.Created, d.Limits.withDefaults().Deliveries)
+	if s.Deliveries.Created < 0 || float64(s.Deliveries.Created) > float64(d.Limits.WithDefaults().Deliveries)+fuzzSimEvents {
+		t.Fatalf("created %d deliveries; the ceiling is %d", s.Deliveries.Created, d.Limits.WithDefaults().Deliveries)
 	}
 }
 
@@ -40,22 +42,22 @@ func checkRunsBounded(t *testing.T, d *Drill) {
 // overflowing or exceeding its ceilings.
 func FuzzDrill(f *testing.F) {
 	for _, pattern := range []string{"*.toml", "testdata/*.toml", "testdata/bad/*.toml"} {
-		files, _ := filepath.Glob(pattern)
+		files, _ := filepath.Glob(filepath.Join(drillsDir, pattern))
 		for _, file := range files {
 			if data, err := os.ReadFile(file); err == nil && len(data) < 64<<10 {
 				f.Add(data)
 			}
 		}
 	}
-	f.Add([]byte(validBase))
-	f.Add([]byte(actionBase + "[[actions]]\nkind = \"dlq-replay\"\nat = \"5m\"\nreason = \"max-attempts\"\ncohort = \"down\"\nbatch = 3\nrate = \"2/s\"\n" +
+	base := actionBase(f)
+	f.Add([]byte(base + "[[actions]]\nkind = \"dlq-replay\"\nat = \"5m\"\nreason = \"max-attempts\"\ncohort = \"down\"\nbatch = 3\nrate = \"2/s\"\n" +
 		"[[actions]]\nkind = \"outage-end\"\nat = \"2m\"\ncohort = \"down\"\n[[actions]]\nkind = \"pause-source\"\nat = \"30s\"\nfor = \"1m\"\n"))
-	f.Add([]byte(validBase + "[[partners.outages]]\nstart = \"10s\"\nfor = \"20s\"\nkind = \"flap\"\nperiod = \"2s\"\n"))
-	f.Add([]byte(strings.Replace(validBase, `rate = "1/s"`, `arrival = "ramp"`+"\nrate = \"5/s\"\nrate_to = \"0/s\"", 1)))
+	f.Add([]byte(strings.Replace(base, `kind = "unavailable" }`, `kind = "flap", period = "2s" }`, 1)))
+	f.Add([]byte(strings.Replace(base, `arrival = "constant"`, `arrival = "ramp"`+"\nrate_to = \"0/s\"", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := Parse("fuzz.toml", data)
+		d, err := drills.Parse("fuzz.toml", data)
 		if err != nil {
-			if _, ok := AsErrors(err); !ok {
+			if _, ok := drills.AsErrors(err); !ok {
 				t.Fatalf("error %T is not Errors: %v", err, err)
 			}
 			return
@@ -102,7 +104,7 @@ max_tokens = %g
 [dispatcher]
 lease_timeout = %q
 `, mode, ns(duration), ns(drain), speedLine, rate, ns(start), ns(dur), ns(period), ns(cooldown), tokens, ns(lease))
-		d, err := Parse("fuzz.toml", []byte(text))
+		d, err := drills.Parse("fuzz.toml", []byte(text))
 		if err != nil {
 			return
 		}

@@ -1,12 +1,14 @@
 //go:build unix
 
-package drills
+package sim
 
 import (
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
 // cpuTime is the user+system CPU time of this process so far.
@@ -34,12 +36,12 @@ type runMeasure struct {
 // 2^16 simulation events). With liveEvery > 0 every liveEvery-th sample
 // forces a GC first, so peakLive is live data, not garbage; that slows the
 // run, so benchmarks of speed pass 0.
-func measureRun(tb testing.TB, d *Drill, liveEvery int) runMeasure {
+func measureRun(tb testing.TB, d *drills.Drill, liveEvery int) runMeasure {
 	tb.Helper()
 	var m runMeasure
 	var ms runtime.MemStats
 	calls := 0
-	opt := SimOptions{Progress: func(Progress) {
+	opt := Options{Progress: func(drills.Progress) {
 		calls++
 		if liveEvery > 0 && calls%liveEvery == 0 {
 			runtime.GC()
@@ -52,7 +54,7 @@ func measureRun(tb testing.TB, d *Drill, liveEvery int) runMeasure {
 	}}
 	runtime.GC()
 	cpu0, wall0 := cpuTime(tb), time.Now()
-	run, err := RunSim(d, opt)
+	run, err := Run(d, opt)
 	m.cpu, m.wall = cpuTime(tb)-cpu0, time.Since(wall0)
 	if err != nil {
 		tb.Fatal(err)
@@ -63,7 +65,7 @@ func measureRun(tb testing.TB, d *Drill, liveEvery int) runMeasure {
 	return m
 }
 
-func benchSim(b *testing.B, d *Drill) {
+func benchSim(b *testing.B, d *drills.Drill) {
 	var sum runMeasure
 	n := 0
 	for b.Loop() {
@@ -107,7 +109,7 @@ func BenchmarkSimFlagship10x(b *testing.B) {
 
 // steadyFlagship is the flagship drill without its outage, lasting length:
 // the backlog stays small and the same whatever the length.
-func steadyFlagship(tb testing.TB, length string) *Drill {
+func steadyFlagship(tb testing.TB, length string) *drills.Drill {
 	d := loadDrill(tb, "fanout-outage.toml", map[string]string{"duration": `"` + length + `"`})
 	for i := range d.Partners {
 		d.Partners[i].Outages = nil
@@ -152,7 +154,7 @@ func TestMemoryIndependentOfDrillLength(t *testing.T) {
 // backlogFlagship is the flagship drill, 40 minutes long, with 30 acme
 // subscribers down for outage from minute 10: the backlog, and nothing
 // else, grows with the outage.
-func backlogFlagship(tb testing.TB, outage time.Duration) *Drill {
+func backlogFlagship(tb testing.TB, outage time.Duration) *drills.Drill {
 	d := loadDrill(tb, "fanout-outage.toml", map[string]string{"duration": `"40m"`})
 	d.Partners[1].Outages[0].For.D = outage
 	d.Partners[1].Count = 30

@@ -7,12 +7,13 @@ import (
 	"github.com/stormdrill/stormdrill/model/seed"
 )
 
-// This file holds what the live runner (package drills/live) shares with
-// the simulation: the arrival schedule, so that both modes see the same
-// events (the subscriber layout is the tally's).
+// This file holds the arrival schedule that the simulator (drills/sim) and
+// the live runner (drills/live) both draw from, so that both modes see the
+// same events (the subscriber layout is the tally's).
 
-// Arrivals is the source's schedule of event times in drill time: the same
-// sequence RunSim draws for the same drill and seed.
+// Arrivals is the source's schedule of event times in drill time, drawn from
+// the source's own random stream: the same sequence in every mode for the
+// same drill and seed.
 type Arrivals struct {
 	d     *Drill
 	rng   *rand.Rand

@@ -1,13 +1,15 @@
-package drills
+package sim
 
 import (
 	"testing"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
 // throttleDrill: one partner answers 429 with Retry-After: 30 for five
 // minutes; a consecutive breaker with a 15-minute cooldown holds what it
 // stops. countLine is the breaker's count key, or "".
-func throttleDrill(t *testing.T, countLine string) *Drill {
+func throttleDrill(t *testing.T, countLine string) *drills.Drill {
 	t.Helper()
 	src := `
 name     = "throttle-count"
@@ -38,7 +40,7 @@ threshold = 5
 cooldown  = "15m"
 on_open   = "hold"
 ` + countLine + "\n"
-	d, err := Parse("throttle-count.toml", []byte(src))
+	d, err := drills.Parse("throttle-count.toml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func TestBreakerCountLeavesThrottlingToRetryAfter(t *testing.T) {
 		t.Errorf("not counting 429s: %+v, want everything delivered", noThrottle.Deliveries)
 	}
 	// A name the breaker does not know is refused.
-	if _, err := Parse("bad.toml", []byte(`name = "x"
+	if _, err := drills.Parse("bad.toml", []byte(`name = "x"
 [[partners]]
 name = "a"
 [policy.breaker]

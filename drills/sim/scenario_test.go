@@ -1,4 +1,4 @@
-package drills
+package sim
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -14,7 +15,7 @@ import (
 // for the point it is there to make, from its time series and summary.
 
 // outageWindow is the outage of a demo's single partner, in seconds.
-func outageWindow(t *testing.T, d *Drill) (start, end float64) {
+func outageWindow(t *testing.T, d *drills.Drill) (start, end float64) {
 	t.Helper()
 	if len(d.Partners) != 1 || len(d.Partners[0].Outages) != 1 {
 		t.Fatalf("%s: want one partner with one outage", d.Name)
@@ -47,11 +48,11 @@ func sumOver(ts *reports.Timeseries, from, to float64, f func(*reports.Sample) f
 	return sum
 }
 
-func dlqRate(s *reports.Sample) float64         { return s.DLQPerS }
-func attemptRate(s *reports.Sample) float64     { return s.FirstAttemptsPerS + s.RetriesPerS }
-func heldBack(s *reports.Sample) float64        { return s.SourceHeldBack }
-func queueDepth(s *reports.Sample) float64      { return s.Ready + s.Delayed }
-func loadDemo(t *testing.T, name string) *Drill { return loadDrill(t, name+".toml", nil) }
+func dlqRate(s *reports.Sample) float64                { return s.DLQPerS }
+func attemptRate(s *reports.Sample) float64            { return s.FirstAttemptsPerS + s.RetriesPerS }
+func heldBack(s *reports.Sample) float64               { return s.SourceHeldBack }
+func queueDepth(s *reports.Sample) float64             { return s.Ready + s.Delayed }
+func loadDemo(t *testing.T, name string) *drills.Drill { return loadDrill(t, name+".toml", nil) }
 
 func TestDemoHealthy(t *testing.T) {
 	// Given 10% transient errors and capacity to spare,
@@ -307,7 +308,7 @@ func TestDemoOverload(t *testing.T) {
 
 // retrySchedule is the least and the most total delay between a delivery's
 // first and last attempt under equal jitter (each delay in [d/2, d]).
-func retrySchedule(t *testing.T, d *Drill) (least, most time.Duration) {
+func retrySchedule(t *testing.T, d *drills.Drill) (least, most time.Duration) {
 	t.Helper()
 	pol, err := d.ModelPolicy()
 	if err != nil {

@@ -1,4 +1,4 @@
-package drills
+package sim
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/dispatchcore"
@@ -19,34 +20,16 @@ import (
 
 // Limits that keep a simulated run bounded whatever the drill says.
 const (
-	// MaxSamples bounds the time series; the sample interval grows to fit.
-	MaxSamples = tally.MaxSamples
 	// MaxHeldEvents bounds events the source holds back under back-pressure.
 	MaxHeldEvents = 10_000_000
-	// MaxBreakerColumns bounds the breaker-state columns of the series.
-	MaxBreakerColumns = tally.MaxBreakerColumns
-	// MaxTransitions bounds the breaker transitions kept for the summary.
-	MaxTransitions = tally.MaxTransitions
-	// MaxOrdinals bounds attempts.by_ordinal; later ordinals share the last.
-	MaxOrdinals = tally.MaxOrdinals
 	// MaxSimEvents bounds one run's event loop.
 	MaxSimEvents = 2_000_000_000
 )
 
-// ErrAccounting is returned when a run breaks the accounting identity
-// created = delivered + dead-lettered + pending.
-var ErrAccounting = tally.ErrAccounting
-
-// Progress is reported while a run goes on.
-type Progress struct {
-	DrillTime, Total time.Duration
-	Created, DLQ     int64
-}
-
-// SimOptions tune a simulated run.
-type SimOptions struct {
+// Options tune a simulated run.
+type Options struct {
 	// Progress, if set, is called now and then from the run's goroutine.
-	Progress func(Progress)
+	Progress func(drills.Progress)
 	// MaxEvents, if above 0, ends the run after that many simulated
 	// events, as if the drill ended there (for fuzzing whole drills).
 	MaxEvents int64
@@ -144,7 +127,7 @@ const subscriberPad = (64 - (32+unsafe.Sizeof(fakepartner.Sim{}))%64) % 64
 var _ [0]struct{} = [unsafe.Offsetof(subscriber{}.partner) - 32 + unsafe.Sizeof(subscriber{})%64]struct{}{}
 
 type simRun struct {
-	d     *Drill
+	d     *drills.Drill
 	pol   *model.Policy
 	specs []fakepartner.Spec
 	subs  []subscriber
@@ -157,15 +140,16 @@ type simRun struct {
 	cohortLo  []int32
 	cohortBad []bool
 
-	fan     *Fanout
+	fan     *drills.Fanout
 	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
 	fanBuf  []int32 // backing of fanout when the shape picks per event
 	heldBuf []int32 // scratch for the picks of other held events
 	core    *dispatchcore.Core
 	q       eventqueue.Queue[simEvent]
-	rng     *rand.Rand // dispatcher's jitter stream
-	src     *rand.Rand // source's arrival stream
-	epoch0  int64      // unix ns of drill time 0
+	rng     *rand.Rand       // dispatcher's jitter stream
+	arr     *drills.Arrivals // the source's schedule
+	arrN    int              // events the scheduled evArrival releases
+	epoch0  int64            // unix ns of drill time 0
 	needID  bool
 
 	keyEvent    int64  // the event keyPrefix hashes
@@ -241,8 +225,8 @@ func (rp *simReplay) selects(e *dlqEntry) bool {
 	return e.it != nil && (rp.reason == "" || rp.reason == e.reason) && (rp.cohort < 0 || rp.cohort == e.cohort)
 }
 
-// RunSim runs a drill under the deterministic simulation.
-func RunSim(d *Drill, opt SimOptions) (*reports.Run, error) {
+// Run runs a drill under the deterministic simulation.
+func Run(d *drills.Drill, opt Options) (*reports.Run, error) {
 	r, err := newSimRun(d)
 	if err != nil {
 		return nil, err
@@ -253,7 +237,7 @@ func RunSim(d *Drill, opt SimOptions) (*reports.Run, error) {
 	return r.report()
 }
 
-func newSimRun(d *Drill) (*simRun, error) {
+func newSimRun(d *drills.Drill) (*simRun, error) {
 	pol, err := d.ModelPolicy()
 	if err != nil {
 		return nil, err
@@ -268,7 +252,7 @@ func newSimRun(d *Drill) (*simRun, error) {
 	layout := r.tally.Layout()
 	r.needID = pol.Backoff.Jitter.Info().NeedsID
 	r.rng = seed.NewRand(d.Seed, "dispatcher")
-	r.src = seed.NewRand(d.Seed, "source")
+	r.arr = d.NewArrivals()
 	var pcs []dispatchcore.PartnerConfig
 	var global *model.Budget
 	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
@@ -387,10 +371,10 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 
 func (r *simRun) wall(t int64) time.Time { return time.Unix(0, r.epoch0+t) }
 
-func (r *simRun) run(opt SimOptions) error {
+func (r *simRun) run(opt Options) error {
 	d := r.d
 	// Source.
-	r.q.Push(firstArrival(&d.Source, r.endNs, r.src), simEvent{kind: evArrival})
+	r.scheduleArrival()
 	r.q.Push(r.interval, simEvent{kind: evSample})
 	for i, f := range d.Faults {
 		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
@@ -457,7 +441,7 @@ func (r *simRun) run(opt SimOptions) error {
 		r.pump(t)
 		if opt.Progress != nil && events-lastProgress >= 1<<16 {
 			lastProgress = events
-			opt.Progress(Progress{DrillTime: time.Duration(t), Total: time.Duration(r.endNs), Created: r.tally.CreatedTotal(), DLQ: r.tally.DeadLetteredTotal()})
+			opt.Progress(drills.Progress{DrillTime: time.Duration(t), Total: time.Duration(r.endNs), Created: r.tally.CreatedTotal(), DLQ: r.tally.DeadLetteredTotal()})
 		}
 	}
 	r.tally.End(time.Duration(min(r.q.Now(), r.hardEndNs)))
@@ -494,31 +478,27 @@ func (r *simRun) finished(t int64) bool {
 	return true
 }
 
-// nextGap is the time from t to the next arrival.
-func (r *simRun) nextGap(t int64) int64 { return arrivalGap(&r.d.Source, r.endNs, t, r.src) }
+// scheduleArrival schedules the source's next arrival, or marks the
+// source done.
+func (r *simRun) scheduleArrival() {
+	at, n, ok := r.arr.Next()
+	if !ok {
+		r.sourceDone = true
+		return
+	}
+	r.arrN = n
+	r.q.Push(int64(at), simEvent{kind: evArrival})
+}
 
 func (r *simRun) arrival(t int64) {
-	s := &r.d.Source
-	n := 1
-	once := arrivesOnce(s)
-	if once {
-		n = max(1, s.Events)
-	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < r.arrN; i++ {
 		if len(r.held)-r.heldHead >= MaxHeldEvents {
 			break
 		}
 		r.held = append(r.held, t)
 	}
 	r.feedSource(t)
-	if !once {
-		next := t + r.nextGap(t)
-		if next < r.endNs {
-			r.q.Push(next, simEvent{kind: evArrival})
-			return
-		}
-	}
-	r.sourceDone = true
+	r.scheduleArrival()
 }
 
 // feedSource enqueues held events' deliveries while the queue has room.
@@ -608,7 +588,7 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 		it.Key = fakepartner.KeyHashString(r.keyPrefix, r.names[si])
 	}
 	if r.needID {
-		it.ID = DeliveryID(eventNo, r.names[si])
+		it.ID = drills.DeliveryID(eventNo, r.names[si])
 	}
 	return it
 }
@@ -628,11 +608,6 @@ func (r *simRun) cohortOf(si int32) int32 {
 		}
 	}
 	return int32(lo)
-}
-
-// DeliveryID is the stable id of a delivery: event number and subscriber.
-func DeliveryID(event int64, subscriber string) string {
-	return fmt.Sprintf("evt-%06d:%s", event, subscriber)
 }
 
 // evtPrefixKey is the hash of every delivery id's first bytes.
