@@ -28,7 +28,7 @@ var Keys = []KeyDoc{
 	{"drain", "duration", `"10m"`, "How long the drill keeps running after the source stops, so that backlogs can drain."},
 	{"sample_interval", "duration", "about 1/720 of duration + drain", "Time-series resolution; by default rounded up to 1, 2, 5, 10, 15, 30 or 60 s (at least 1s)."},
 	{"speed", "number", "1", "Live only: every duration of the drill is divided by it."},
-	{"store", "string", "an SQLite file in the run directory", "Live only: the durable queue, `\"sqlite:PATH\"` or `\"postgres://USER:PASS@127.0.0.1:PORT/DB\"` (loopback only; `?search_path=SCHEMA` picks a schema). It must hold no deliveries when the run starts. `stormdrill run --store` overrides it."},
+	{"store", "string", "an SQLite file in the run directory", "Live only: the durable queue, `\"sqlite:PATH\"` or `\"postgres://USER@127.0.0.1:PORT/DB\"` (loopback only; `?search_path=SCHEMA` picks a schema; the password comes from `$PGPASSWORD`, never from the drill file). It must hold no deliveries when the run starts. `stormdrill run --store` overrides it."},
 
 	{"source.arrival", "string", `"poisson"`, arrivalDoc()},
 	{"source.rate", "rate", "required for constant, poisson, ramp", "Events per unit of time, like `\"12/s\"` or `\"600/m\"`; the start rate of a ramp."},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/model/runtime/queue"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -118,6 +119,12 @@ func validate(d *Drill, has func(string) bool) []problem {
 			bad("store", "want \"sqlite:PATH\" or \"postgres://USER:PASS@127.0.0.1:PORT/DB\" (got a %q store)", clip(scheme))
 		case scheme == "sqlite" && d.Store == "sqlite:":
 			bad("store", "sqlite needs a file path, like \"sqlite:out/queue.db\"")
+		case scheme != "sqlite" && queue.InlineSecret(d.Store):
+			bad("store", "holds a password: a drill file is no place for one; write postgres://USER@127.0.0.1:PORT/DB and set PGPASSWORD in the environment")
+		case scheme != "sqlite":
+			if err := queue.CheckPostgresDSN(d.Store); err != nil {
+				bad("store", "%s", strings.TrimPrefix(err.Error(), "queue: "))
+			}
 		}
 	}
 
@@ -243,6 +250,12 @@ func validate(d *Drill, has func(string) bool) []problem {
 	if w.Processes < 1 || w.Processes > limProcesses {
 		bad("dispatcher.processes", "must be between 1 and %d (got %d)", limProcesses, w.Processes)
 	}
+	// Keys only the live dispatcher reads would be silently ignored.
+	for _, k := range []string{"dispatcher.processes", "dispatcher.alert_interval"} {
+		if d.Mode == "sim" && has != nil && has(k) {
+			bad(k, "applies only to mode = \"live\" (dispatcher processes on a durable queue)")
+		}
+	}
 
 	// Pipeline faults.
 	for i, f := range d.Faults {
@@ -295,6 +308,9 @@ func runnerChecks(d *Drill) []problem {
 	}
 	if _, err := d.ModelBreakerSettings(); d.BreakerEnabled() && err != nil {
 		ps = append(ps, problem{"policy.breaker", err.Error()})
+	}
+	if len(ps) == 0 {
+		ps = dispatcherChecks(d)
 	}
 	return ps
 }

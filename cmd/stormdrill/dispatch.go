@@ -41,7 +41,7 @@ const dispatchExamples = `  # deliver what a replay put back into the queue a li
 
 func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dispatch", "--store DSN (--config FILE | --drill DRILL.toml) [--partners URL] [flags]", dispatchExamples, stdout)
-	store := fs.String("store", "", "the durable queue: sqlite:PATH, or postgres://USER:PASS@127.0.0.1:PORT/DB for several dispatchers on one queue")
+	store := fs.String("store", "", "the durable queue: sqlite:PATH, or postgres://USER@127.0.0.1:PORT/DB for several dispatchers on one queue (password in $PGPASSWORD); default $"+live.StoreEnv)
 	configPath := fs.String("config", "", "the dispatcher's configuration file (JSON): workers, leases, partners and their policies")
 	drillPath := fs.String("drill", "", "instead of --config: run this drill's policy, breaker, budget and dispatcher settings")
 	partners := fs.String("partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080; overrides the file's partners_url")
@@ -61,6 +61,10 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(pos) > 0 {
 		return usagef("stormdrill dispatch: unexpected argument %q (see --help)", pos[0])
+	}
+	if *store == "" {
+		// A DSN with a password comes through the environment, out of ps.
+		*store = os.Getenv(live.StoreEnv)
 	}
 	if (*configPath == "") == (*drillPath == "") {
 		return usagef("stormdrill dispatch: one of --config and --drill is required (see --help)")
@@ -103,7 +107,7 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 				return usagef("stormdrill dispatch: --partner-layout: %v", err)
 			}
 		}
-		if cfg, err = live.DispatcherConfig(d, *partners); err != nil {
+		if cfg, err = d.DispatcherConfig(*partners); err != nil {
 			return usageError{fmt.Errorf("%s: %w", *drillPath, err)}
 		}
 		cfg.AlertURL = "" // a drill names no alert sink; --alert-url does

@@ -107,7 +107,7 @@ on_open = "hold"`, "", 10},
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					cfg, err := DispatcherConfig(r.d, r.baseURL)
+					cfg, err := r.d.DispatcherConfig(r.baseURL)
 					if err != nil {
 						errs[i] = err
 						return

@@ -66,6 +66,9 @@ func childDispatch(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	if *store == "" {
+		*store = os.Getenv(StoreEnv)
+	}
 	st, err := queue.Open(*store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -229,7 +229,7 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	}
 	go func() { _ = r.srv.Serve(l) }()
 	r.baseURL = "http://" + l.Addr().String()
-	cfg, err := DispatcherConfig(d, r.baseURL)
+	cfg, err := d.DispatcherConfig(r.baseURL)
 	for i := range cfg.Partners {
 		if p := &cfg.Partners[i]; err == nil && r.srv.Refuses(p.Name) {
 			// A refusal happens before any request reaches a listener:
@@ -329,9 +329,7 @@ func (r *runner) spawnAll(ns []int) error {
 func (r *runner) launch(n int) (*child, error) {
 	r.spawns++
 	c := &child{n: n, owner: "dispatch-" + strconv.Itoa(r.spawns), ready: make(chan struct{}), done: make(chan error, 1)}
-	c.cmd = exec.Command(r.exe, "dispatch",
-		"--store", r.storeDSN, "--config", r.dispatchConfig, "--owner", c.owner,
-		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10))
+	c.cmd = r.dispatchCommand(c.owner)
 	c.cmd.Stderr = r.logw
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -366,6 +364,20 @@ func (r *runner) launch(n int) (*child, error) {
 		r.exited <- c
 	}()
 	return c, nil
+}
+
+// StoreEnv names the environment variable that hands a dispatcher process
+// its store's DSN: a command line is visible to every user of the machine
+// (ps), and a PostgreSQL DSN may hold a password.
+const StoreEnv = "STORMDRILL_STORE"
+
+// dispatchCommand is the command of one dispatcher process: the DSN in its
+// environment, never in its arguments.
+func (r *runner) dispatchCommand(owner string) *exec.Cmd {
+	cmd := exec.Command(r.exe, "dispatch", "--config", r.dispatchConfig, "--owner", owner,
+		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10))
+	cmd.Env = append(os.Environ(), StoreEnv+"="+r.storeDSN)
+	return cmd
 }
 
 // await waits until process c is ready; one that is not is killed.
@@ -554,9 +566,11 @@ func (r *runner) up() bool {
 func (r *runner) run() error {
 	d := r.d
 	var err error
-	if r.st, err = queue.Open(r.storeDSN); err != nil {
+	st, err := queue.Open(r.storeDSN)
+	if err != nil {
 		return fmt.Errorf("live: opening the store %s: %w", queue.RedactDSN(r.storeDSN), err)
 	}
+	r.st = st
 	if err := r.checkEmpty(); err != nil {
 		return err
 	}

@@ -44,16 +44,9 @@ var _ Store = (*Postgres)(nil)
 // Unknown query parameters are sent as run-time settings, so
 // "?search_path=NAME" puts the tables in schema NAME.
 func OpenPostgres(dsn string) (*Postgres, error) {
-	shown, err := checkPostgresDSN(dsn)
+	shown, cfg, err := parsePostgresDSN(dsn)
 	if err != nil {
 		return nil, err
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("queue: postgres dsn %s: %v", shown, redactErr(err, dsn))
-	}
-	if err := checkPostgresHosts(cfg); err != nil {
-		return nil, fmt.Errorf("queue: postgres dsn %s: %w", shown, err)
 	}
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = DefaultPostgresConnectTimeout
@@ -78,6 +71,52 @@ func OpenPostgres(dsn string) (*Postgres, error) {
 
 // storeOpenTimeout bounds the migrations at open, on top of connecting.
 const storeOpenTimeout = time.Minute
+
+// CheckPostgresDSN checks, without connecting, what OpenPostgres checks
+// before it connects: the URL form, what the driver parses and loopback
+// hosts only. Messages never quote the password.
+func CheckPostgresDSN(dsn string) error {
+	_, _, err := parsePostgresDSN(dsn)
+	return err
+}
+
+// parsePostgresDSN returns the DSN as messages show it and the pool's
+// configuration, or why the DSN is refused.
+func parsePostgresDSN(dsn string) (string, *pgxpool.Config, error) {
+	shown, err := checkPostgresDSN(dsn)
+	if err != nil {
+		return "", nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("queue: postgres dsn %s: %v", shown, redactErr(err, dsn))
+	}
+	if err := checkPostgresHosts(cfg); err != nil {
+		return "", nil, fmt.Errorf("queue: postgres dsn %s: %w", shown, err)
+	}
+	return shown, cfg, nil
+}
+
+// InlineSecret reports whether dsn carries a secret itself: a URL
+// password or a password-like query parameter, which belong in the
+// environment (PGPASSWORD) instead.
+func InlineSecret(dsn string) bool {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return strings.Contains(dsn, "@") || keywordSecret.MatchString(dsn)
+	}
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			return true
+		}
+	}
+	for k := range u.Query() {
+		if isSecretParam(k) {
+			return true
+		}
+	}
+	return false
+}
 
 // checkPostgresDSN accepts only the URL forms and returns the DSN with its
 // password hidden, for messages.

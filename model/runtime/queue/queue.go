@@ -294,14 +294,22 @@ func Open(dsn string) (Store, error) {
 		if rest == "" {
 			return nil, fmt.Errorf("queue: dsn %q: sqlite needs a file path", RedactDSN(dsn))
 		}
-		return OpenSQLite(rest)
+		s, err := OpenSQLite(rest)
+		if err != nil {
+			return nil, err // not a nil *SQLite inside a non-nil Store
+		}
+		return s, nil
 	case "memory":
 		if rest != "" {
 			return nil, fmt.Errorf("queue: dsn %q: memory takes no argument", RedactDSN(dsn))
 		}
 		return NewMemory(), nil
 	case "postgres", "postgresql":
-		return OpenPostgres(dsn)
+		s, err := OpenPostgres(dsn)
+		if err != nil {
+			return nil, err // not a nil *Postgres inside a non-nil Store
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("queue: dsn %q: unknown store %q; want sqlite:PATH, postgres://USER@127.0.0.1/DB or memory:", RedactDSN(dsn), scheme)
 }
