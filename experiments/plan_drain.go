@@ -408,21 +408,9 @@ func (f *fluid) call(t float64) fluidCall {
 		}
 		c.fails = true
 		c.durS = o.FailLatency.Seconds()
-		// The breaker count name of what the dispatcher sees (the kinds'
-		// Caller lines in fakepartner/outagekinds.go).
-		switch fo.Kind {
-		case fakepartner.OutageReset, fakepartner.OutageEmpty, fakepartner.OutageGarbage,
-			fakepartner.OutageTruncated, fakepartner.OutageLostAck:
-			c.kind = model.CountReset
-		case fakepartner.OutageRefused:
-			c.kind = model.CountRefused
-		case fakepartner.OutageRedirect:
-			c.kind = model.CountOther
-		default:
-			c.kind = model.Count5xx
-		}
+		// The breaker count class of what the dispatcher sees.
+		c.kind = fo.Kind.Info().Counts
 		if e.Hangs {
-			c.kind = model.CountTimeout
 			c.durS = f.p.timeoutS
 			if c.durS == 0 {
 				c.durS = float64(f.cring-2) * f.dt

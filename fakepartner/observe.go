@@ -39,8 +39,14 @@ type Observation struct {
 }
 
 // Down reports whether the partner was down for this request: an outage
-// other than slow was in force.
-func (o *Observation) Down() bool { return o.Fault != "" && o.Fault != OutageSlow.String() }
+// was in force that leaves it not Up (OutageKindInfo.Up).
+func (o *Observation) Down() bool {
+	if o.Fault == "" {
+		return false
+	}
+	k, err := ParseOutageKind(o.Fault)
+	return err != nil || !k.Info().Up
+}
 
 // Scripted is an answer scripted for one request (ServerOptions.Script):
 // the release checklist of `stormdrill verify` needs exact answers per

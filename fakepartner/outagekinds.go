@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // This file declares every outage kind, once: its name, a one-line doc,
@@ -67,6 +69,15 @@ type OutageKindInfo struct {
 	// Caller is what the dispatcher sees of an answer of this kind and how
 	// it classes it; one line for the README's table of kinds.
 	Caller string
+	// Counts is the breaker count class (policy.breaker.count) of a call
+	// the kind fails; 0 for a kind that fails no call by itself.
+	Counts model.BreakerCount
+	// Up: the partner is up while the outage is in force, only slower, so
+	// external mode counts no calls while down during it.
+	Up bool
+	// ClosesListener: over HTTP the cohort's listener is closed while the
+	// outage governs it, so that connections are refused.
+	ClosesListener bool
 }
 
 // OutageEffect is what an outage does to the attempts it governs, as the
@@ -107,6 +118,7 @@ func failEffect(*Outage) OutageEffect { return OutageEffect{FailShare: 1, Latenc
 var OutageKinds = [...]OutageKindInfo{
 	OutageUnavailable: {
 		Kind: OutageUnavailable, Name: "unavailable",
+		Counts: model.Count5xx,
 		Doc:    "every call is answered 503 (at once, or after answer_after)",
 		Caller: "HTTP 503: `5xx`, retryable",
 		Uses:   []string{"answer_after"},
@@ -118,6 +130,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageTimeout: {
 		Kind: OutageTimeout, Name: "timeout",
+		Counts:  model.CountTimeout,
 		Doc:     "calls are never answered; the caller's attempt timeout fires",
 		Caller:  "its attempt timeout: `timeout`, retryable",
 		PerCall: true,
@@ -128,6 +141,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageReset: {
 		Kind: OutageReset, Name: "reset",
+		Counts:  model.CountReset,
 		Doc:     "every connection is reset (at once, or after answer_after)",
 		Caller:  "connection reset by peer: `reset`, retryable",
 		PerCall: true,
@@ -140,6 +154,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageThrottle: {
 		Kind: OutageThrottle, Name: "throttle",
+		Counts: model.Count429,
 		Doc:    "every call is answered 429, with the Retry-After of retry_after (at once, or after answer_after)",
 		Caller: "HTTP 429: `429`, retryable, its Retry-After a lower bound on the delay",
 		Uses:   []string{"retry_after", "answer_after"},
@@ -157,6 +172,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageSlow: {
 		Kind: OutageSlow, Name: "slow",
+		Up:     true,
 		Doc:    "calls are served as usual, with the latency multiplied by factor",
 		Caller: "the usual answers, later; `timeout` when past the attempt timeout",
 		Uses:   []string{"factor"},
@@ -173,6 +189,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageFlap: {
 		Kind: OutageFlap, Name: "flap",
+		Counts: model.Count5xx,
 		Doc:    "503 in the first half of each period (at once, or after answer_after), served as usual in the second",
 		Caller: "HTTP 503 or the usual answer: `5xx`, retryable",
 		Uses:   []string{"period", "answer_after"},
@@ -192,6 +209,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageEmpty: {
 		Kind: OutageEmpty, Name: "empty",
+		Counts:  model.CountReset,
 		Doc:     "the connection is closed with no answer at all (at once, or after answer_after)",
 		Caller:  "EOF before any answer: `reset`, retryable",
 		PerCall: true,
@@ -204,6 +222,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageGarbage: {
 		Kind: OutageGarbage, Name: "garbage",
+		Counts:  model.CountReset,
 		Doc:     "the answer is bytes that are not HTTP, then the connection closes (at once, or after answer_after)",
 		Caller:  "a malformed HTTP response: `reset`, retryable",
 		PerCall: true,
@@ -216,6 +235,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageTruncated: {
 		Kind: OutageTruncated, Name: "truncated",
+		Counts:  model.CountReset,
 		Doc:     "a 200 whose body is cut short (Content-Length promises more), then the connection closes; the delivery is not recorded (at once, or after answer_after)",
 		Caller:  "unexpected EOF reading the body: `reset`, retryable, never a success",
 		PerCall: true,
@@ -245,8 +265,10 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageRefused: {
 		Kind: OutageRefused, Name: "refused",
-		Doc:    "connections are refused; over HTTP the cohort gets a listener of its own, closed while the outage lasts, so it hits the whole cohort",
-		Caller: "connection refused: `refused`, retryable",
+		Counts:         model.CountRefused,
+		ClosesListener: true,
+		Doc:            "connections are refused; over HTTP the cohort gets a listener of its own, closed while the outage lasts, so it hits the whole cohort",
+		Caller:         "connection refused: `refused`, retryable",
 		NotPerCall: "a connection is refused when it is opened, before the partner can tell which call it would carry, " +
 			"and a kept-alive connection carries many calls; so refused hits a whole cohort for a while, never single calls",
 		Check: func(o *Outage) []Problem {
@@ -262,6 +284,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageLostAck: {
 		Kind: OutageLostAck, Name: "lost-ack",
+		Counts:  model.CountReset,
 		Doc:     "calls are served and recorded as usual, but a success's answer is dropped (the connection is reset), so the retry is a duplicate",
 		Caller:  "connection reset by peer: `reset`, retryable; the partner has the delivery",
 		PerCall: true,
@@ -272,6 +295,7 @@ var OutageKinds = [...]OutageKindInfo{
 	},
 	OutageRedirect: {
 		Kind: OutageRedirect, Name: "redirect",
+		Counts:  model.CountOther,
 		Doc:     "every call is answered 307 Temporary Redirect (at once, or after answer_after); the dispatcher does not follow it",
 		Caller:  "HTTP 307: `other`, permanent by default (dead-lettered `permanent`; `policy.retry.retryable_status = [307]` makes it retryable)",
 		PerCall: true,

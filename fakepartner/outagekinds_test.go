@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // Every declared outage kind is complete: a name that parses back to it, a
@@ -63,6 +65,28 @@ func TestOutageKindEffects(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.o.Kind.Info().Effect(&tt.o); got != tt.want {
 			t.Errorf("%s: effect %+v, want %+v", tt.o.Kind, got, tt.want)
+		}
+	}
+}
+
+// Counts is the breaker count class of what the dispatcher sees of the
+// kind's failing answer, so the plan's breaker counts what the live and
+// simulated breakers count; a kind that serves its calls fails none by
+// itself, except one whose answer is dropped (a reset).
+func TestOutageKindCounts(t *testing.T) {
+	for i := range OutageKinds {
+		info := &OutageKinds[i]
+		o := Outage{Kind: info.Kind, RetryAfter: "5", Factor: 2, Period: time.Second, DribbleOver: time.Second}
+		c, _, served := info.Answer(&o, &Behaviour{}, 0, simClock)
+		var want model.BreakerCount
+		switch {
+		case !served:
+			want = model.KindOf(c.Result.Outcome())
+		case c.Wire == WireDropAnswer:
+			want = model.CountReset
+		}
+		if info.Counts != want {
+			t.Errorf("%s: Counts %v, its answer counts as %v", info.Name, info.Counts, want)
 		}
 	}
 }

@@ -30,7 +30,7 @@ func (s *Server) Refuses(cohort string) bool {
 		return false
 	}
 	for i := range c.spec.Outages {
-		if c.spec.Outages[i].Kind == OutageRefused {
+		if c.spec.Outages[i].Kind.Info().ClosesListener {
 			return true
 		}
 	}
@@ -92,7 +92,7 @@ func (s *Server) waitRefused(c *cohort, refused bool) bool {
 	for {
 		now := s.now()
 		o, ok := s.faultAt(c, 0, now)
-		if (ok && o.Kind == OutageRefused) == refused {
+		if (ok && o.Kind.Info().ClosesListener) == refused {
 			return true
 		}
 		if !s.wait(context.Background(), s.untilScriptChange(c, now)) {

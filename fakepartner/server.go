@@ -477,22 +477,18 @@ func (c *cohort) subscriber(member int, seed uint64) *subscriber {
 func (s *Server) faultAt(c *cohort, member int, now time.Time) (Outage, bool) {
 	c.mu.Lock()
 	for _, m := range c.manual {
-		if m.o.Hits(member) && m.o.EffectiveAt(s.since(m.began, now)) {
+		if m.o.Governs(member, s.since(m.began, now)) {
 			c.mu.Unlock()
 			return m.o, true
 		}
 	}
-	cut, cutSet := c.scriptCut, c.scriptCutSet
-	c.mu.Unlock()
-	t := s.DrillTime(now)
-	if !cutSet {
-		return c.spec.FaultAt(member, t)
+	cut := NoCut
+	if c.scriptCutSet {
+		cut = c.scriptCut
 	}
-	for i := range c.spec.Outages {
-		o := &c.spec.Outages[i]
-		if o.Start > cut && o.Hits(member) && o.EffectiveAt(t) {
-			return *o, true
-		}
+	c.mu.Unlock()
+	if o := Governing(c.spec.Outages, member, s.DrillTime(now), cut); o != nil {
+		return *o, true
 	}
 	return Outage{}, false
 }

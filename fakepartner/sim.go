@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"time"
 	"unsafe"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // SimEpoch is the wall-clock instant of drill time 0 in simulation; HTTP-dates
@@ -47,6 +49,19 @@ type Result struct {
 	Status     int // HTTP status; 0 for timeout, reset and refused
 	Kind       ResultKind
 	RetryAfter string // the Retry-After header, "" if none
+}
+
+// Outcome is the result as the dispatcher sees it.
+func (r Result) Outcome() model.Outcome {
+	switch r.Kind {
+	case ResultTimeout:
+		return model.Outcome{Err: model.ErrTimeout}
+	case ResultReset:
+		return model.Outcome{Err: model.ErrReset}
+	case ResultRefused:
+		return model.Outcome{Err: model.ErrRefused}
+	}
+	return model.Outcome{Status: r.Status, RetryAfter: r.RetryAfter}
 }
 
 // Wire is how the HTTP server puts an answer on the wire when it is not an

@@ -288,11 +288,29 @@ func (s *Spec) FaultAt(member int, t time.Duration) (Outage, bool) {
 
 // faultAt is FaultAt as a pointer into s.Outages; nil when none governs.
 func (s *Spec) faultAt(member int, t time.Duration) *Outage {
-	for i := range s.Outages {
-		o := &s.Outages[i]
-		if o.Hits(member) && o.EffectiveAt(t) {
+	return Governing(s.Outages, member, t, NoCut)
+}
+
+// NoCut is Governing's cut when the script is whole.
+const NoCut = time.Duration(-1)
+
+// Governing returns the outage of a script that governs member at drill
+// time t: the first, in list order, that hits the member and is effective
+// at t, among those that start after cut (an operator's cut of the
+// script; NoCut: all). The simulated partner and the HTTP server both ask
+// it; nil when none governs.
+func Governing(script []Outage, member int, t, cut time.Duration) *Outage {
+	for i := range script {
+		o := &script[i]
+		if o.Start > cut && o.Governs(member, t) {
 			return o
 		}
 	}
 	return nil
+}
+
+// Governs reports whether o hits member and is effective at t, measured
+// as its Start is.
+func (o *Outage) Governs(member int, t time.Duration) bool {
+	return o.Hits(member) && o.EffectiveAt(t)
 }

@@ -419,7 +419,7 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 	}
 	ext.CallsWhileDown = []reports.DownCalls{}
 	for _, dw := range downs {
-		if dw.o.Kind == fakepartner.OutageSlow {
+		if dw.o.Kind.Info().Up {
 			continue
 		}
 		ext.CallsWhileDown = append(ext.CallsWhileDown, reports.DownCalls{Partner: h.specs[dw.w.Cohort].Name, Kind: dw.w.Kind,

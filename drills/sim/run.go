@@ -793,17 +793,7 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	}
 }
 
-func outcomeOf(res fakepartner.Result) model.Outcome {
-	switch res.Kind {
-	case fakepartner.ResultTimeout:
-		return model.Outcome{Err: model.ErrTimeout}
-	case fakepartner.ResultReset:
-		return model.Outcome{Err: model.ErrReset}
-	case fakepartner.ResultRefused:
-		return model.Outcome{Err: model.ErrRefused}
-	}
-	return model.Outcome{Status: res.Status, RetryAfter: res.RetryAfter}
-}
+func outcomeOf(res fakepartner.Result) model.Outcome { return res.Outcome() }
 
 func (r *simRun) deadLetter(t int64, it *dispatchcore.Item, reason model.Reason, noAttempt bool) {
 	it.PrevDelay = 0 // see release; a replay starts the delivery afresh anyway
