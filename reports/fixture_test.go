@@ -12,6 +12,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/ w
 
 func ptr(v float64) *float64 { return &v }
 
+func count(n int64) *int64 { return &n }
+
 // fixtureSummary is a hand-built summary of a one-hour fan-out drill with
 // two outages: acme drained after 4m05s, globex never drained.
 func fixtureSummary() *Summary {
@@ -32,7 +34,7 @@ func fixtureSummary() *Summary {
 		},
 		Amplification: 1.0417520833,
 		Outages: []Outage{
-			{Partner: "acme", Kind: "unavailable", StartS: 600, EndS: 1800, DrainTimeS: ptr(245.04)},
+			{Partner: "acme", Kind: "unavailable", StartS: 600, EndS: 1800, DrainTimeS: ptr(245.04), Retries: count(1234), DeadLetters: count(0)},
 			{Partner: "globex", Kind: "timeout", StartS: 1200, EndS: 2400},
 		},
 		DrainTimeS:            nil,

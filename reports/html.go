@@ -195,7 +195,8 @@ h2 a { color: inherit; text-decoration: underline dotted; text-decoration-thickn
 .chart { width: 100%; min-height: 300px; border: 1px solid var(--line); background: #fff; }
 .chart .u-title { font-size: 15px; }
 .chart .u-legend { font-size: 13px; text-align: left; }
-#failures { margin: .5rem 0 0; padding-left: 1.25rem; }
+#failures, #outage-lines { margin: .5rem 0 0; padding-left: 1.25rem; }
+#outage-lines li { font-weight: 600; }
 li.bad { color: var(--fail); font-weight: 600; }
 </style>
 {{if .UPlotCSS}}<style>{{.UPlotCSS}}</style>{{end}}
@@ -209,6 +210,10 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{range .Failures}}<li class="bad">{{.}}</li>
 {{end}}</ul>
 {{if .FailuresOmitted}}<p class="omitted">… and {{.FailuresOmitted}} more failures not shown.</p>{{end}}{{end}}
+{{if .OutageLines}}<ul id="outage-lines">
+{{range .OutageLines}}<li>{{.}}</li>
+{{end}}{{if .OutageLinesOmitted}}<li>… and {{.OutageLinesOmitted}} more outages (see Outages)</li>
+{{end}}</ul>{{end}}
 {{with .SeedNote}}<p id="seed-note">{{.}}</p>{{end}}
 {{if .HasSummary}}
 {{if .Sides}}<section id="sides">

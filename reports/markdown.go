@@ -40,6 +40,11 @@ type reportView struct {
 	Failures        []string
 	FailuresOmitted int
 
+	// OutageLines say in one sentence each what each outage did; the
+	// first screen shows them.
+	OutageLines        []string
+	OutageLinesOmitted int
+
 	// Sides is the headline: each faulty cohort against the healthy ones,
 	// then the pipeline totals.
 	Sides        []sideView
@@ -245,6 +250,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 		}
 		v.Failures = append(v.Failures, oneLine(f))
 	}
+	v.OutageLines, v.OutageLinesOmitted = outageLines(s)
 	if len(s.Cohorts) > 0 && anyFaulty(s) {
 		v.Sides, v.SidesOmitted = cohortSides(s)
 	}
@@ -708,6 +714,15 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		}
 		m.omitted(v.FailuresOmitted, "failures")
 	}
+	if len(v.OutageLines) > 0 {
+		m.line("")
+		for _, o := range v.OutageLines {
+			m.line("- " + mdCell(o))
+		}
+		if v.OutageLinesOmitted > 0 {
+			m.line(fmt.Sprintf("- … and %d more outages (see Outages)", v.OutageLinesOmitted))
+		}
+	}
 	if v.SeedNote != "" {
 		m.line("")
 		m.line(mdCell(v.SeedNote))
@@ -980,6 +995,46 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.line(line)
 	}
 	return m.err
+}
+
+// maxOutageLines bounds the outage sentences of the first screen; the
+// Outages table lists every outage.
+const maxOutageLines = 5
+
+// outageLines is one sentence per outage, what it did: "acme unavailable
+// 20m: 1,234 retries, drained 4m46s after it ended, 0 dead letters". A
+// figure the run did not measure is "unknown".
+func outageLines(s *Summary) (lines []string, omitted int) {
+	for i, o := range s.Outages {
+		if i >= maxOutageLines {
+			return lines, len(s.Outages) - i
+		}
+		what := oneLine(o.Partner) + " " + oneLine(o.Kind)
+		if o.Manual {
+			what += " (manual)"
+		}
+		what += " " + FormatDuration(o.EndS-o.StartS) + " (" + FormatDuration(o.StartS) + "–" + FormatDuration(o.EndS) + ")"
+		retries, dead := "retries unknown", "dead letters unknown"
+		if o.Retries != nil {
+			retries = groupDigits(*o.Retries) + plural(*o.Retries, " retry", " retries")
+		}
+		if o.DeadLetters != nil {
+			dead = groupDigits(*o.DeadLetters) + plural(*o.DeadLetters, " dead letter", " dead letters")
+		}
+		drain := "not drained when the drill ended"
+		if o.DrainTimeS != nil {
+			drain = "drained " + FormatDuration(*o.DrainTimeS) + " after it ended"
+		}
+		lines = append(lines, what+": "+retries+", "+drain+", "+dead)
+	}
+	return lines, 0
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // scopeSuffix marks the headings of a multi-seed run's first-seed tables.

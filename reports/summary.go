@@ -141,6 +141,12 @@ type Outage struct {
 	// RetrySpread is how the retries of deliveries that failed together
 	// during the outage spread out; null when no two did.
 	RetrySpread *RetrySpread `json:"retry_spread"`
+	// Retries counts retries to the outage's subscribers from its start
+	// until it drained (until the run ended, when it did not); DeadLetters
+	// the dead letters of deliveries to them created before its end. Null
+	// when not measured.
+	Retries     *int64 `json:"retries"`
+	DeadLetters *int64 `json:"dead_letters"`
 }
 
 // RetrySpread measures the herd: deliveries to an outage's subscribers

@@ -35,6 +35,12 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 	if omitted > 0 {
 		m.line(fmt.Sprintf("  … and %d more faulty cohorts (see the report)", omitted))
 	}
+	for _, o := range v.OutageLines {
+		m.line("  " + o)
+	}
+	if v.OutageLinesOmitted > 0 {
+		m.line(fmt.Sprintf("  … and %d more outages (see the report)", v.OutageLinesOmitted))
+	}
 	for i, rp := range s.Replays {
 		if i >= maxTerminalGates {
 			break

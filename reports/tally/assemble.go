@@ -77,6 +77,15 @@ func (t *Tally) Run() (*reports.Run, error) {
 			allDrained = false
 		}
 		ro.RetrySpread = t.retrySpread(i)
+		tr := t.tracks[i]
+		retries := tr.retries // not drained: every retry until the run ended
+		if ro.DrainTimeS != nil {
+			retries = tr.retriesBeforeEnd
+			if tr.lastDone >= int64(w.End) {
+				retries = tr.retriesAtDone
+			}
+		}
+		ro.Retries, ro.DeadLetters = &retries, &tr.dead
 		s.Outages = append(s.Outages, ro)
 	}
 	s.Actions = append([]reports.ActionRecord{}, cfg.Actions...)

@@ -207,6 +207,14 @@ func (c *cohortCount) codeMap() map[string]int64 {
 type track struct {
 	lastDone int64
 	open     bool
+	// The outage's cost: retries to its subscribers from its start
+	// (retries), those before its end (retriesBeforeEnd) and as many as
+	// there were when lastDone last moved (retriesAtDone): after that
+	// instant its backlog is gone, so the retries it caused are the count
+	// at the later of its end and that instant. dead counts dead letters
+	// of deliveries to its subscribers created before its end.
+	retries, retriesBeforeEnd, retriesAtDone int64
+	dead                                     int64
 }
 
 // Tally measures one run. Times are drill time (since drill time 0).
@@ -378,6 +386,9 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 		}
 	} else {
 		iv.retries++
+		if t.subs[sub]&2 != 0 {
+			t.outageRetry(int64(at), sub)
+		}
 	}
 	i := min(ordinal, MaxOrdinals) - 1
 	for len(t.byOrdinal) <= i {
@@ -485,6 +496,9 @@ func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, 
 	if reason == string(model.ReasonPermanent) && healthy {
 		t.healthyPermanent++
 	}
+	if t.subs[sub]&2 != 0 {
+		t.outageDeadLetter(int64(at), sub, created)
+	}
 	if track {
 		t.terminal(at, sub, created)
 	}
@@ -496,7 +510,33 @@ func (t *Tally) terminal(at time.Duration, sub int, created time.Duration) {
 	}
 	for i := range t.l.Outages {
 		if w := &t.l.Outages[i]; sub >= w.Lo && sub < w.Hi && created < w.End {
-			t.tracks[i].lastDone = max(t.tracks[i].lastDone, int64(at))
+			if tr := &t.tracks[i]; int64(at) >= tr.lastDone {
+				tr.lastDone = int64(at)
+				tr.retriesAtDone = tr.retries
+			}
+		}
+	}
+}
+
+// outageRetry counts a retry to sub at drill time at against each outage
+// of sub that has started.
+func (t *Tally) outageRetry(at int64, sub int) {
+	for i := range t.l.Outages {
+		if w := &t.l.Outages[i]; sub >= w.Lo && sub < w.Hi && at >= int64(w.Start) {
+			t.tracks[i].retries++
+			if at < int64(w.End) {
+				t.tracks[i].retriesBeforeEnd++
+			}
+		}
+	}
+}
+
+// outageDeadLetter counts a dead letter of a delivery to sub created at
+// created against each outage of sub it was created before the end of.
+func (t *Tally) outageDeadLetter(at int64, sub int, created time.Duration) {
+	for i := range t.l.Outages {
+		if w := &t.l.Outages[i]; sub >= w.Lo && sub < w.Hi && created < w.End && at >= int64(w.Start) {
+			t.tracks[i].dead++
 		}
 	}
 }

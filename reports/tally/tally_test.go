@@ -236,3 +236,45 @@ func TestAccountingAndSLO(t *testing.T) {
 		t.Fatalf("one delivery unaccounted for: err %v, run %v", err, run)
 	}
 }
+
+// TestOutageCost: an outage's retries run from its start until its backlog
+// drained (the whole run when it never did), and its dead letters are
+// those of deliveries to its subscribers created before it ended.
+func TestOutageCost(t *testing.T) {
+	s := time.Second
+	for _, drained := range []bool{true, false} {
+		tl := newTestTally(nil)
+		tl.End(60 * s)
+		created := int64(3)
+		if !drained {
+			created = 4 // and one still pending
+		}
+		tl.Created(2, created)
+		tl.Created(3, 1)
+		tl.AttemptStarted(5*s, 2, 2)  // before the outage
+		tl.AttemptStarted(12*s, 3, 2) // a subscriber it does not hit
+		tl.AttemptStarted(12*s, 2, 2)
+		tl.AttemptStarted(15*s, 2, 3)
+		tl.DeadLettered(18*s, 2, 11*s, "max-attempts")
+		tl.DeadLettered(18*s, 3, 11*s, "max-attempts")
+		tl.AttemptStarted(22*s, 2, 2)               // after its end, before the drain
+		tl.DeadLettered(26*s, 2, 25*s, "permanent") // created after its end
+		tl.Delivered(27*s, 2, 15*s)                 // the backlog is gone
+		tl.AttemptStarted(29*s, 2, 2)
+		if !drained {
+			tl.Pending(2, 19*s, 1)
+		}
+		run, err := tl.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := run.Summary.Outages[0]
+		wantRetries := int64(3)
+		if !drained {
+			wantRetries = 4
+		}
+		if o.Retries == nil || *o.Retries != wantRetries || o.DeadLetters == nil || *o.DeadLetters != 1 {
+			t.Errorf("drained %v: retries %v, dead letters %v; want %d and 1", drained, o.Retries, o.DeadLetters, wantRetries)
+		}
+	}
+}
