@@ -75,7 +75,7 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 	}
 	num(&d.Speed, "speed", 1)
 	if d.Mode == "external" {
-		systemDefaults(&d.System)
+		systemDefaults(&d.System, absent)
 		partnerServerDefaults(&d.PartnerServer)
 	}
 	str(&d.Source.Arrival, "poisson")

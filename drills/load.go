@@ -111,7 +111,11 @@ func parseDrill(name string, data []byte, overrides map[string]string) (*Drill, 
 		d.policyDeclared = d.policyDeclared || strings.HasPrefix(k, "policy.")
 	}
 	applyDefaults(&d, func(key string) bool { return ld.present[key] })
-	for _, p := range validate(&d, func(key string) bool { return ld.present[key] }) {
+	ps := validate(&d, func(key string) bool { return ld.present[key] })
+	if len(ps) == 0 {
+		ps = systemPathChecks(&d, filepath.Dir(name))
+	}
+	for _, p := range ps {
 		ld.errAt(p.key, p.msg)
 	}
 	if len(ld.errs) > 0 {

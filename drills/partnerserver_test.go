@@ -1,6 +1,8 @@
 package drills
 
 import (
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,5 +50,22 @@ func TestPartnerServerKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// An absolute system.dir is the directory itself, not joined onto the
+// drill's; a relative one is taken from the drill file's directory.
+func TestAbsoluteSystemDirIsNotJoined(t *testing.T) {
+	abs := t.TempDir()
+	d, err := Parse(filepath.Join("testdata", "x.toml"), []byte(externalBase+"dir = "+strconv.Quote(abs)+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.SystemDir("testdata"); got != abs {
+		t.Errorf("SystemDir = %q, want %q", got, abs)
+	}
+	d.System.Dir = "bad"
+	if got := d.SystemDir("testdata"); got != filepath.Join("testdata", "bad") {
+		t.Errorf("SystemDir = %q, want testdata/bad", got)
 	}
 }

@@ -1,12 +1,19 @@
 package drills
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
 // System describes the system under drill in `mode = "external"`: how to
@@ -49,7 +56,7 @@ const (
 // IsExternal reports whether the drill drives somebody else's system.
 func (d *Drill) IsExternal() bool { return d.Mode == "external" }
 
-func systemDefaults(s *System) {
+func systemDefaults(s *System, absent func(key string, zero bool) bool) {
 	if !s.ReadyTimeout.Set {
 		s.ReadyTimeout = Duration{D: DefaultReadyTimeout}
 	}
@@ -62,8 +69,8 @@ func systemDefaults(s *System) {
 	if s.DeadLetters == "" {
 		s.DeadLetters = "endpoint"
 	}
-	if s.KeyHeader == "" {
-		s.KeyHeader = DefaultKeyHeader
+	if absent("system.key_header", s.KeyHeader == "") {
+		s.KeyHeader = DefaultKeyHeader // written as "", it is refused
 	}
 }
 
@@ -101,6 +108,31 @@ func validateSystem(d *Drill, has func(string) bool, bad func(key, format string
 	if (s.ReadyURL != "" || s.ReadyLog != "") && len(s.Start) == 0 {
 		bad("system.ready_url", "readiness applies to a started system: set system.start")
 	}
+	if s.ReadyURL != "" && s.ReadyLog != "" {
+		bad("system.ready_log", "give one readiness check: system.ready_url or system.ready_log, not both")
+	}
+	if s.ReadyURL != "" {
+		if u, err := url.Parse(placeholders(s.ReadyURL)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("system.ready_url", "%q is not an http:// or https:// URL the harness can poll", clip(s.ReadyURL))
+		}
+	}
+	if len(s.Start) == 0 {
+		// Without a started system the harness picks no ingest address.
+		for _, u := range []struct{ key, v string }{{"system.ingest_url", s.IngestURL}, {"system.ready_url", s.ReadyURL}} {
+			if s.Ingest == "http" && u.key == "system.ingest_url" || u.key != "system.ingest_url" {
+				if v := startedOnly(u.v); v != "" {
+					key := u.key
+					if present("system.start") {
+						key = "system.start"
+					}
+					bad(key, "no system is started, so the harness sets no ${%s}, which %s uses (by default, if not written): give system.ingest_url, where the running system takes events, or system.start", v, u.key)
+				}
+			}
+		}
+	}
+	if present("system.key_header") && s.KeyHeader == "" {
+		bad("system.key_header", "empty: name the header that carries each attempt's idempotency key, or leave the key out for %s", DefaultKeyHeader)
+	}
 	if kind("system.ingest", s.Ingest, "http", "command", "jsonl") {
 		switch s.Ingest {
 		case "http":
@@ -118,15 +150,21 @@ func validateSystem(d *Drill, has func(string) bool, bad func(key, format string
 		}
 	}
 	for i, h := range s.IngestHeaders {
-		name, _, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" || textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "" {
-			bad("system.ingest_headers", "entry %d %q is not \"Name: value\"", i, clip(h))
+		key := "system.ingest_headers[" + itoa(i) + "]"
+		name, val, ok := strings.Cut(h, ":")
+		switch {
+		case !ok || strings.TrimSpace(name) == "" || textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "":
+			bad(key, "%q is not \"Name: value\"", clip(h))
+		case !validHeaderName(strings.TrimSpace(name)):
+			bad(key, "%q is not an HTTP header name", clip(strings.TrimSpace(name)))
+		case !validHeaderValue(strings.TrimSpace(val)):
+			bad(key, "the value of %s holds a control character (CR, LF or NUL): no HTTP request could carry it", clip(strings.TrimSpace(name)))
 		}
 	}
 	if len(s.BodyTemplate) > limSystemTemplate {
 		bad("system.body_template", "at most %d bytes", limSystemTemplate)
 	} else if s.BodyTemplate != "" {
-		if _, err := template.New("body").Funcs(TemplateFuncs).Parse(s.BodyTemplate); err != nil {
+		if _, err := RenderSample(s.BodyTemplate); err != nil {
 			bad("system.body_template", "%v", err)
 		}
 	}
@@ -141,7 +179,7 @@ func validateSystem(d *Drill, has func(string) bool, bad func(key, format string
 		}
 	}
 	for _, h := range []struct{ key, v string }{{"system.key_header", s.KeyHeader}, {"system.attempt_header", s.AttemptHeader}} {
-		if h.v != "" && (strings.ContainsAny(h.v, " :\t\r\n") || len(h.v) > 100) {
+		if h.v != "" && (!validHeaderName(h.v) || len(h.v) > 100) {
 			bad(h.key, "%q is not an HTTP header name", clip(h.v))
 		}
 	}
@@ -153,6 +191,148 @@ func validateSystem(d *Drill, has func(string) bool, bad func(key, format string
 			bad("faults["+itoa(i)+"].kind", "%s needs the system's process: set system.start so the harness starts (and can kill) it", f.Kind)
 		}
 	}
+}
+
+// SystemDir is the working directory of the system's commands: system.dir
+// as written when absolute, else relative to drillDir, the drill file's
+// directory.
+func (d *Drill) SystemDir(drillDir string) string {
+	if filepath.IsAbs(d.System.Dir) {
+		return filepath.Clean(d.System.Dir)
+	}
+	return filepath.Join(drillDir, d.System.Dir)
+}
+
+// systemPathChecks checks what an external drill names on this machine,
+// with drillDir the drill file's directory: system.dir must be a
+// directory, and a jsonl_path without variables must not be one.
+func systemPathChecks(d *Drill, drillDir string) []problem {
+	if !d.IsExternal() {
+		return nil
+	}
+	var ps []problem
+	dir := d.SystemDir(drillDir)
+	if fi, err := os.Stat(dir); err != nil {
+		return append(ps, problem{"system.dir", fmt.Sprintf("%q: no such directory (a relative dir is taken from the drill file's directory)", clip(d.System.Dir))})
+	} else if !fi.IsDir() {
+		return append(ps, problem{"system.dir", fmt.Sprintf("%q is not a directory", clip(d.System.Dir))})
+	}
+	if p := d.System.JSONLPath; p != "" && !strings.Contains(p, "${") {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			ps = append(ps, problem{"system.jsonl_path", fmt.Sprintf("%q is a directory: name the file events are appended to", clip(d.System.JSONLPath))})
+		}
+	}
+	return ps
+}
+
+// validHeaderName reports whether s is an HTTP header name (a token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s may be sent as a header's value: no
+// control character but tab (a CR or LF would end the header).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// startedOnly returns the first variable in v that the harness sets only
+// for a system it starts, or "".
+func startedOnly(v string) string {
+	for _, name := range []string{"STORMDRILL_INGEST_URL", "STORMDRILL_INGEST_ADDR"} {
+		if strings.Contains(v, "${"+name+"}") {
+			return name
+		}
+	}
+	return ""
+}
+
+// placeholders stands a loopback address in for every ${VAR}, so that a
+// URL the harness expands later can be parsed now.
+func placeholders(v string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "${")
+		j := strings.IndexByte(v[max(i, 0):], '}')
+		if i < 0 || j < 0 {
+			b.WriteString(v)
+			return b.String()
+		}
+		b.WriteString(v[:i])
+		b.WriteString("127.0.0.1:1")
+		v = v[i+j+1:]
+	}
+}
+
+// MaxRenderedBody bounds what a body template may render for one event.
+const MaxRenderedBody = 1 << 20
+
+// SampleEvent is the event a body template is tried on at validation: what
+// the harness sends, with one delivery and a small payload.
+func SampleEvent() *dispatcher.IngestEvent {
+	return &dispatcher.IngestEvent{
+		EventID: "evt-000001",
+		Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Deliveries: []dispatcher.IngestDelivery{
+			{ID: "evt-000001:acme-0", URL: "http://127.0.0.1:8080/p/acme/0"},
+		},
+		Payload: json.RawMessage(`{"n":1}`),
+	}
+}
+
+// RenderBody parses a body template and renders ev with it, at most
+// MaxRenderedBody bytes: the one rendering validation and the harness use.
+func RenderBody(tmpl *template.Template, ev *dispatcher.IngestEvent) ([]byte, error) {
+	var b boundedBuffer
+	if err := tmpl.Execute(&b, ev); err != nil {
+		return nil, err
+	}
+	return b.buf.Bytes(), nil
+}
+
+// ParseBodyTemplate parses a body template with TemplateFuncs.
+func ParseBodyTemplate(text string) (*template.Template, error) {
+	return template.New("body").Funcs(TemplateFuncs).Option("missingkey=error").Parse(text)
+}
+
+// RenderSample parses text and renders SampleEvent with it: a template
+// that parses but cannot execute is refused before the drill runs.
+func RenderSample(text string) ([]byte, error) {
+	t, err := ParseBodyTemplate(text)
+	if err != nil {
+		return nil, err
+	}
+	out, err := RenderBody(t, SampleEvent())
+	if err != nil {
+		return nil, fmt.Errorf("cannot render an event: %v", err)
+	}
+	return out, nil
+}
+
+type boundedBuffer struct{ buf bytes.Buffer }
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > MaxRenderedBody {
+		return 0, fmt.Errorf("renders more than %d bytes", MaxRenderedBody)
+	}
+	return b.buf.Write(p)
 }
 
 // TemplateFuncs are the functions a body template may call: json renders a

@@ -221,7 +221,7 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if base == "" {
 		base = "."
 	}
-	h.workdir = filepath.Join(base, d.System.Dir)
+	h.workdir = d.SystemDir(base)
 	if h.workdir, err = filepath.Abs(h.workdir); err != nil {
 		return nil, err
 	}

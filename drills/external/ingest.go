@@ -56,7 +56,7 @@ func newRenderer(s *drills.System) (*renderer, error) {
 	if s.BodyTemplate == "" {
 		return &renderer{}, nil
 	}
-	t, err := template.New("body").Funcs(drills.TemplateFuncs).Parse(s.BodyTemplate)
+	t, err := drills.ParseBodyTemplate(s.BodyTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("system.body_template: %w", err)
 	}
@@ -67,11 +67,11 @@ func (r *renderer) render(ev *Event) ([]byte, error) {
 	if r.tmpl == nil {
 		return json.Marshal(ev)
 	}
-	var b bytes.Buffer
-	if err := r.tmpl.Execute(&b, ev); err != nil {
+	b, err := drills.RenderBody(r.tmpl, ev)
+	if err != nil {
 		return nil, fmt.Errorf("system.body_template: %w", err)
 	}
-	return b.Bytes(), nil
+	return b, nil
 }
 
 // retryIngest calls try until it succeeds, it fails for good, or the
