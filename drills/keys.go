@@ -111,7 +111,7 @@ var Keys = []KeyDoc{
 	{"dispatcher.alert_interval", "duration", `"1s"`, "Live: dead-letter alerts at most this often."},
 	{"dispatcher.processes", "integer", "1", "Live: dispatcher processes on the one queue, 1 to 64; each has workers slots. Several processes are what PostgreSQL is for."},
 
-	{"faults[].kind", "string", "required", "A fault of the pipeline itself: `restart` (kill the dispatcher) or `graceful-restart`."},
+	{"faults[].kind", "string", "required", faultKindDoc()},
 	{"faults[].at", "duration", "required", "When, before duration."},
 	{"faults[].down", "duration", `"10s"`, "How long the dispatcher stays down."},
 	{"faults[].process", "integer", "0", "Live: the dispatcher process (1 to dispatcher.processes) the fault restarts; 0 = every process."},
@@ -159,8 +159,8 @@ var Keys = []KeyDoc{
 }
 
 // The documentation of the kind keys is read off the kinds' declarations:
-// model/jitterkinds.go, model/triprules.go, fakepartner/outagekinds.go
-// and arrivals.go.
+// model/jitterkinds.go, model/triprules.go, fakepartner/outagekinds.go,
+// arrivals.go and faultkinds.go.
 
 func outageKindDoc() string {
 	parts := make([]string, len(fakepartner.OutageKinds))
@@ -199,6 +199,14 @@ func jitterDoc() string {
 		parts[i] = "`" + k.Name + "` (" + k.Doc + ")"
 	}
 	return "How the delay d is randomised: " + joinChoices(parts) + "."
+}
+
+func faultKindDoc() string {
+	parts := make([]string, len(FaultKinds))
+	for i, k := range FaultKinds {
+		parts[i] = "`" + k.Name + "` (" + k.Doc + ")"
+	}
+	return "A fault of the pipeline itself: " + joinChoices(parts) + "."
 }
 
 func tripDoc() string {

@@ -177,7 +177,7 @@ type Dispatcher struct {
 
 // Fault is a fault of the pipeline itself (not of a partner).
 type Fault struct {
-	Kind string   `toml:"kind"` // restart | graceful-restart
+	Kind string   `toml:"kind"` // a FaultKinds name (faultkinds.go)
 	At   Duration `toml:"at"`
 	Down Duration `toml:"down"`
 	// Process (live) is the dispatcher process (1..processes) the fault

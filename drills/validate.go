@@ -260,7 +260,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 	// Pipeline faults.
 	for i, f := range d.Faults {
 		key := "faults[" + strconv.Itoa(i) + "]"
-		kind(key+".kind", f.Kind, "restart", "graceful-restart")
+		kind(key+".kind", f.Kind, FaultKindNames()...)
 		if !f.At.Set {
 			bad(key+".at", "required: when the fault happens")
 		} else if d.Duration.D > 0 && f.At.D >= d.Duration.D {

@@ -74,7 +74,7 @@ func (h *harness) drive(subs []drills.LiveSubscriber) (*injectStats, error) {
 	}
 	var steps []step
 	for _, f := range d.Faults {
-		steps = append(steps, step{at: f.At.D, down: true, grace: f.Kind == "graceful-restart", f: f}, step{at: f.At.D + f.Down.D, f: f})
+		steps = append(steps, step{at: f.At.D, down: true, grace: f.Graceful(), f: f}, step{at: f.At.D + f.Down.D, f: f})
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at < steps[j].at })
 	hardEnd := d.Duration.D + d.Drain.D

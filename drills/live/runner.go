@@ -618,7 +618,7 @@ func (r *runner) run() error {
 	}()
 	var steps []faultStep
 	for i, f := range d.Faults {
-		steps = append(steps, faultStep{at: f.At.D, i: i, down: true, grace: f.Kind == "graceful-restart"},
+		steps = append(steps, faultStep{at: f.At.D, i: i, down: true, grace: f.Graceful()},
 			faultStep{at: f.At.D + f.Down.D, i: i})
 	}
 	sortSteps(steps)

@@ -916,7 +916,7 @@ func (r *simRun) landWrite(t int64, w int32) {
 // leases expire.
 func (r *simRun) goDown(t int64, i int) {
 	f := r.d.Faults[i]
-	graceful := f.Kind == "graceful-restart"
+	graceful := f.Graceful()
 	var inFlight int64
 	if !graceful {
 		r.epoch++ // completions of the lost attempts will be discarded
