@@ -44,21 +44,15 @@ type seen struct {
 	terminal int64 // when it was resolved; never if it was not
 }
 
-// parseRetryAfter reads a Retry-After sent at wall time at: delta-seconds
-// or an HTTP-date. -1 when absent or unreadable.
+// parseRetryAfter reads a Retry-After sent at wall time at as the
+// dispatcher does (model.ParseRetryAfter): ns, or -1 when absent or not
+// trusted (unreadable, in the past, or beyond model.RetryAfterAbsurd).
 func parseRetryAfter(v string, at time.Time) int64 {
-	v = strings.TrimSpace(v)
-	if v == "" {
+	d, ok := model.ParseRetryAfter(v, at)
+	if !ok {
 		return -1
 	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return int64(n) * int64(time.Second)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		// An HTTP-date has whole seconds: the partner rounded down.
-		return max(0, int64(t.Sub(at.Truncate(time.Second))))
-	}
-	return -1
+	return int64(d)
 }
 
 // quantile of sorted values.

@@ -1,6 +1,7 @@
 package external
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -94,5 +95,31 @@ name = "acme"
 	}
 	if got := run.Summary.OldestDelayedAgeMaxS; got != 6 {
 		t.Errorf("oldest_delayed_age_max_s %v, want 6 (a, waiting for its retry)", got)
+	}
+}
+
+// The feed reads a Retry-After as the dispatcher does: delta-seconds up
+// to the 24 h cap and HTTP-dates to the nanosecond from the moment the
+// answer was sent; beyond the cap, in the past or unreadable, no bound.
+func TestFeedRetryAfter(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 700_000_000, time.UTC)
+	date := func(d time.Duration) string { return at.Add(d).UTC().Format(http.TimeFormat) }
+	tests := []struct {
+		v    string
+		want int64
+	}{
+		{"30", int64(30 * time.Second)},
+		{"86400", int64(24 * time.Hour)},
+		{"86401", -1}, // past the 24 h cap: not trusted
+		{date(30 * time.Second), int64(29_300 * time.Millisecond)},
+		{date(25 * time.Hour), -1},
+		{date(-time.Minute), -1},
+		{"Thursday", -1},
+		{"", -1},
+	}
+	for _, tt := range tests {
+		if got := parseRetryAfter(tt.v, at); got != tt.want {
+			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.v, time.Duration(got), time.Duration(tt.want))
+		}
 	}
 }
