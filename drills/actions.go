@@ -191,6 +191,24 @@ func validateActions(d *Drill, has func(string) bool, names map[string]int) []pr
 				bad("for", "required and greater than 0: how long the source is paused")
 			case a.At.D >= d.Duration.D && d.Duration.D > 0:
 				bad("at", "%v is not before duration (%v): the source has stopped by then", a.At.D, d.Duration.D)
+			case a.For.D > d.Duration.D-a.At.D && d.Duration.D > 0:
+				// Events held past the source's end would be neither
+				// delivered nor lost: never released.
+				bad("for", "%v from %v ends after the source stops (duration %v): at most %v, so the events it holds back are released", a.For.D, a.At.D, d.Duration.D, d.Duration.D-a.At.D)
+			}
+		}
+	}
+	// One pause at a time: the source resumes once.
+	for i := range d.Actions {
+		a := &d.Actions[i]
+		if a.Kind != ActionPauseSource || a.For.D <= 0 {
+			continue
+		}
+		for j := 0; j < i; j++ {
+			b := &d.Actions[j]
+			if b.Kind == ActionPauseSource && b.For.D > 0 && a.At.D < b.At.D+b.For.D && b.At.D < a.At.D+a.For.D {
+				ps = append(ps, problem{"actions[" + strconv.Itoa(i) + "].at", fmt.Sprintf("pauses the source while actions[%d] has it paused (%v to %v); one pause at a time: make one pause that covers both", j, b.At.D, b.At.D+b.For.D)})
+				break
 			}
 		}
 	}

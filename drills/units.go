@@ -91,13 +91,19 @@ func ParseRate(s string) (float64, error) {
 	if n < 0 {
 		return 0, fmt.Errorf("rate %q is negative", s)
 	}
+	var v float64
 	switch strings.TrimSpace(unit) {
 	case "s":
-		return n, nil
+		v = n
 	case "m":
-		return n / 60, nil
+		v = n / 60
 	case "h":
-		return n / 3600, nil
+		v = n / 3600
+	default:
+		return 0, fmt.Errorf("bad rate unit in %q: want /s, /m or /h", s)
 	}
-	return 0, fmt.Errorf("bad rate unit in %q: want /s, /m or /h", s)
+	if v > MaxRatePerSecond {
+		return 0, fmt.Errorf("rate %q is above %g/s, the most any rate may be", s, float64(MaxRatePerSecond))
+	}
+	return v, nil
 }

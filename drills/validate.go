@@ -219,6 +219,10 @@ func validate(d *Drill, has func(string) bool) []problem {
 		}
 	}
 
+	if b.Trip == "none" && (has != nil && has("policy.breaker.count") || has == nil && len(b.Count) > 0) {
+		bad("policy.breaker.count", "applies to a breaker; trip = \"none\" has none")
+	}
+
 	// Budget.
 	g := &d.Policy.Budget
 	kind("policy.budget.scope", g.Scope, "partner", "global")
@@ -387,6 +391,11 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 		}
 		if !o.For.Set {
 			bad(okey+"for", "required: how long the outage lasts")
+		}
+		if a := o.AnswerAfter; a.Dist == AnswerAfterPartner {
+			if a.Dist = ""; !a.isZero() {
+				bad(okey+"answer_after", "dist = %q (the partner's own latency) takes no other key", AnswerAfterPartner)
+			}
 		}
 		if a := &o.AnswerAfter; !a.isZero() && a.Dist != AnswerAfterPartner {
 			if ps1 := validateLatency(pre+okey+"answer_after", a); len(ps1) > 0 {

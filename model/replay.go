@@ -12,6 +12,7 @@ const (
 	MaxReplayBatch     = 10000      // most dead letters one replay batch moves
 	DefaultReplayBatch = 100        // batch size when none is given
 	MinReplayRate      = 1.0 / 3600 // slowest rate in batches/s: one batch an hour
+	MaxReplayRate      = 1e6        // fastest: the gap between batches stays at least 1 µs
 )
 
 // ReplayRequest is what an operator asks of a dead-letter replay: which
@@ -67,8 +68,8 @@ func (r *ReplayRequest) Problems() []Problem {
 	if r.Batch < 1 || r.Batch > MaxReplayBatch {
 		bad("batch", "must be between 1 and %d (got %d)", MaxReplayBatch, r.Batch)
 	}
-	if math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) || r.Rate < 0 || (r.Rate > 0 && r.Rate < MinReplayRate) {
-		bad("rate", "must be 0 (no pause between batches) or at least one batch an hour (got %v batches/s)", r.Rate)
+	if math.IsNaN(r.Rate) || math.IsInf(r.Rate, 0) || r.Rate < 0 || (r.Rate > 0 && r.Rate < MinReplayRate) || r.Rate > MaxReplayRate {
+		bad("rate", "must be 0 (no pause between batches) or between one batch an hour and %g batches/s (got %v batches/s)", float64(MaxReplayRate), r.Rate)
 	}
 	return ps
 }
