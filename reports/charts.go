@@ -130,6 +130,10 @@ func interactiveCharts(run *Run) []chartSpec {
 			col(func(s *Sample) float64 { return s.SuccessesPerS }),
 		})
 
+	if labels, colors, _, cols := faultyAttemptColumns(s, ts); anyNonZeroCols(cols) {
+		add("chart-faulty-attempts", "Attempts per second to the faulty partners", "attempts/s", labels, colors, cols)
+	}
+
 	labels, colors, cols := cohortColumns(s, ts, func(sm *Sample) []float64 { return sm.CohortAmplification })
 	ampTitle := "Retry amplification"
 	if len(cols) > 0 {
@@ -160,11 +164,14 @@ func interactiveCharts(run *Run) []chartSpec {
 			col(func(s *Sample) float64 { return s.OldestDelayedAgeS }),
 		}
 	}
-	maxAge := math.Max(0, plotFinite(s.SLOS))
+	maxAge := 0.0
 	for _, c := range cols {
 		for _, v := range c {
 			maxAge = math.Max(maxAge, plotFinite(v))
 		}
+	}
+	if slo := plotFinite(s.SLOS); slo <= sloReach*maxAge {
+		maxAge = math.Max(maxAge, slo)
 	}
 	unit := chooseDurationAxis(maxAge)
 	for _, c := range cols {
@@ -184,8 +191,12 @@ func interactiveCharts(run *Run) []chartSpec {
 	p50 := col(func(s *Sample) float64 { return s.HealthyLatencyP50S })
 	p99 := col(func(s *Sample) float64 { return s.HealthyLatencyP99S })
 	if anyNonZeroCols([][]float64{p50, p99}) {
-		add("chart-healthy-latency", "Healthy-subscriber latency per interval", "latency (s)",
+		c := add("chart-healthy-latency", "Healthy-subscriber latency per interval", "latency (s)",
 			[]string{"p50", "p99"}, []color.Color{plotPalette[0], plotPalette[3]}, [][]float64{p50, p99})
+		if c != nil && s.SLOS > 0 {
+			ref := roundFloat(s.SLOS)
+			c.YRef, c.YRefLabel = &ref, "SLO "+legendSeconds(s.SLOS)
+		}
 	}
 
 	var dlqLabels []string
@@ -267,6 +278,39 @@ func cohortColumns(s *Summary, ts *Timeseries, get func(*Sample) []float64) (lab
 		cols = append(cols, vs)
 	}
 	return labels, colors, cols
+}
+
+// maxFaultyAttemptCohorts bounds the faulty cohorts drawn on the faulty
+// partners' attempts panel.
+const maxFaultyAttemptCohorts = 4
+
+// faultyAttemptColumns is, for each faulty cohort (at most
+// maxFaultyAttemptCohorts), its first attempts/s and its retries/s, each
+// in a colour of its own (the plots dash the retries); nil when the
+// series carry no cohort attempt columns.
+func faultyAttemptColumns(s *Summary, ts *Timeseries) (labels []string, colors []color.Color, dashed []bool, cols [][]float64) {
+	faulty := map[string]bool{}
+	for _, c := range s.Cohorts {
+		faulty[c.Name] = c.Faulty
+	}
+	n := 0
+	for k, name := range ts.Cohorts {
+		if !faulty[name] || n >= maxFaultyAttemptCohorts {
+			continue
+		}
+		first := make([]float64, len(ts.Samples))
+		retries := make([]float64, len(ts.Samples))
+		for i := range ts.Samples {
+			first[i] = math.Max(0, plotFinite(sampleColumn(ts.Samples[i].CohortFirstAttemptsPerS, k)))
+			retries[i] = math.Max(0, plotFinite(sampleColumn(ts.Samples[i].CohortRetriesPerS, k)))
+		}
+		labels = append(labels, name+" first attempts/s", name+" retries/s")
+		colors = append(colors, paletteColor(2*n), paletteColor(2*n+1))
+		dashed = append(dashed, false, true)
+		cols = append(cols, first, retries)
+		n++
+	}
+	return labels, colors, dashed, cols
 }
 
 // timeMarks are the windows and instants marked on every time axis.
@@ -377,6 +421,7 @@ func chartsJSON(charts []chartSpec) (template.JS, error) {
 const chartScript = `(function () {
   "use strict";
   var data = JSON.parse(document.getElementById("chart-data").textContent);
+  var SLO_REACH = 3; // sloReach of the plots
   function fmt(v) {
     if (v == null || isNaN(v)) return "–";
     var a = Math.abs(v);
@@ -409,11 +454,19 @@ const chartScript = `(function () {
         var x = u.valToPos(t, "x", true);
         ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
       });
-      if (spec.yRef != null) {
+      if (spec.yRef != null && spec.yRef <= u.scales.y.max) {
         var y = u.valToPos(spec.yRef, "y", true);
         ctx.strokeStyle = "#c00000";
         ctx.setLineDash([6 * devicePixelRatio, 3 * devicePixelRatio]);
         ctx.beginPath(); ctx.moveTo(u.bbox.left, y); ctx.lineTo(u.bbox.left + u.bbox.width, y); ctx.stroke();
+      } else if (spec.yRef != null) {
+        // Beyond the data's reach the axis stays fitted to the data and
+        // says where the SLO is.
+        ctx.fillStyle = "#c00000";
+        ctx.font = (12 * devicePixelRatio) + "px sans-serif";
+        ctx.textAlign = "right";
+        ctx.textBaseline = "top";
+        ctx.fillText(spec.yRefLabel + " \u2191 above this scale", u.bbox.left + u.bbox.width - 6 * devicePixelRatio, u.bbox.top + 4 * devicePixelRatio);
       }
       ctx.restore();
     }]}};
@@ -442,7 +495,8 @@ const chartScript = `(function () {
       axes: [{label: spec.xLabel}, yAxis],
       scales: {x: {time: false}, y: {range: function (u, lo, hi) {
         if (spec.yNames) return [-0.2, spec.yNames.length - 0.8];
-        var top = Math.max(hi, yMax == null ? hi : yMax);
+        // The SLO stretches the axis only when within sloReach of the data.
+        var top = yMax != null && yMax <= SLO_REACH * hi ? Math.max(hi, yMax) : hi;
         if (!(top > 0)) top = 1;
         return [Math.min(0, lo), top * 1.05];
       }}},

@@ -30,6 +30,7 @@ type htmlPlot struct {
 // series.
 var plotCharts = map[string]string{
 	"attempts":            "chart-attempts",
+	"faulty_attempts":     "chart-faulty-attempts",
 	"amplification":       "chart-amplification",
 	"pending":             "chart-pending",
 	"oldest_age":          "chart-oldest-age",

@@ -169,6 +169,7 @@ func buildPlots(run *Run) ([]namedPlot, error) {
 		build       func(plotInput, string) (*plot.Plot, error)
 	}{
 		{"attempts", "Attempts per second", attemptsPlot},
+		{"faulty_attempts", "Attempts per second to the faulty partners", faultyAttemptsPlot},
 		{"amplification", "Retry amplification", amplificationPlot},
 		{"pending", "Pending deliveries", pendingPlot},
 		{"oldest_age", "Oldest message age", oldestAgePlot},
@@ -613,6 +614,30 @@ func attemptsPlot(in plotInput, title string) (*plot.Plot, error) {
 	return p, nil
 }
 
+// faultyAttemptsPlot draws each faulty cohort's first attempts and retries
+// per second on a panel of their own: beside the healthy cohorts' hundreds
+// per second, a faulty partner's retries would lie flat on the axis. Nil
+// when no faulty cohort has its columns.
+func faultyAttemptsPlot(in plotInput, title string) (*plot.Plot, error) {
+	labels, colors, dashed, cols := faultyAttemptColumns(in.summary, in.ts)
+	if !anyNonZeroCols(cols) {
+		return nil, nil
+	}
+	p := newTimePlot(in, title, "attempts/s")
+	series := columnSeries(in.ts.Samples, in.time.divS, MaxPlotPoints, cols)
+	for k, xys := range series {
+		l, err := addLine(p, labels[k], xys, colors[k])
+		if err != nil {
+			return nil, err
+		}
+		if dashed[k] {
+			l.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+	}
+	finishTimeAxes(p, in)
+	return p, nil
+}
+
 func amplificationPlot(in plotInput, title string) (*plot.Plot, error) {
 	labels, colors, cols := cohortColumns(in.summary, in.ts, func(sm *Sample) []float64 { return sm.CohortAmplification })
 	if len(cols) > 0 {
@@ -701,11 +726,15 @@ func oldestAgePlot(in plotInput, title string) (*plot.Plot, error) {
 		}
 		cols = [][]float64{ready, delayed}
 	}
-	maxAge := math.Max(plotFinite(in.summary.SLOS), 0)
+	dataMax := 0.0
 	for _, c := range cols {
 		for _, v := range c {
-			maxAge = math.Max(maxAge, plotFinite(v))
+			dataMax = math.Max(dataMax, plotFinite(v))
 		}
+	}
+	maxAge := dataMax
+	if slo := plotFinite(in.summary.SLOS); slo <= sloReach*dataMax {
+		maxAge = math.Max(maxAge, slo)
 	}
 	unit := chooseDurationAxis(maxAge)
 	scaled := make([][]float64, len(cols))
@@ -722,11 +751,7 @@ func oldestAgePlot(in plotInput, title string) (*plot.Plot, error) {
 			return nil, err
 		}
 	}
-	if slo := plotFinite(in.summary.SLOS); slo > 0 {
-		l := newSLOLine(false, slo/unit.divS)
-		p.Add(l)
-		p.Legend.Add("SLO "+legendSeconds(slo), l)
-	}
+	addSLO(p, false, plotFinite(in.summary.SLOS), dataMax, unit.divS)
 	finishTimeAxes(p, in)
 	return p, nil
 }
@@ -757,15 +782,29 @@ func healthyPercentilesPlot(in plotInput, title string) (*plot.Plot, error) {
 	if _, err := addLine(p, "p99", series[1], plotPalette[3]); err != nil {
 		return nil, err
 	}
-	// The SLO is drawn only when it is within sight of the data: a 30m
-	// line over second-scale latencies would flatten them to nothing.
-	if slo := plotFinite(in.summary.SLOS); slo > 0 && slo <= 3*maxS {
-		l := newSLOLine(false, slo/unit.divS)
-		p.Add(l)
-		p.Legend.Add("SLO "+legendSeconds(slo), l)
-	}
+	addSLO(p, false, plotFinite(in.summary.SLOS), maxS, unit.divS)
 	finishTimeAxes(p, in)
 	return p, nil
+}
+
+// sloReach is how far beyond the data an SLO line may stretch an axis: a
+// 30m line over second-scale latencies would flatten them to nothing.
+const sloReach = 3
+
+// addSLO draws the SLO (seconds) as a dashed line when it is within
+// sloReach of the data's largest value (seconds); beyond that the axis
+// stays fitted to the data and the legend says where the SLO is.
+func addSLO(p *plot.Plot, vertical bool, slo, dataMax, divS float64) {
+	if slo <= 0 {
+		return
+	}
+	l := newSLOLine(vertical, slo/divS)
+	if slo <= sloReach*dataMax {
+		p.Add(l)
+		p.Legend.Add("SLO "+legendSeconds(slo), l)
+		return
+	}
+	p.Legend.Add("SLO "+legendSeconds(slo)+": beyond this scale", l)
 }
 
 func healthyLatencyPlot(in plotInput, title string) (*plot.Plot, error) {
@@ -799,14 +838,15 @@ func healthyLatencyPlot(in plotInput, title string) (*plot.Plot, error) {
 	}
 	if slo := plotFinite(in.summary.SLOS); slo > 0 {
 		slo = math.Max(slo, cdfFloorS)
-		l := newSLOLine(true, slo)
-		p.Add(l)
-		p.Legend.Add("SLO "+legendSeconds(slo), l)
-		lo, hi = math.Min(lo, slo), math.Max(hi, slo)
+		addSLO(p, true, slo, hi, 1)
+		if slo <= sloReach*hi {
+			hi = math.Max(hi, slo)
+		}
 	}
-	// Whole decades, never a zero or empty range: a log axis cannot show 0.
+	// The axis starts at a whole decade and ends a little past the data
+	// (or the SLO), never a zero or empty range: a log axis cannot show 0.
 	p.X.Min = math.Pow(10, math.Floor(math.Log10(lo)))
-	p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)))
+	p.X.Max = hi * 1.25
 	if p.X.Max <= p.X.Min {
 		p.X.Max = p.X.Min * 10
 	}

@@ -64,6 +64,8 @@ func syntheticRun(n int, breakers []string) *Run {
 			acmeAmp, acmeAge = 3+rng.Float64(), t-outStart
 		}
 		s.CohortAmplification = []float64{1 + 0.02*rng.Float64(), acmeAmp}
+		s.CohortFirstAttemptsPerS = []float64{s.FirstAttemptsPerS - 0.2, 0.2}
+		s.CohortRetriesPerS = []float64{0.2, (acmeAmp - 1) * 0.2}
 		s.CohortOldestAgeS = []float64{rng.Float64() * 2, acmeAge}
 		s.HealthyLatencyP50S = 0.08 + 0.01*rng.Float64()
 		s.HealthyLatencyP99S = 0.6 + 0.2*rng.Float64()
@@ -122,7 +124,7 @@ func syntheticRun(n int, breakers []string) *Run {
 }
 
 var allPlotNames = []string{
-	"attempts", "amplification", "pending", "oldest_age",
+	"attempts", "faulty_attempts", "amplification", "pending", "oldest_age",
 	"healthy_latency", "healthy_percentiles", "ordinals", "dead_letters", "breaker",
 }
 
@@ -221,7 +223,7 @@ func TestWritePlotsSkipsPlotsWithoutData(t *testing.T) {
 			// No breaker partner: no breaker plot.
 			"no breaker partners",
 			func() *Run { return syntheticRun(200, nil) },
-			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "healthy_percentiles", "ordinals", "dead_letters"},
+			[]string{"attempts", "faulty_attempts", "amplification", "pending", "oldest_age", "healthy_latency", "healthy_percentiles", "ordinals", "dead_letters"},
 		},
 		{
 			// Series without per-interval healthy percentiles: no plot of them.
@@ -233,7 +235,7 @@ func TestWritePlotsSkipsPlotsWithoutData(t *testing.T) {
 				}
 				return r
 			},
-			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "ordinals", "dead_letters"},
+			[]string{"attempts", "faulty_attempts", "amplification", "pending", "oldest_age", "healthy_latency", "ordinals", "dead_letters"},
 		},
 		{
 			// Nothing at all: the two plots that always exist, as empty frames.
@@ -258,7 +260,7 @@ func TestWritePlotsSkipsPlotsWithoutData(t *testing.T) {
 				}
 				return r
 			},
-			[]string{"attempts", "amplification", "pending", "oldest_age", "healthy_latency", "healthy_percentiles", "ordinals", "breaker"},
+			[]string{"attempts", "faulty_attempts", "amplification", "pending", "oldest_age", "healthy_latency", "healthy_percentiles", "ordinals", "breaker"},
 		},
 		{
 			// Zero latencies only and no SLO: the log axis still has a range.
@@ -314,6 +316,7 @@ func TestPlotsShowFaultyAgainstHealthy(t *testing.T) {
 		}
 	}
 	wantPrefix := map[string][]string{
+		"faulty_attempts":     {"acme first attempts/s", "acme retries/s"},
 		"amplification":       {"acme (faulty)", "healthy", "pipeline, per interval"},
 		"oldest_age":          {"acme (faulty)", "healthy"},
 		"healthy_percentiles": {"p50", "p99"},
@@ -326,10 +329,12 @@ func TestPlotsShowFaultyAgainstHealthy(t *testing.T) {
 			}
 		}
 	}
-	if !slices.ContainsFunc(byName["oldest_age"], func(s string) bool { return strings.HasPrefix(s, "SLO ") }) {
-		t.Errorf("oldest_age legend %q has no SLO line", byName["oldest_age"])
+	for _, name := range []string{"oldest_age", "healthy_percentiles", "healthy_latency"} {
+		if !slices.ContainsFunc(byName[name], func(s string) bool { return strings.HasPrefix(s, "SLO ") }) {
+			t.Errorf("%s legend %q has no SLO line", name, byName[name])
+		}
 	}
-	for _, name := range []string{"attempts", "amplification", "pending", "oldest_age", "healthy_percentiles", "dead_letters", "breaker"} {
+	for _, name := range []string{"attempts", "faulty_attempts", "amplification", "pending", "oldest_age", "healthy_percentiles", "dead_letters", "breaker"} {
 		got := byName[name]
 		for _, w := range []string{"scripted outage", "manual outage", "dispatcher restart"} {
 			if !slices.Contains(got, w) {
@@ -685,5 +690,42 @@ func TestReplayWindowsMarked(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "pending.svg")); bytes.Contains(b, []byte("DLQ replay")) {
 		t.Error("a run without replays has a DLQ replay legend entry")
+	}
+}
+
+// TestLatencyAxesFitTheData: a latency axis ends a little past the data,
+// not at an SLO far beyond it (the legend then says where the SLO is); an
+// SLO within reach of the data is drawn on the axis.
+func TestLatencyAxesFitTheData(t *testing.T) {
+	for _, tc := range []struct {
+		sloS       float64
+		wantMaxS   [2]float64 // the CDF's x axis ends in this range
+		wantLegend string
+	}{
+		{1800, [2]float64{10, 20}, "SLO 30m: beyond this scale"},
+		{20, [2]float64{20, 30}, "SLO 20s"},
+	} {
+		run := syntheticRun(600, nil)
+		run.Summary.SLOS = tc.sloS
+		pts := make([]CDFPoint, 0, 101)
+		for k := 0; k <= 100; k++ {
+			pts = append(pts, CDFPoint{X: 0.05 + 0.1*float64(k), P: float64(k) / 100}) // ends at 10.05s
+		}
+		run.HealthyCDF, run.HealthyOutageCDF = pts, nil
+		in := plotInput{run: run, summary: run.Summary, ts: run.Timeseries, time: chooseTimeAxis(600)}
+		p, err := healthyLatencyPlot(in, "cdf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.X.Max < tc.wantMaxS[0] || p.X.Max > tc.wantMaxS[1] {
+			t.Errorf("SLO %vs: the x axis ends at %vs, want within %v", tc.sloS, p.X.Max, tc.wantMaxS)
+		}
+		svg, err := renderPlot(p, "svg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(html.UnescapeString(string(svg)), tc.wantLegend) {
+			t.Errorf("SLO %vs: the legend does not say %q", tc.sloS, tc.wantLegend)
+		}
 	}
 }

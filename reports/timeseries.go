@@ -31,6 +31,12 @@ type Sample struct {
 	// delivery.
 	CohortAmplification []float64 `csv:"-"`
 	CohortOldestAgeS    []float64 `csv:"-"`
+	// CohortFirstAttemptsPerS and CohortRetriesPerS hold, per
+	// Timeseries.Cohorts entry, the cohort's first attempts and retries
+	// per second in this interval: a faulty partner's retries drawn on
+	// their own, where the pipeline's totals would bury them.
+	CohortFirstAttemptsPerS []float64 `csv:"-"`
+	CohortRetriesPerS       []float64 `csv:"-"`
 	// DLQByReason holds dead letters in this interval, by Timeseries.Reasons.
 	DLQByReason []float64 `csv:"-"`
 	// Breaker holds the state of each Timeseries.BreakerPartners entry:

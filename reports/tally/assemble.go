@@ -197,7 +197,11 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 		if ncol > 0 {
 			x.CohortAmplification = make([]float64, ncol)
 			x.CohortOldestAgeS = make([]float64, ncol)
+			x.CohortFirstAttemptsPerS = make([]float64, ncol)
+			x.CohortRetriesPerS = make([]float64, ncol)
 			for c := range ncol {
+				x.CohortFirstAttemptsPerS[c] = float64(iv.cohortFirst[c]) / sec
+				x.CohortRetriesPerS[c] = float64(iv.cohortAttempts[c]-iv.cohortFirst[c]) / sec
 				x.CohortAmplification[c] = math.NaN()
 				if iv.cohortFirst[c] > 0 {
 					x.CohortAmplification[c] = float64(iv.cohortAttempts[c]) / float64(iv.cohortFirst[c])
