@@ -178,6 +178,12 @@ func nearest(name string, candidates []string) (string, bool) {
 // It is a best-effort scanner: on text it does not understand it skips to
 // the next line; the real parser reports syntax errors.
 func keyLines(src string) map[string]int {
+	return KeyLines(src)
+}
+
+// KeyLines is keyLines for other file formats written in TOML (an
+// experiment file), so that their errors name the line as a drill's do.
+func KeyLines(src string) map[string]int {
 	l := &lineLocator{s: src, line: 1, lines: map[string]int{}, arrays: map[string]int{}}
 	l.run()
 	return l.lines

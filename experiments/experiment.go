@@ -52,6 +52,32 @@ type Experiment struct {
 	// key → TOML literal, as drills.Load takes them.
 	Overrides map[string]string
 	Axes      []Axis
+
+	lines map[string]int // the experiment file's keys → their lines
+}
+
+// at is where key, or its nearest ancestor, is written in the experiment
+// file.
+func (e *Experiment) at(key string) int {
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := e.lines[k]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// parentKey strips the last piece or index: a.b[2].c → a.b[2] → a.b → a.
+func parentKey(k string) string {
+	if strings.HasSuffix(k, "]") {
+		if i := strings.LastIndexByte(k, '['); i >= 0 {
+			return k[:i]
+		}
+	}
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		return k[:i]
+	}
+	return ""
 }
 
 // Axis is one dimension of the sweep.
@@ -157,8 +183,9 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		return nil, drills.Errors{{File: path, Msg: strings.TrimPrefix(derr.Error(), "toml: ")}}
 	}
 	var errs drills.Errors
+	lines := drills.KeyLines(src)
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, &drills.Error{File: path, Line: lineOf(src, key), Key: key, Msg: fmt.Sprintf(format, args...)})
+		errs = append(errs, &drills.Error{File: path, Line: (&Experiment{lines: lines}).at(key), Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	for _, k := range md.Undecoded() {
 		if len(k) > 0 && k[0] == "overrides" || len(k) > 2 && k[0] == "axes" && k[1] == "values" {
@@ -177,7 +204,7 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		}
 		bad(k.String(), "%s", msg)
 	}
-	e = &Experiment{Path: path, Name: raw.Name, Description: raw.Description, Metrics: raw.Metrics, Overrides: map[string]string{}}
+	e = &Experiment{Path: path, Name: raw.Name, Description: raw.Description, Metrics: raw.Metrics, Overrides: map[string]string{}, lines: lines}
 	if e.Name == "" {
 		e.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
@@ -187,6 +214,9 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 	dir := filepath.Dir(path)
 	if raw.Drill != "" {
 		e.Drill = resolve(dir, raw.Drill)
+		if err := checkDrillFile(path, e.Drill); err != nil {
+			bad("drill", "%q: %v", clipName(raw.Drill), err)
+		}
 	}
 	e.Seeds = 1
 	if raw.Seeds != nil {
@@ -231,6 +261,7 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 	}
 	runs := e.Seeds
 	hasDrillAxis := false
+	setBy := map[string]int{} // drill key → the axis that sets it
 	for i, ra := range raw.Axes {
 		key := "axes[" + strconv.Itoa(i) + "]"
 		a := Axis{Key: ra.Key}
@@ -249,9 +280,23 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		seen := map[string]bool{}
 		for j, v := range ra.Values {
 			av, err := axisValue(dir, ra.Key, v)
+			if err == nil && av.Drill != "" {
+				if ferr := checkDrillFile(path, av.Drill); ferr != nil {
+					err = fmt.Errorf("%q: %v", clipName(v.(string)), ferr)
+				}
+			}
 			if err != nil {
 				bad(fmt.Sprintf("%s.values[%d]", key, j), "%v", err)
 				continue
+			}
+			// Two axes that set one drill key: the second would silently win.
+			for k := range av.Overrides {
+				if prev, dup := setBy[k]; dup && prev != i {
+					bad(fmt.Sprintf("%s.values[%d]", key, j), "sets %s, which axes[%d] sets too: one axis per key (or one axis of tables that set both)", k, prev)
+					delete(av.Overrides, k)
+					continue
+				}
+				setBy[k] = i
 			}
 			if j < len(ra.Labels) && ra.Labels[j] != "" {
 				av.Label = ra.Labels[j]
@@ -277,6 +322,39 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		return nil, errs
 	}
 	return e, nil
+}
+
+// checkDrillFile checks, before any cell loads it, that a drill named by
+// the experiment at path is a .toml file other than the experiment
+// itself: an experiment's drill = "/etc/passwd" must not be parsed and
+// quoted back in error messages.
+func checkDrillFile(path, drill string) error {
+	if filepath.Ext(drill) != ".toml" {
+		return errors.New("a drill file ends in .toml")
+	}
+	a, err1 := filepath.Abs(path)
+	b, err2 := filepath.Abs(drill)
+	if err1 == nil && err2 == nil && a == b {
+		return errors.New("names this experiment file; name the drill it sweeps")
+	}
+	fi, err := os.Stat(drill)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("no such file (a relative name is taken from the experiment file's directory)")
+	case err != nil:
+		return fmt.Errorf("cannot read: %v", err)
+	case !fi.Mode().IsRegular():
+		return errors.New("not a regular file")
+	}
+	return nil
+}
+
+// clipName shortens a name echoed in a message.
+func clipName(s string) string {
+	if len(s) > 100 {
+		return s[:97] + "..."
+	}
+	return s
 }
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
@@ -406,28 +484,6 @@ func displayLiteral(lit string) string {
 	return lit
 }
 
-// lineOf finds the line of a dotted key's last piece, for messages: the
-// first line that assigns it, or that opens its table.
-func lineOf(src, key string) int {
-	piece := key
-	if i := strings.LastIndexByte(piece, '.'); i >= 0 {
-		piece = piece[i+1:]
-	}
-	if i := strings.IndexByte(piece, '['); i >= 0 {
-		piece = piece[:i]
-	}
-	re, err := regexp.Compile(`^\s*(\[\[?\s*)?("?)` + regexp.QuoteMeta(piece) + `("?)\s*(=|\])`)
-	if err != nil {
-		return 0
-	}
-	for i, line := range strings.Split(src, "\n") {
-		if re.MatchString(line) {
-			return i + 1
-		}
-	}
-	return 0
-}
-
 // CheckMetric reports whether name is a metric a sweep can report.
 func CheckMetric(name string) error {
 	if slices.Contains(DerivedMetricNames(), name) {
@@ -447,6 +503,10 @@ type Cell struct {
 	// top.
 	Overrides map[string]string
 	seed      uint64 // the loaded drill's seed
+	// from maps each override's drill key to the experiment key that set
+	// it (overrides.K, axes[I].values[J]), and keyFrom to the key that
+	// named it (axes[I].key), for errors at the experiment's own lines.
+	from, keyFrom map[string]string
 }
 
 // Cells lists the grid, the last axis varying fastest.
@@ -458,18 +518,26 @@ func (e *Experiment) Cells() []Cell {
 	cells := make([]Cell, 0, n)
 	idx := make([]int, len(e.Axes))
 	for c := 0; c < n; c++ {
-		cell := Cell{Index: c, Values: slices.Clone(idx), Drill: e.Drill, Overrides: map[string]string{}}
+		cell := Cell{Index: c, Values: slices.Clone(idx), Drill: e.Drill, Overrides: map[string]string{},
+			from: map[string]string{}, keyFrom: map[string]string{}}
 		for k, v := range e.Overrides {
 			cell.Overrides[k] = v
+			cell.from[k], cell.keyFrom[k] = "overrides."+k, "overrides."+k
 		}
 		for ai, a := range e.Axes {
 			v := a.Values[idx[ai]]
 			cell.Labels = append(cell.Labels, v.Label)
+			val := "axes[" + strconv.Itoa(ai) + "].values[" + strconv.Itoa(idx[ai]) + "]"
 			if v.Drill != "" {
 				cell.Drill = v.Drill
 			}
 			for k, lit := range v.Overrides {
 				cell.Overrides[k] = lit
+				if k == a.Key {
+					cell.from[k], cell.keyFrom[k] = val, "axes["+strconv.Itoa(ai)+"].key"
+				} else {
+					cell.from[k], cell.keyFrom[k] = val+"."+k, val+"."+k
+				}
 			}
 		}
 		cells = append(cells, cell)
@@ -484,11 +552,59 @@ func (e *Experiment) Cells() []Cell {
 	return cells
 }
 
+// blame moves a drill error that an override caused to the experiment
+// line that set the override, naming the drill key in the message, and
+// reports whether it did.
+func (e *Experiment) blame(c *Cell, x *drills.Error) bool {
+	msg, byOverride := strings.CutSuffix(x.Msg, " (set by override)")
+	keyMsg, badKey := strings.CutPrefix(x.Msg, "override: ")
+	var src string
+	switch {
+	case badKey:
+		src, msg = c.keyFrom[x.Key], keyMsg
+	case byOverride:
+		for k, from := range c.from {
+			if overrideCovers(k, x.Key) && (src == "" || len(from) > len(src)) {
+				src = from
+			}
+		}
+	}
+	if src == "" {
+		return false
+	}
+	x.File, x.Line, x.Key, x.Msg = e.Path, e.at(src), src, x.Key+": "+msg
+	return true
+}
+
+// overrideCovers reports whether the override of key k set drill key
+// key: the same key or one under it, "partners.count" covering
+// "partners[2].count".
+func overrideCovers(k, key string) bool {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if key[i] == '[' {
+			for i < len(key) && key[i] != ']' {
+				i++
+			}
+			continue
+		}
+		b.WriteByte(key[i])
+	}
+	bare := b.String()
+	for _, kk := range []string{key, bare} {
+		if kk == k || strings.HasPrefix(kk, k+".") || strings.HasPrefix(kk, k+"[") {
+			return true
+		}
+	}
+	return false
+}
+
 // loadCells loads every cell's drill once, so that a bad value is refused
 // before anything runs, and notes each drill's own seed.
 func (e *Experiment) loadCells() ([]Cell, error) {
 	cells := e.Cells()
 	var errs drills.Errors
+	seen := map[string]bool{}
 	for i := range cells {
 		d, err := drills.Load(cells[i].Drill, cells[i].Overrides)
 		if err != nil {
@@ -497,9 +613,15 @@ func (e *Experiment) loadCells() ([]Cell, error) {
 				return nil, err
 			}
 			for _, x := range es {
-				x.Msg += " (cell " + strings.Join(cells[i].Labels, ", ") + ")"
+				if e.blame(&cells[i], x) && seen[x.Error()] {
+					continue // every cell with that value says the same
+				}
+				seen[x.Error()] = true
+				if x.File != e.Path {
+					x.Msg += " (cell " + strings.Join(cells[i].Labels, ", ") + ")"
+				}
+				errs = append(errs, x)
 			}
-			errs = append(errs, es...)
 			if len(errs) >= drills.MaxErrors {
 				break
 			}
