@@ -49,6 +49,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	_ "modernc.org/sqlite"
 )
 
@@ -362,23 +363,9 @@ func (d *deadLetters) post(url string, v any) {
 	if url == "" {
 		return
 	}
-	b, _ := json.Marshal(v)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
+	if err := fakepartner.Report(d.client, url, d.token, v); err != nil {
 		fmt.Fprintln(os.Stderr, "river-sender: reporting a dead letter:", err)
-		return
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if d.token != "" {
-		req.Header.Set("Authorization", "Bearer "+d.token)
-	}
-	resp, err := d.client.Do(req)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "river-sender: reporting a dead letter:", err)
-		return
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
-	resp.Body.Close()
 }
 
 // partnerOf is the last two path elements of a delivery URL, for alerts.

@@ -21,6 +21,7 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output directory (default out/verify-<drill name>); junit.xml and system.log go there")
 	timeout := fs.Duration("timeout", external.DefaultVerifyTimeout, "how long each phase may wait for the system")
 	perCase := fs.Int("deliveries", external.DefaultVerifyPerCase, "deliveries per scenario")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr (one as each scenario starts and ends)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -54,9 +55,13 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	}
 	defer logf.Close()
 	started := time.Now()
+	var progress func(external.ScenarioProgress)
+	if !*quiet {
+		progress = verifyProgress(stderr, d.Name)
+	}
 	vs, err := external.Verify(d, dir, external.VerifyOptions{
 		Options: external.Options{DrillDir: filepath.Dir(pos[0]), Log: logf, Env: externalEnv()},
-		Timeout: *timeout, PerCase: *perCase,
+		Timeout: *timeout, PerCase: *perCase, OnScenario: progress,
 	})
 	if err != nil {
 		return runError{fmt.Errorf("verify %s: %w (system log: %s)", d.Name, err, filepath.Join(dir, "system.log"))}
@@ -98,4 +103,18 @@ func cmdVerify(args []string, stdout, stderr io.Writer) error {
 		return errGateFailed
 	}
 	return nil
+}
+
+// verifyProgress writes one line as each scenario starts and one as it
+// ends, with the time since the checklist began: the checklist takes
+// minutes, and its scenarios run at once.
+func verifyProgress(w io.Writer, drill string) func(external.ScenarioProgress) {
+	return func(p external.ScenarioProgress) {
+		at := p.At.Round(100 * time.Millisecond)
+		if !p.Ended {
+			fmt.Fprintf(w, "verify %s: %7s  started  %s\n", drill, at, p.Scenario)
+			return
+		}
+		fmt.Fprintf(w, "verify %s: %7s  ended    %s after %s (%s)\n", drill, at, p.Scenario, p.Took.Round(100*time.Millisecond), p.Note)
+	}
 }

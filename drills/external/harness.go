@@ -432,6 +432,14 @@ func (h *harness) script(cohort string, member int, _ string) fakepartner.Script
 	return f(h.calls[k])
 }
 
+// called is how many calls have arrived at one member of a scripted
+// cohort, counted as they arrive (before their answer).
+func (h *harness) called(cohort string, member int) int {
+	h.scriptMu.Lock()
+	defer h.scriptMu.Unlock()
+	return h.calls[fmt.Sprintf("%s/%d", cohort, member)]
+}
+
 func (h *harness) partnerURL(cohort string, member int) string {
 	return fmt.Sprintf("%s/p/%s/%d", h.base, cohort, member)
 }

@@ -44,13 +44,19 @@ const (
 	verifyPermanentSettle = 3 * time.Second // how long a 422 is watched for a retry
 	// verifyRestartPause is how long after a failed first attempt the
 	// system is killed: long enough for it to have recorded the failure
-	// (a delivery killed mid-attempt is in flight, not delayed).
+	// (a delivery killed mid-attempt is in flight, not delayed). Nothing
+	// outside the system shows that moment, so this one wait is on the
+	// clock.
 	verifyRestartPause = 300 * time.Millisecond
 	// verifyAlertGrace bounds the wait, before the restart scenario's
 	// kill, for the exhausted deliveries' alert.
-	verifyAlertGrace   = 5 * time.Second
-	restartSlack       = 50 * time.Millisecond
-	restartJitterFloor = 0.8
+	verifyAlertGrace = 5 * time.Second
+	// verifySickCallWait bounds the wait for the sick subscriber's calls
+	// to arrive (and hang) before the neighbours' deliveries are injected;
+	// once some have, the wait ends when verifySickQuiet passes without a
+	// new one (a system that limits calls per partner starts no more).
+	verifySickCallWait = 2 * time.Second
+	verifySickQuiet    = 200 * time.Millisecond
 	lostAnswerDrops    = 2
 )
 
@@ -69,19 +75,36 @@ type VerifyOptions struct {
 	PerCase  int           // deliveries per scenario; default DefaultVerifyPerCase
 	SLO      time.Duration // healthy latency objective of the sick-subscriber scenario; default the drill's
 	OnlyRuns []string      // scenario names to run; empty: all
+	// OnScenario, if set, is called as each scenario starts and ends
+	// (from the goroutine that called Verify).
+	OnScenario func(ScenarioProgress)
+}
+
+// ScenarioProgress is one step of a verify run: a scenario started or
+// ended. The scenarios of the first phase run at once; each ends when the
+// harness has seen what it needs to judge it (or the phase timed out).
+type ScenarioProgress struct {
+	Scenario string
+	Ended    bool
+	At       time.Duration // since the checklist began
+	Took     time.Duration // when Ended: since the scenario started
+	Note     string        // when Ended: "settled", "timed out" or why it was skipped
 }
 
 // cohort names of the verify layout.
 const (
 	cohortNeighbour = "neighbour"
 	cohortSick      = "sick"
-	// cohortRestartRef fails once, like the restart scenario, but only
-	// after the restart: its delays, measured in the same fresh process,
-	// are what the restarted deliveries' delays are compared with.
-	cohortRestartRef = "restart-reference"
+	// cohortRestartControl fails once, like the restart scenario, but
+	// only after the restart: its delays, measured in the same fresh
+	// process, are the control the restarted deliveries' delays are
+	// ranked against (see ruleRestart).
+	cohortRestartControl = "restart-control"
 )
 
-// verifyDrill is d with the checklist's partners in place of its own.
+// verifyDrill is d with the checklist's partners in place of its own: n
+// members per scenario, and the restart scenario's cohorts sized for its
+// rule (restartCohorts).
 func verifyDrill(d *drills.Drill, n int, timeout time.Duration) *drills.Drill {
 	v := *d
 	v.Faults, v.Gates = nil, nil
@@ -90,13 +113,18 @@ func verifyDrill(d *drills.Drill, n int, timeout time.Duration) *drills.Drill {
 		v.Partners = append(v.Partners, drills.Partner{Name: name, Count: count, Latency: lat, OnBusy: "queue", Outages: outages})
 	}
 	v.Partners = nil
+	delayed, control := restartCohorts(n)
 	for _, s := range Scenarios {
-		if s != ScenarioSick {
+		switch s {
+		case ScenarioSick:
+		case ScenarioRestart:
+			add(s, delayed)
+		default:
 			add(s, n)
 		}
 	}
 	add(cohortNeighbour, n)
-	add(cohortRestartRef, n)
+	add(cohortRestartControl, control)
 	add(cohortSick, verifySickMembers, drills.Outage{Start: drills.Duration{Set: true}, For: drills.Duration{D: 4*timeout + time.Hour, Set: true}, Kind: "timeout"})
 	v.Source.To = nil
 	return &v
@@ -127,10 +155,12 @@ func Verify(d *drills.Drill, dir string, opt VerifyOptions) ([]Verdict, error) {
 	if err := h.build(); err != nil {
 		return nil, err
 	}
+	booting := time.Now()
 	if err := h.startSystem(); err != nil {
 		return nil, err
 	}
-	v := &verifier{h: h, n: opt.PerCase, opt: opt, want: map[string]bool{}}
+	v := &verifier{h: h, n: opt.PerCase, opt: opt, want: map[string]bool{}, started: map[string]time.Time{}, ended: map[string]bool{},
+		boot: time.Since(booting)}
 	for _, s := range opt.OnlyRuns {
 		v.want[s] = true
 	}
@@ -146,6 +176,11 @@ type verifier struct {
 	want map[string]bool
 	subs []drills.LiveSubscriber
 	seq  int
+
+	boot    time.Duration        // how long the system took to start and be ready
+	began   time.Time            // the checklist's start
+	started map[string]time.Time // by scenario
+	ended   map[string]bool      // by scenario: its end was reported
 }
 
 func (v *verifier) runs(s string) bool { return len(v.want) == 0 || v.want[s] }
@@ -160,8 +195,9 @@ func (v *verifier) script() {
 		}
 		return fakepartner.Scripted{}
 	}
-	s[ScenarioRestart] = s[ScenarioRetry]
-	s[cohortRestartRef] = s[ScenarioRetry]
+	// Not an answer: counting the sick subscriber's calls as they arrive
+	// tells the verifier when they hang.
+	s[cohortSick] = func(int) fakepartner.Scripted { return fakepartner.Scripted{} }
 	s[ScenarioPermanent] = func(int) fakepartner.Scripted { return fakepartner.Scripted{Status: http.StatusUnprocessableEntity} }
 	s[ScenarioExhausted] = func(int) fakepartner.Scripted { return unavailable }
 	// The answer is cut off (fakepartner's cutAnswer, which an HTTP client
@@ -251,8 +287,20 @@ func (v *verifier) view() map[string][]member {
 	return out
 }
 
-// settled reports whether phase one has seen what it needs to judge.
-func (v *verifier) settled(view map[string][]member, permanentSince time.Time) bool {
+// phaseOne lists the scenarios that run at once in the first phase.
+func phaseOne() []string {
+	var out []string
+	for _, s := range Scenarios {
+		if s != ScenarioRestart {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// scenarioSettled reports whether the first phase has seen what it needs
+// to judge scenario s.
+func (v *verifier) scenarioSettled(s string, view map[string][]member, permanentSince time.Time) bool {
 	deadLetters := v.h.sys.DeadLetters != "none"
 	all := func(cohort string, ok func(m *member) bool) bool {
 		ms := view[cohort]
@@ -264,20 +312,26 @@ func (v *verifier) settled(view map[string][]member, permanentSince time.Time) b
 		return true
 	}
 	delivered := func(m *member) bool { return m.answered2xx() }
-	// A lost answer is judged once the system retried and then finished
-	// with the delivery either way.
-	lostDone := func(m *member) bool { return len(m.obs) >= 2 && (m.answered2xx() || len(m.dead) > 0) }
-	if !all(ScenarioClean, delivered) || !all(ScenarioRetry, delivered) || !all(ScenarioLostAnswer, lostDone) ||
-		!all(ScenarioRetryAfter, delivered) || !all(cohortNeighbour, delivered) {
-		return false
+	dead := func(m *member) bool { return !deadLetters || len(m.dead) > 0 }
+	switch s {
+	case ScenarioClean, ScenarioRetry, ScenarioRetryAfter:
+		return all(s, delivered)
+	case ScenarioSick:
+		return all(cohortNeighbour, delivered)
+	case ScenarioLostAnswer:
+		// A lost answer is judged once the system retried and then
+		// finished with the delivery either way.
+		return all(s, func(m *member) bool { return len(m.obs) >= 2 && (m.answered2xx() || len(m.dead) > 0) })
+	case ScenarioExhausted:
+		return all(s, dead)
+	case ScenarioPermanent:
+		return all(s, dead) && time.Since(permanentSince) >= verifyPermanentSettle
 	}
-	if deadLetters && (!all(ScenarioPermanent, func(m *member) bool { return len(m.dead) > 0 }) ||
-		!all(ScenarioExhausted, func(m *member) bool { return len(m.dead) > 0 })) {
-		return false
-	}
-	return time.Since(permanentSince) >= verifyPermanentSettle
+	return true
 }
 
+// wait polls done until it holds, the deadline passes, ctx ends or the
+// system exits (an error). It waits on the clock only between polls.
 func (v *verifier) wait(ctx context.Context, deadline time.Time, done func() bool) error {
 	t := time.NewTicker(checkEvery)
 	defer t.Stop()
@@ -285,7 +339,7 @@ func (v *verifier) wait(ctx context.Context, deadline time.Time, done func() boo
 		if err := v.h.exited(); err != nil {
 			return err
 		}
-		if time.Now().After(deadline) {
+		if !time.Now().Before(deadline) {
 			return nil
 		}
 		select {
@@ -297,31 +351,101 @@ func (v *verifier) wait(ctx context.Context, deadline time.Time, done func() boo
 	return nil
 }
 
+// startScenario notes that scenario s has started.
+func (v *verifier) startScenario(s string) {
+	now := time.Now()
+	v.started[s] = now
+	if v.opt.OnScenario != nil && v.runs(s) {
+		v.opt.OnScenario(ScenarioProgress{Scenario: s, At: now.Sub(v.began)})
+	}
+}
+
+// endScenario notes, once, that scenario s has ended.
+func (v *verifier) endScenario(s, note string) {
+	if v.ended[s] {
+		return
+	}
+	v.ended[s] = true
+	now := time.Now()
+	if v.opt.OnScenario != nil && v.runs(s) {
+		took := time.Duration(0)
+		if t, ok := v.started[s]; ok {
+			took = now.Sub(t)
+		}
+		v.opt.OnScenario(ScenarioProgress{Scenario: s, Ended: true, At: now.Sub(v.began), Took: took, Note: note})
+	}
+}
+
+// sickHanging returns a condition that holds once the sick subscriber's
+// calls hang: every member has been called, or some have and no new call
+// came for verifySickQuiet.
+func (v *verifier) sickHanging() func() bool {
+	last, changed := -1, time.Now()
+	return func() bool {
+		calls, members := 0, 0
+		for m := 0; m < verifySickMembers; m++ {
+			if n := v.h.called(cohortSick, m); n > 0 {
+				calls += n
+				members++
+			}
+		}
+		now := time.Now()
+		if calls != last {
+			last, changed = calls, now
+		}
+		return members == verifySickMembers || (calls > 0 && now.Sub(changed) >= verifySickQuiet)
+	}
+}
+
 func (v *verifier) run() ([]Verdict, error) {
 	h := v.h
 	h.start = time.Now()
+	v.began = h.start
 	h.srv.SetStart(h.start)
 	ctx := context.Background()
 	// Phase one: everything but the restart, at once.
+	v.startScenario(ScenarioSick)
 	if err := v.inject(ctx, cohortSick, verifySickMembers); err != nil {
 		return nil, err
 	}
-	for _, s := range Scenarios {
-		if s == ScenarioSick || s == ScenarioRestart {
+	for _, s := range phaseOne() {
+		if s == ScenarioSick {
 			continue
 		}
+		v.startScenario(s)
 		if err := v.inject(ctx, s, v.n); err != nil {
 			return nil, err
 		}
 	}
 	permanentSince := time.Now()
-	time.Sleep(200 * time.Millisecond) // the sick subscriber's calls are hanging by now
+	// The neighbours go in once the sick subscriber's calls hang (or the
+	// system has not called it within verifySickCallWait: the scenario
+	// then says how many calls it saw).
+	if err := v.wait(ctx, time.Now().Add(verifySickCallWait), v.sickHanging()); err != nil {
+		return nil, err
+	}
 	if err := v.inject(ctx, cohortNeighbour, v.n); err != nil {
 		return nil, err
 	}
 	phase1End := time.Now().Add(v.opt.Timeout)
-	if err := v.wait(ctx, phase1End, func() bool { v.h.pollDeadLetters(false); return v.settled(v.view(), permanentSince) }); err != nil {
+	settled := func() bool {
+		v.h.pollDeadLetters(false)
+		view := v.view()
+		all := true
+		for _, s := range phaseOne() {
+			if v.scenarioSettled(s, view, permanentSince) {
+				v.endScenario(s, "settled")
+			} else {
+				all = false
+			}
+		}
+		return all
+	}
+	if err := v.wait(ctx, phase1End, settled); err != nil {
 		return nil, err
+	}
+	for _, s := range phaseOne() {
+		v.endScenario(s, "timed out")
 	}
 	v.h.pollDeadLetters(true)
 	phase1 := v.view()
@@ -330,7 +454,9 @@ func (v *verifier) run() ([]Verdict, error) {
 		// the exhausted deliveries time to arrive first, or a sender that
 		// batches alerts (stormdrill dispatch sends at most one batch a
 		// second) loses it to the kill and fails a scenario it passes.
-		_ = v.wait(ctx, time.Now().Add(verifyAlertGrace), func() bool { return exhaustedAlerts(h.srv.Alerts()) > 0 })
+		if err := v.wait(ctx, time.Now().Add(verifyAlertGrace), func() bool { return exhaustedAlerts(h.srv.Alerts()) > 0 }); err != nil {
+			return nil, err
+		}
 	}
 
 	// Phase two: a restart while deliveries wait out their first delay.
@@ -338,50 +464,12 @@ func (v *verifier) run() ([]Verdict, error) {
 	if len(h.sys.Start) == 0 {
 		restart.Skipped = true
 		restart.Evidence = "skipped: " + ErrNeedsProcess.Error()
+		v.endScenario(ScenarioRestart, restart.Evidence)
 	} else if v.runs(ScenarioRestart) {
-		if err := v.inject(ctx, ScenarioRestart, v.n); err != nil {
+		var err error
+		if restart, err = v.runRestart(ctx, phase1[ScenarioExhausted]); err != nil {
 			return nil, err
 		}
-		end := time.Now().Add(v.opt.Timeout)
-		failedOnce := func() bool {
-			ms := v.view()[ScenarioRestart]
-			for i := range ms {
-				if len(ms[i].obs) == 0 || ms[i].obs[0].Done.IsZero() {
-					return false
-				}
-			}
-			return true
-		}
-		if err := v.wait(ctx, end, failedOnce); err != nil {
-			return nil, err
-		}
-		time.Sleep(verifyRestartPause)
-		killedAt := time.Now()
-		if err := h.stopSystem(false); err != nil {
-			return nil, err
-		}
-		if err := h.startSystem(); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(h.log, "verify: killed and restarted the system in %v\n", time.Since(killedAt).Round(time.Millisecond))
-		if err := v.inject(ctx, cohortRestartRef, v.n); err != nil {
-			return nil, err
-		}
-		if err := v.wait(ctx, end, func() bool {
-			view := v.view()
-			for _, c := range []string{ScenarioRestart, cohortRestartRef} {
-				for _, m := range view[c] {
-					if !m.answered2xx() {
-						return false
-					}
-				}
-			}
-			return true
-		}); err != nil {
-			return nil, err
-		}
-		view := v.view()
-		restart = judgeRestart(view[ScenarioRestart], view[cohortRestartRef], killedAt)
 	}
 	_ = h.stopSystem(true)
 
@@ -413,6 +501,123 @@ func (v *verifier) run() ([]Verdict, error) {
 		}
 	}
 	return out, nil
+}
+
+// restartOrdinal picks which delay the restart scenario spans: the first
+// ordinal f (the delay after the f-th failed attempt) whose every delay in
+// the exhausted scenario's deliveries (503 at every attempt, the same
+// script) was at least needed, so that a system restarted within it can
+// be told from one that retries at once when it is back. exhausted gives
+// the delays by ordinal (index 0: after the 1st attempt); with none long
+// enough, the ordinal with the longest shortest delay (the scenario will
+// say it could not judge), and 1 when nothing was measured.
+func restartOrdinal(exhausted [][]time.Duration, needed time.Duration) int {
+	best, bestMin := 1, time.Duration(-1)
+	for f := 1; ; f++ {
+		shortest, seen := time.Duration(-1), false
+		for _, gaps := range exhausted {
+			if len(gaps) >= f {
+				seen = true
+				if shortest < 0 || gaps[f-1] < shortest {
+					shortest = gaps[f-1]
+				}
+			}
+		}
+		if !seen {
+			return best
+		}
+		if shortest >= needed {
+			return f
+		}
+		if shortest > bestMin {
+			best, bestMin = f, shortest
+		}
+	}
+}
+
+// delays is each member's delays between attempts, by ordinal.
+func delays(ms []member) [][]time.Duration {
+	out := make([][]time.Duration, len(ms))
+	for i := range ms {
+		for k := 1; k < len(ms[i].obs); k++ {
+			out[i] = append(out[i], ms[i].gap(k))
+		}
+	}
+	return out
+}
+
+// runRestart is the second phase: deliveries fail f times (the f-th
+// failure's delay chosen by restartOrdinal from the first phase), the
+// system is killed (SIGKILL) while they wait out that delay and started
+// again, and a control cohort fails f times in the restarted system.
+func (v *verifier) runRestart(ctx context.Context, exhausted []member) (Verdict, error) {
+	h := v.h
+	// Twice the kill's pause and the system's first start: a restart may
+	// take longer than the first start (it reads back its queue).
+	f := restartOrdinal(delays(exhausted), 2*(verifyRestartPause+v.boot))
+	failing := func(call int) fakepartner.Scripted {
+		if call <= f {
+			return fakepartner.Scripted{Status: http.StatusServiceUnavailable}
+		}
+		return fakepartner.Scripted{}
+	}
+	h.scriptMu.Lock()
+	h.scripts[ScenarioRestart], h.scripts[cohortRestartControl] = failing, failing
+	h.scriptMu.Unlock()
+	v.startScenario(ScenarioRestart)
+	delayed, control := restartCohorts(v.n)
+	if err := v.inject(ctx, ScenarioRestart, delayed); err != nil {
+		return Verdict{}, err
+	}
+	end := time.Now().Add(v.opt.Timeout)
+	failed := func() bool {
+		ms := v.view()[ScenarioRestart]
+		for i := range ms {
+			if len(ms[i].obs) < f || ms[i].obs[f-1].Done.IsZero() {
+				return false
+			}
+		}
+		return true
+	}
+	if err := v.wait(ctx, end, failed); err != nil {
+		return Verdict{}, err
+	}
+	if err := v.wait(ctx, time.Now().Add(verifyRestartPause), func() bool { return false }); err != nil {
+		return Verdict{}, err
+	}
+	killedAt := time.Now()
+	if err := h.stopSystem(false); err != nil {
+		return Verdict{}, err
+	}
+	if err := h.startSystem(); err != nil {
+		return Verdict{}, err
+	}
+	readyAt := time.Now()
+	fmt.Fprintf(h.log, "verify: killed and restarted the system in %v, %d failed attempts into its deliveries\n", readyAt.Sub(killedAt).Round(time.Millisecond), f)
+	if err := v.inject(ctx, cohortRestartControl, control); err != nil {
+		return Verdict{}, err
+	}
+	retried := func() bool {
+		view := v.view()
+		for _, c := range []string{ScenarioRestart, cohortRestartControl} {
+			for _, m := range view[c] {
+				if !m.answered2xx() {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if err := v.wait(ctx, end, retried); err != nil {
+		return Verdict{}, err
+	}
+	note := "settled"
+	if !retried() {
+		note = "timed out"
+	}
+	v.endScenario(ScenarioRestart, note)
+	view := v.view()
+	return judgeRestart(view[ScenarioRestart], view[cohortRestartControl], f, killedAt, readyAt), nil
 }
 
 func fail(format string, args ...any) Verdict { return Verdict{Evidence: fmt.Sprintf(format, args...)} }
@@ -505,7 +710,6 @@ func judgeExhausted(ms []member, source string, alerts []fakepartner.ReceivedAle
 
 func judgeLostAnswer(ms []member) Verdict {
 	for i, m := range ms {
-
 		if len(m.obs) < 2 {
 			return fail("delivery %d: %d attempt(s) after its answer was lost; want a retry", i, len(m.obs))
 		}
@@ -528,6 +732,15 @@ func judgeLostAnswer(ms []member) Verdict {
 		if changes != 1 {
 			return fail("delivery %d: %d state changes at the partner, want 1", i, changes)
 		}
+		if len(m.dead) > 0 {
+			// The partner has it: a replay of this dead letter delivers it
+			// again, and whoever reads the DLQ is told it failed.
+			return fail("delivery %d: processed by the partner, then dead-lettered (%q after %d attempts): the dead-letter queue holds a delivery that was delivered",
+				i, m.dead[0].Reason, len(m.obs))
+		}
+		if !m.answered2xx() {
+			return fail("delivery %d: processed by the partner, but the system stopped after %d attempts without an answer and did not dead-letter it", i, len(m.obs))
+		}
 	}
 	return pass("%d deliveries: the partner processed the first call and dropped its answer (the next one's too); every retry carried the same key; one state change each", len(ms))
 }
@@ -549,39 +762,47 @@ func judgeRetryAfter(ms []member) Verdict {
 	return pass("%d deliveries: Retry-After: %d honoured (retried after %s)", len(ms), verifyRetryAfter, strings.Join(gaps, ", "))
 }
 
-func judgeRestart(ms, reference []member, killedAt time.Time) Verdict {
-	var shortest time.Duration = -1
-	for _, m := range reference {
-		if len(m.obs) >= 2 && (shortest < 0 || m.gap(1) < shortest) {
-			shortest = m.gap(1)
-		}
-	}
-	if shortest < 0 {
-		return fail("no reference: deliveries failed once after the restart were not retried")
-	}
-	// The reference's shortest delay may be the top of the system's
-	// jitter and a restarted delivery's the bottom: River's ±10% puts
-	// them 0.82× apart. restartJitterFloor leaves room for that, and a
-	// retry brought forward to the restart (about verifyRestartPause plus
-	// the restart) still falls below it.
-	floor := time.Duration(restartJitterFloor*float64(shortest)) - restartSlack
-	var gaps []string
+// judgeRestart applies ruleRestart: the deliveries delayed across the
+// restart (ms) after their f-th failed attempt against the control failed
+// f times after it; killedAt is the kill and readyAt the moment the
+// restarted system was ready.
+func judgeRestart(ms, control []member, f int, killedAt, readyAt time.Time) Verdict {
+	var samples []restartSample
 	for i, m := range ms {
 		switch {
-		case len(m.obs) < 2:
+		case len(m.obs) <= f:
 			return fail("delivery %d: no retry after the restart (%d attempt(s)): delayed deliveries were lost or stuck", i, len(m.obs))
-		case m.obs[1].Arrived.Before(killedAt):
+		case m.obs[f].Arrived.Before(killedAt):
 			return fail("delivery %d: retried before the restart; the restart did not catch it delayed", i)
-		case m.gap(1) < floor:
-			return fail("delivery %d: retried %v after its failure, sooner than the %v delay of a failure after the restart: the restart brought it forward", i,
-				m.gap(1).Round(time.Millisecond), shortest.Round(time.Millisecond))
 		case !m.answered2xx():
 			return fail("delivery %d: not delivered after the restart", i)
 		}
-		gaps = append(gaps, m.gap(1).Round(time.Millisecond).String())
+		samples = append(samples, restartSample{Gap: m.gap(f), Back: readyAt.Sub(m.obs[f-1].Done)})
 	}
-	return pass("%d deliveries delayed by a 503 across a SIGKILL and restart: retried after %s (failed after the restart: at least %v)",
-		len(ms), strings.Join(gaps, ", "), shortest.Round(time.Millisecond))
+	var ds []time.Duration
+	for i, m := range control {
+		if len(m.obs) <= f {
+			return fail("control delivery %d, failed after the restart: %d attempt(s), no retry to compare with", i, len(m.obs))
+		}
+		ds = append(ds, m.gap(f))
+	}
+	if len(samples) == 0 || len(ds) == 0 {
+		return fail("no deliveries to judge")
+	}
+	r := ruleRestart(samples, ds)
+	var gaps []string
+	for _, s := range samples {
+		gaps = append(gaps, s.Gap.Round(time.Millisecond).String())
+	}
+	switch {
+	case r.Forward:
+		return fail("the restart brought retries forward: retried %s after their failure; %s", strings.Join(gaps, ", "), r)
+	case !r.Judgeable:
+		return fail("not judged: the system was ready again only %v after the failures, later than its shortest delay after attempt %d without a restart (%v), so a retry brought forward to the restart looks like one on time",
+			readyAt.Sub(ms[0].obs[f-1].Done).Round(time.Millisecond), f, r.ControlMin.Round(time.Millisecond))
+	}
+	return pass("%d deliveries delayed by a 503 at attempt %d across a SIGKILL and restart: retried %s after their failure; %s",
+		len(ms), f, strings.Join(gaps, ", "), r)
 }
 
 func judgeSick(neighbours, sick []member, h *harness, slo time.Duration) Verdict {
