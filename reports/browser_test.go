@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/reports/browsercheck"
+	"github.com/stormdrill/stormdrill/reports/leakscan"
 )
 
 // browserRun is the golden fixture (gates, cohorts, outages, baseline) with
@@ -30,10 +31,10 @@ func browserRun(t *testing.T) *Run {
 
 // TestReportHTMLInBrowser opens report.html, as WriteRunFiles writes it, in
 // headless Chromium with the network blocked, and checks what a reader
-// would: no errors and no request leaving the page, no dead link, every
-// plot drawn (as an image, or as an interactive chart whose legend shows
-// values on hover), the gates table complete, the title, nothing wider than
-// a laptop screen. Set STORMDRILL_SCREENSHOT=file.png for a screenshot.
+// would: no errors and no request leaving the page, no dead link, no
+// template or Go source text, the outage lines, every plot drawn (as an
+// image, or as an interactive chart whose legend shows values on hover),
+// the gates table complete, the title, nothing wider than a laptop screen. Set STORMDRILL_SCREENSHOT=file.png for a screenshot.
 func TestReportHTMLInBrowser(t *testing.T) {
 	chromium, err := browsercheck.Chromium()
 	if err != nil {
@@ -52,7 +53,11 @@ func TestReportHTMLInBrowser(t *testing.T) {
 		t.Fatalf("WriteRunFiles wrote no plots (err %v)", err)
 	}
 	start := time.Now()
-	page, err := browsercheck.Visit(t.Context(), chromium, filepath.Join(dir, "report.html"), t.TempDir())
+	var opts []browsercheck.Option
+	if os.Getenv("STORMDRILL_SCREENSHOT") != "" {
+		opts = append(opts, browsercheck.Screenshots())
+	}
+	page, err := browsercheck.Visit(t.Context(), chromium, filepath.Join(dir, "report.html"), t.TempDir(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +72,15 @@ func TestReportHTMLInBrowser(t *testing.T) {
 	}
 	for _, d := range page.DeadLinks {
 		t.Errorf("dead link: %s", d)
+	}
+	for _, leak := range leakscan.Find(page.Text) {
+		t.Errorf("rendered text: %s", leak)
+	}
+	lines, _ := outageLines(run.Summary)
+	for _, l := range lines {
+		if !strings.Contains(page.Text, l) {
+			t.Errorf("the page does not say %q", l)
+		}
 	}
 	if !strings.Contains(page.Title, run.Summary.Drill) {
 		t.Errorf("title %q does not name the drill %q", page.Title, run.Summary.Drill)
@@ -134,5 +148,84 @@ func TestReportHTMLInBrowser(t *testing.T) {
 		if cells[0] != g.Expr || !strings.Contains(cells[2], want) {
 			t.Errorf("gate row %d reads %q, want %q with verdict %q", i, cells, g.Expr, want)
 		}
+	}
+}
+
+// TestReportVariantsInBrowser opens the report.html of a multi-seed and an
+// external run in headless Chromium (TestReportHTMLInBrowser, a live one) and checks what a reader
+// sees: no errors or dead links, every chart drawn, the gates table, the
+// outage lines, and no template or Go source text in the rendered page.
+// Set STORMDRILL_SCREENSHOT_DIR=dir for screenshots of each.
+func TestReportVariantsInBrowser(t *testing.T) {
+	chromium, err := browsercheck.Chromium()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err.Error() + "; .ci/run should have installed it")
+		}
+		t.Skip(err.Error() + ", so report.html is not checked in a browser")
+	}
+	synthetic := browserRun(t)
+	for _, v := range []reportVariant{
+		{"multi-seed", seedsRun(t, true)},
+		{"external", externalRun(t)},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			run := v.run
+			run.Timeseries, run.HealthyCDF, run.HealthyOutageCDF = synthetic.Timeseries, synthetic.HealthyCDF, synthetic.HealthyOutageCDF
+			dir := t.TempDir()
+			if err := WriteRunFiles(dir, run); err != nil {
+				t.Fatal(err)
+			}
+			shots := os.Getenv("STORMDRILL_SCREENSHOT_DIR")
+			var opts []browsercheck.Option
+			if shots != "" {
+				opts = append(opts, browsercheck.Screenshots())
+			}
+			page, err := browsercheck.Visit(t.Context(), chromium, filepath.Join(dir, "report.html"), t.TempDir(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shots != "" {
+				t.Setenv("STORMDRILL_SCREENSHOT", filepath.Join(shots, strings.ReplaceAll(v.name, " ", "-")+".png"))
+				if _, err := page.SaveScreenshot("STORMDRILL_SCREENSHOT"); err != nil {
+					t.Error(err)
+				}
+			}
+			for _, p := range page.Problems {
+				t.Errorf("page: %s", p)
+			}
+			for _, d := range page.DeadLinks {
+				t.Errorf("dead link: %s", d)
+			}
+			for _, leak := range leakscan.Find(page.Text) {
+				t.Errorf("rendered text: %s", leak)
+			}
+			if len(page.Charts) < 6 {
+				t.Errorf("%d interactive charts, want at least 6", len(page.Charts))
+			}
+			for _, c := range page.Charts {
+				if c.Painted < 1000 {
+					t.Errorf("chart %s is not drawn (%d pixels painted)", c.ID, c.Painted)
+				}
+			}
+			wantCells := 3
+			if run.Summary.Seeds != nil {
+				wantCells = 6
+			}
+			if len(page.GateRows) != len(run.Summary.Gates) {
+				t.Errorf("#gates has %d rows, want %d", len(page.GateRows), len(run.Summary.Gates))
+			}
+			for i, r := range page.GateRows {
+				if len(r.Cells) != wantCells {
+					t.Errorf("gate row %d has %d cells, want %d: %q", i, len(r.Cells), wantCells, r.Cells)
+				}
+			}
+			lines, _ := outageLines(run.Summary)
+			for _, l := range lines {
+				if !strings.Contains(page.Text, l) {
+					t.Errorf("the page does not say %q", l)
+				}
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stormdrill/stormdrill/experiments"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/browsercheck"
+	"github.com/stormdrill/stormdrill/reports/leakscan"
 )
 
 // stormdrill runs the CLI in-process from the repository root (where the
@@ -667,5 +668,12 @@ func TestFlagshipReportInBrowser(t *testing.T) {
 	}
 	for _, p := range page.HoverProblems() {
 		t.Error(p)
+	}
+	for _, leak := range leakscan.Find(page.Text) {
+		t.Errorf("rendered text: %s", leak)
+	}
+	// The first lines say what the outage did.
+	if !regexp.MustCompile(`acme unavailable 20m \(10m–30m\): [0-9,]+ retries, drained \S+ after it ended, [0-9,]+ dead letters?`).MatchString(page.Text) {
+		t.Errorf("the page does not say what acme's outage did:\n%.600s", page.Text)
 	}
 }

@@ -1,7 +1,8 @@
 // Package browsercheck opens a report.html in headless Chromium with the
 // network blocked and reports what a reader would see: errors, requests
-// that leave the page, dead links, images, the gates table, and whether
-// the interactive uPlot charts draw and show values on hover. Tests of the
+// that leave the page, dead links, images, the gates table, the rendered
+// text, whether the interactive uPlot charts draw and show values on
+// hover, and screenshots. Tests of the
 // reports and of the CLI share it.
 package browsercheck
 
@@ -89,15 +90,21 @@ type Hover struct {
 
 // Page is everything one visit found.
 type Page struct {
-	Problems   []string // console errors, exceptions, failed loads, requests leaving the page
-	Title      string
-	Images     []Image
-	GateRows   []GateRow
-	Layout     Layout
-	Charts     []Chart
-	Hover      Hover
-	DeadLinks  []string
-	Screenshot []byte
+	Problems  []string // console errors, exceptions, failed loads, requests leaving the page
+	Title     string
+	Images    []Image
+	GateRows  []GateRow
+	Layout    Layout
+	Charts    []Chart
+	Hover     Hover
+	DeadLinks []string
+	// Text is the page's text as rendered (document.body.innerText), for
+	// the leak scan of what a reader sees.
+	Text string
+	// FirstScreen is the viewport as the page opens; Screenshot the whole
+	// page.
+	FirstScreen []byte
+	Screenshot  []byte
 }
 
 type problems struct {
@@ -210,10 +217,23 @@ const deadLinksJS = `(() => {
 	return dead;
 })()`
 
+// Option changes what Visit does.
+type Option func(*options)
+
+type options struct{ screenshots bool }
+
+// Screenshots makes Visit take screenshots of the first screen and of the
+// whole page (Page.FirstScreen, Page.Screenshot); they cost seconds.
+func Screenshots() Option { return func(o *options) { o.screenshots = true } }
+
 // Visit opens path in headless Chromium with every host name unresolvable,
 // waits for the page to load and its images to decode, hovers the first
 // chart, and reports. userDir is a scratch directory for the profile.
-func Visit(ctx context.Context, chromium, path, userDir string) (*Page, error) {
+func Visit(ctx context.Context, chromium, path, userDir string, opts ...Option) (*Page, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	pageURL := (&url.URL{Scheme: "file", Path: path}).String()
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
@@ -256,6 +276,11 @@ func Visit(ctx context.Context, chromium, path, userDir string) (*Page, error) {
 	if p.Title, err = chromedp.Run(tabCtx, chromedp.Title()); err != nil {
 		return nil, err
 	}
+	if o.screenshots {
+		if p.FirstScreen, err = chromedp.Run(tabCtx, chromedp.CaptureScreenshot()); err != nil {
+			return nil, err
+		}
+	}
 	if p.Images, err = chromedp.Run(tabCtx, chromedp.Evaluate[[]Image](imagesJS, chromedp.EvalAwaitPromise)); err != nil {
 		return nil, err
 	}
@@ -269,6 +294,9 @@ func Visit(ctx context.Context, chromium, path, userDir string) (*Page, error) {
 		return nil, err
 	}
 	if p.DeadLinks, err = chromedp.Run(tabCtx, chromedp.Evaluate[[]string](deadLinksJS)); err != nil {
+		return nil, err
+	}
+	if p.Text, err = chromedp.Run(tabCtx, chromedp.Evaluate[string](`document.body.innerText`)); err != nil {
 		return nil, err
 	}
 	if len(p.Charts) > 0 {
@@ -290,8 +318,10 @@ func Visit(ctx context.Context, chromium, path, userDir string) (*Page, error) {
 			}
 		}
 	}
-	if p.Screenshot, err = chromedp.Run(tabCtx, chromedp.FullScreenshot(100)); err != nil {
-		return nil, err
+	if o.screenshots {
+		if p.Screenshot, err = chromedp.Run(tabCtx, chromedp.FullScreenshot(100)); err != nil {
+			return nil, err
+		}
 	}
 	// Stop the browser now, so that the events it sent are all in.
 	tabCancel()
@@ -302,14 +332,20 @@ func Visit(ctx context.Context, chromium, path, userDir string) (*Page, error) {
 	return p, nil
 }
 
-// SaveScreenshot writes the screenshot to the file named by the
-// environment variable env, if it is set; it returns the path written.
+// SaveScreenshot writes the screenshot of the whole page to the file
+// named by the environment variable env, if it is set, and that of the
+// first screen beside it (name.png → name.first.png); it returns the path
+// of the first.
 func (p *Page) SaveScreenshot(env string) (string, error) {
 	path := os.Getenv(env)
 	if path == "" {
 		return "", nil
 	}
-	return path, os.WriteFile(path, p.Screenshot, 0o644)
+	if err := os.WriteFile(path, p.Screenshot, 0o644); err != nil {
+		return path, err
+	}
+	first := strings.TrimSuffix(path, ".png") + ".first.png"
+	return path, os.WriteFile(first, p.FirstScreen, 0o644)
 }
 
 // HoverProblems says what is wrong with the hover check, if anything: the
