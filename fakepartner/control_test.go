@@ -154,10 +154,10 @@ func TestControlHosts(t *testing.T) {
 	}
 }
 
-// RequireToken guards a handler (the /metrics listener) the same way.
-func TestRequireToken(t *testing.T) {
+// Guard guards a handler (the /metrics listener) the same way.
+func TestGuard(t *testing.T) {
 	const tok = "metrics-token-0123456789"
-	h := RequireToken(tok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	h := Guard(tok, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	for _, tt := range []struct {
 		auth string
 		want int
@@ -175,10 +175,28 @@ func TestRequireToken(t *testing.T) {
 			t.Errorf("401 body %q is not a JSON error", w.Body.String())
 		}
 	}
-	w := httptest.NewRecorder()
-	RequireToken("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
-	if w.Code != 204 {
-		t.Errorf("without a token: %d, want 204 (open)", w.Code)
+	// Without a token: open to a local client, closed to a web page (a
+	// foreign Host, as DNS rebinding sends, or a foreign Origin).
+	open := Guard("", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	for _, tt := range []struct {
+		name, host, origin string
+		want               int
+	}{
+		{"local", "127.0.0.1:9464", "", 204},
+		{"localhost", "localhost:9464", "", 204},
+		{"foreign Host", "evil.example:9464", "", 421},
+		{"foreign Origin", "127.0.0.1:9464", "http://evil.example", 403},
+	} {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		r.Host = tt.host
+		if tt.origin != "" {
+			r.Header.Set("Origin", tt.origin)
+		}
+		w := httptest.NewRecorder()
+		open.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("without a token, %s: %d, want %d", tt.name, w.Code, tt.want)
+		}
 	}
 }
 

@@ -47,7 +47,7 @@ func serveMetricsToken(cmd, addr, token string, w io.Writer, reg *prometheus.Reg
 		return nil, usagef("stormdrill %s: --metrics: %v", cmd, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", fakepartner.RequireToken(token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, Timeout: 10 * time.Second})))
+	mux.Handle("GET /metrics", fakepartner.Guard(token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, Timeout: 10 * time.Second})))
 	ms := &metricsServer{
 		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second},
 		done: make(chan error, 1),

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -118,4 +119,41 @@ func TestLiveMetricsEndWithTheSummarysCounters(t *testing.T) {
 		}
 	}
 	t.Logf("%d scrapes; the last: %v requests, the summary: %d attempts", len(scrapes), scrapes[len(scrapes)-1], s.Attempts.Total)
+}
+
+// Every /metrics (the partner's and the dispatcher's share serveMetrics)
+// refuses a web page as the control API does: a foreign Host (DNS
+// rebinding) gets 421, a foreign Origin 403; a local scrape gets 200.
+func TestMetricsRefuseWebPages(t *testing.T) {
+	var out strings.Builder
+	ms, err := serveMetrics("dispatch", "127.0.0.1:0", &out, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	url := strings.TrimSpace(strings.TrimPrefix(out.String(), "metrics: "))
+	for _, c := range []struct {
+		name, host, origin string
+		want               int
+	}{
+		{"local", "", "", 200},
+		{"foreign Host", "evil.example", "", 421},
+		{"foreign Origin", "", "http://evil.example", 403},
+	} {
+		req, _ := http.NewRequest("GET", url, nil)
+		if c.host != "" {
+			req.Host = c.host
+		}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
 }

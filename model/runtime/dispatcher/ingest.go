@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stormdrill/stormdrill/model/runtime/httpguard"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
@@ -44,7 +45,8 @@ type IngestDelivery struct {
 	URL string `json:"url"`
 }
 
-// Ingest is the dispatcher's HTTP ingest: POST /events enqueues an event's
+// Ingest is the dispatcher's HTTP ingest, loopback only: POST /events
+// (Content-Type: application/json) enqueues an event's
 // deliveries durably in one transaction and answers 202 only once they
 // are stored; GET /healthz answers 200. A queue that holds Capacity
 // deliveries or more (ready, delayed or leased) answers 503 with a
@@ -77,8 +79,14 @@ func NewIngest(cfg Config, capacity int) (*Ingest, error) {
 	return in, nil
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. A request a web page could make (a
+// foreign Host or Origin, a POST that is not application/json) is refused
+// first, as httpguard refuses it everywhere.
 func (in *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, msg := (httpguard.Policy{}).Refusal(r); status != 0 {
+		httpguard.WriteError(w, status, msg)
+		return
+	}
 	switch {
 	case r.URL.Path == "/healthz" && r.Method == http.MethodGet:
 		w.WriteHeader(http.StatusOK)

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,8 +23,57 @@ func ingestConfig(st queue.Store) Config {
 func post(t *testing.T, h http.Handler, body string) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/events", strings.NewReader(body)))
+	h.ServeHTTP(w, localRequest(http.MethodPost, "/events", strings.NewReader(body)))
 	return w
+}
+
+// localRequest is a request as a local client sends it: to a loopback
+// Host, with a JSON body.
+func localRequest(method, path string, body io.Reader) *http.Request {
+	r := httptest.NewRequest(method, path, body)
+	r.Host = "127.0.0.1:8081"
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return r
+}
+
+// The ingest refuses what a web page on this machine could send, as the
+// partner's control API does: a foreign Origin (403), a body that is not
+// JSON (415, a form post needs no preflight) and a foreign Host (421, DNS
+// rebinding); nothing of a refused event is stored.
+func TestIngestRefusesWebPages(t *testing.T) {
+	st := queue.NewMemory()
+	in, err := NewIngest(ingestConfig(st), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = `{"event_id":"e1","deliveries":[{"id":"e1:solo","url":"http://127.0.0.1:9/solo"}]}`
+	for _, c := range []struct {
+		name   string
+		change func(r *http.Request)
+		want   int
+	}{
+		{"foreign Origin", func(r *http.Request) { r.Header.Set("Origin", "http://evil.example") }, http.StatusForbidden},
+		{"cross-site fetch", func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") }, http.StatusForbidden},
+		{"text/plain body", func(r *http.Request) { r.Header.Set("Content-Type", "text/plain") }, http.StatusUnsupportedMediaType},
+		{"no content type", func(r *http.Request) { r.Header.Del("Content-Type") }, http.StatusUnsupportedMediaType},
+		{"foreign Host", func(r *http.Request) { r.Host = "evil.example" }, http.StatusMisdirectedRequest},
+	} {
+		r := localRequest(http.MethodPost, "/events", strings.NewReader(body))
+		c.change(r)
+		w := httptest.NewRecorder()
+		in.ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("%s: %d, want %d", c.name, w.Code, c.want)
+		}
+	}
+	if _, err := st.Get(context.Background(), "e1:solo"); err == nil {
+		t.Fatal("a refused event was stored")
+	}
+	if w := post(t, in, body); w.Code != http.StatusAccepted {
+		t.Fatalf("a local JSON post: %d %s", w.Code, w.Body)
+	}
 }
 
 // TestIngest: an event's deliveries are stored under the endpoint their
@@ -76,17 +126,17 @@ func TestIngest(t *testing.T) {
 		t.Error("a refused event was stored")
 	}
 	rw := httptest.NewRecorder()
-	in.ServeHTTP(rw, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	in.ServeHTTP(rw, localRequest(http.MethodGet, "/healthz", nil))
 	if rw.Code != http.StatusOK {
 		t.Errorf("healthz: %d", rw.Code)
 	}
 	rw = httptest.NewRecorder()
-	in.ServeHTTP(rw, httptest.NewRequest(http.MethodGet, "/events", nil))
+	in.ServeHTTP(rw, localRequest(http.MethodGet, "/events", nil))
 	if rw.Code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /events: %d", rw.Code)
 	}
 	rw = httptest.NewRecorder()
-	big := httptest.NewRequest(http.MethodPost, "/events", strings.NewReader(strings.Repeat(" ", MaxIngestBody+10)+"{}"))
+	big := localRequest(http.MethodPost, "/events", strings.NewReader(strings.Repeat(" ", MaxIngestBody+10)+"{}"))
 	in.ServeHTTP(rw, big)
 	if rw.Code != http.StatusRequestEntityTooLarge && rw.Code != http.StatusUnprocessableEntity {
 		t.Errorf("oversized body: %d", rw.Code)
