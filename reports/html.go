@@ -217,6 +217,7 @@ li.bad { color: var(--fail); font-weight: 600; }
 {{end}}</ul>{{end}}
 {{with .SeedNote}}<p id="seed-note">{{.}}</p>{{end}}
 {{if .HasSummary}}
+{{if .SeedGates}}{{template "gates" .}}{{end}}
 {{if .Sides}}<section id="sides">
 <h2>Faulty against healthy{{with .SeedScope}} ({{.}}){{end}}</h2>
 <div class="scroll">
@@ -236,33 +237,7 @@ li.bad { color: var(--fail); font-weight: 600; }
 </div>
 {{if .SidesOmitted}}<p class="omitted">… and {{.SidesOmitted}} more faulty cohorts (see Cohorts).</p>{{end}}
 </section>{{end}}
-<section>
-<h2>Gates</h2>
-<div class="scroll">
-<table id="gates">
-{{if .SeedGates}}<thead><tr><th>gate</th><th>held on</th><th class="num">min</th><th class="num">mean</th><th class="num">max</th><th>verdict</th></tr></thead>
-{{else}}<thead><tr><th>gate</th><th class="num">measured</th><th>verdict</th></tr></thead>
-{{end}}<tbody>
-{{range .Gates}}<tr><td><code>{{.Expr}}</code></td>{{if $.SeedGates}}<td>{{.HeldOn}}</td><td class="num">{{.Min}}</td><td class="num">{{.Mean}}</td><td class="num">{{.Max}}</td>{{else}}<td class="num">{{.Measured}}</td>{{end}}{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
-{{else}}<tr><td colspan="6" class="note">No gates.</td></tr>
-{{end}}</tbody>
-</table>
-</div>
-{{if .GatesOmitted}}<p class="omitted">… and {{.GatesOmitted}} more gates not shown.</p>{{end}}
-</section>
-
-{{if .Tolerances}}<section id="tolerances">
-<h2>Tolerances against the baseline</h2>
-<div class="scroll">
-<table>
-<thead><tr><th>tolerance</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th>test</th><th>verdict</th></tr></thead>
-<tbody>
-{{range .Tolerances}}<tr><td><code>{{.Expr}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td>{{if .Test}}{{.Test}}{{else}}—{{end}}</td>{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
-{{end}}</tbody>
-</table>
-</div>
-</section>{{end}}
-
+{{if not .SeedGates}}{{template "gates" .}}{{end}}
 <section id="figures">
 <h2>Pipeline totals{{with .SeedScope}} ({{.}}){{end}}</h2>
 <table>
@@ -445,4 +420,30 @@ li.bad { color: var(--fail); font-weight: 600; }
 <script>{{.ChartScript}}</script>{{end}}
 </body>
 </html>
+{{define "gates"}}<section>
+<h2>Gates</h2>
+<div class="scroll">
+<table id="gates">
+{{if .SeedGates}}<thead><tr><th>gate</th><th>held on</th><th class="num">min</th><th class="num">mean</th><th class="num">max</th><th>verdict</th></tr></thead>
+{{else}}<thead><tr><th>gate</th><th class="num">measured</th><th>verdict</th></tr></thead>
+{{end}}<tbody>
+{{range .Gates}}<tr><td><code>{{.Expr}}</code></td>{{if $.SeedGates}}<td>{{.HeldOn}}</td><td class="num">{{.Min}}</td><td class="num">{{.Mean}}</td><td class="num">{{.Max}}</td>{{else}}<td class="num">{{.Measured}}</td>{{end}}{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
+{{else}}<tr><td colspan="6" class="note">No gates.</td></tr>
+{{end}}</tbody>
+</table>
+</div>
+{{if .GatesOmitted}}<p class="omitted">… and {{.GatesOmitted}} more gates not shown.</p>{{end}}
+</section>
+
+{{if .Tolerances}}<section id="tolerances">
+<h2>Tolerances against the baseline</h2>
+<div class="scroll">
+<table>
+<thead><tr><th>tolerance</th><th class="num">base</th><th class="num">candidate</th><th class="num">change</th><th>test</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Tolerances}}<tr><td><code>{{.Expr}}</code></td><td class="num">{{.Base}}</td><td class="num">{{.Candidate}}</td><td class="num">{{.Change}}</td><td>{{if .Test}}{{.Test}}{{else}}—{{end}}</td>{{if .Pass}}<td class="ok">✓ pass</td>{{else}}<td class="bad">✗ FAIL</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</div>
+</section>{{end}}{{end}}
 `))

@@ -689,7 +689,8 @@ func mdLink(name string) string {
 }
 
 // WriteMarkdown writes report.md: the verdict and what failed; the faulty
-// cohorts against the healthy ones, then the pipeline totals; gates,
+// cohorts against the healthy ones (after the gates in a multi-seed run,
+// whose gates cover every seed), then the pipeline totals; gates,
 // tolerances, key figures, cohorts, dead letters, outages, breaker
 // transitions, plots, policy, the baseline comparison, the spread across
 // seeds, the live-mode sections when they apply, and the definitions every
@@ -728,6 +729,12 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.line(mdCell(v.SeedNote))
 	}
 
+	// A multi-seed run's gates cover every seed: they come before the
+	// tables of the first seed's run.
+	if v.SeedGates {
+		writeMarkdownGates(m, v)
+	}
+
 	if len(v.Sides) > 0 {
 		m.line("")
 		m.line("## Faulty against healthy" + scopeSuffix(v))
@@ -763,42 +770,8 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		m.omitted(v.SidesOmitted, "faulty cohorts (see Cohorts)")
 	}
 
-	m.line("")
-	m.line("## Gates")
-	m.line("")
-	if len(v.Gates) == 0 {
-		m.line("No gates.")
-	} else {
-		if v.SeedGates {
-			m.line("| gate | held on | min | mean | max | verdict |")
-			m.line("| --- | --- | ---: | ---: | ---: | --- |")
-		} else {
-			m.line("| gate | measured | verdict |")
-			m.line("| --- | ---: | --- |")
-		}
-		for _, g := range v.Gates {
-			if v.SeedGates {
-				m.row(mdCode(g.Expr), mdCell(g.HeldOn), mdCell(g.Min), mdCell(g.Mean), mdCell(g.Max), passText(g.Pass))
-				continue
-			}
-			m.row(mdCode(g.Expr), mdCell(g.Measured), passText(g.Pass))
-		}
-		m.omitted(v.GatesOmitted, "gates")
-	}
-
-	if len(v.Tolerances) > 0 {
-		m.line("")
-		m.line("## Tolerances against the baseline")
-		m.line("")
-		m.line("| tolerance | base | candidate | change | test | verdict |")
-		m.line("| --- | ---: | ---: | ---: | --- | --- |")
-		for _, t := range v.Tolerances {
-			test := t.Test
-			if test == "" {
-				test = "—"
-			}
-			m.row(mdCode(t.Expr), mdCell(t.Base), mdCell(t.Candidate), mdCell(t.Change), mdCell(test), passText(t.Pass))
-		}
+	if !v.SeedGates {
+		writeMarkdownGates(m, v)
 	}
 
 	m.line("")
@@ -1035,6 +1008,47 @@ func plural(n int64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// writeMarkdownGates writes the gates and the tolerances.
+func writeMarkdownGates(m *mdWriter, v *reportView) {
+	m.line("")
+	m.line("## Gates")
+	m.line("")
+	if len(v.Gates) == 0 {
+		m.line("No gates.")
+	} else {
+		if v.SeedGates {
+			m.line("| gate | held on | min | mean | max | verdict |")
+			m.line("| --- | --- | ---: | ---: | ---: | --- |")
+		} else {
+			m.line("| gate | measured | verdict |")
+			m.line("| --- | ---: | --- |")
+		}
+		for _, g := range v.Gates {
+			if v.SeedGates {
+				m.row(mdCode(g.Expr), mdCell(g.HeldOn), mdCell(g.Min), mdCell(g.Mean), mdCell(g.Max), passText(g.Pass))
+				continue
+			}
+			m.row(mdCode(g.Expr), mdCell(g.Measured), passText(g.Pass))
+		}
+		m.omitted(v.GatesOmitted, "gates")
+	}
+
+	if len(v.Tolerances) > 0 {
+		m.line("")
+		m.line("## Tolerances against the baseline")
+		m.line("")
+		m.line("| tolerance | base | candidate | change | test | verdict |")
+		m.line("| --- | ---: | ---: | ---: | --- | --- |")
+		for _, t := range v.Tolerances {
+			test := t.Test
+			if test == "" {
+				test = "—"
+			}
+			m.row(mdCode(t.Expr), mdCell(t.Base), mdCell(t.Candidate), mdCell(t.Change), mdCell(test), passText(t.Pass))
+		}
+	}
 }
 
 // scopeSuffix marks the headings of a multi-seed run's first-seed tables.
