@@ -15,9 +15,9 @@ type KeyDoc struct {
 	Key, Type, Default, Doc string
 }
 
-// Keys is the reference of every drill key, in the order the README lists
+// Keys is the reference of every drill key, in the order docs/drill-keys.md lists
 // them. A test checks it against the toml tags of Drill, both ways; the
-// README's table is KeysMarkdown().
+// table of docs/drill-keys.md is KeysMarkdown().
 var Keys = []KeyDoc{
 	{"include", "array of strings", "", "Drill files whose keys act as defaults under this one, relative to this file. Tables merge key by key; arrays (partners, gates, …) in this file replace the included ones."},
 	{"name", "string", "required", "Drill name; also the output directory name, so letters, digits, `.`, `_` and `-` only."},
@@ -232,7 +232,7 @@ func KeysMarkdown() string {
 	return b.String()
 }
 
-// OutageKindsMarkdown is the README's table of outage kinds, read off
+// OutageKindsMarkdown is the table of outage kinds in docs/drill-keys.md, read off
 // their declarations: what the partner does, what the dispatcher sees of
 // it and how it classes it, and whether the kind can also strike single
 // calls (partners[].faults).

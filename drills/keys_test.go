@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the key table in README.md")
+var update = flag.Bool("update", false, "rewrite the key tables in docs/drill-keys.md")
 
 // TestKeysCoverSchema checks, through the toml tags of Drill, that every key
 // has a KeyDoc (itself or a documented parent table), that every KeyDoc
@@ -78,27 +78,27 @@ const (
 	keysEnd   = "<!-- keys:end -->"
 )
 
-// TestREADMEKeys checks that README.md carries KeysMarkdown() between the
+// TestDocsKeys checks that docs/drill-keys.md carries KeysMarkdown() between the
 // markers; with -update it rewrites that section and nothing else.
-func TestREADMEKeys(t *testing.T) {
+func TestDocsKeys(t *testing.T) {
 	readmeSection(t, keysBegin, keysEnd, KeysMarkdown())
 	readmeSection(t, "<!-- outagekinds:begin -->", "<!-- outagekinds:end -->", OutageKindsMarkdown())
 }
 
-// readmeSection checks that README.md's text between the markers is body;
+// readmeSection checks that docs/drill-keys.md's text between the markers is body;
 // with -update it rewrites it.
 func readmeSection(t *testing.T, keysBegin, keysEnd, body string) {
 	t.Helper()
-	path := filepath.Join("..", "README.md")
+	path := filepath.Join("..", "docs", "drill-keys.md")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatal(err)
 	}
 	text := string(data)
 	b := strings.Index(text, keysBegin)
 	e := strings.Index(text, keysEnd)
 	if b < 0 || e < b {
-		t.Fatal("README.md has no " + keysBegin + " … " + keysEnd + " section")
+		t.Fatal(path + " has no " + keysBegin + " … " + keysEnd + " section")
 	}
 	want := keysBegin + "\n" + body + keysEnd
 	got := text[b : e+len(keysEnd)]
@@ -106,7 +106,7 @@ func readmeSection(t *testing.T, keysBegin, keysEnd, body string) {
 		return
 	}
 	if !*update {
-		t.Fatalf("README.md %s table is stale; run: go test ./drills -run TestREADMEKeys -update", keysBegin)
+		t.Fatalf("%s: %s table is stale; run: go test ./drills -run TestDocsKeys -update", path, keysBegin)
 	}
 	if err := os.WriteFile(path, []byte(text[:b]+want+text[e+len(keysEnd):]), 0o644); err != nil {
 		t.Fatal(err)

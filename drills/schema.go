@@ -1,8 +1,8 @@
 package drills
 
 // Drill is one drill file as decoded. Every field's toml key, default and
-// meaning is also listed in the key reference (keys.go), which the README's
-// table is generated from; keep the two together.
+// meaning is also listed in the key reference (keys.go), which the table of
+// docs/drill-keys.md is generated from; keep the two together.
 type Drill struct {
 	Include     []string `toml:"include"` // files whose keys act as defaults, relative to this file
 	Name        string   `toml:"name"`

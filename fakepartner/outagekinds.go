@@ -12,7 +12,7 @@ import (
 // This file declares every outage kind, once: its name, a one-line doc,
 // the keys it uses and their validation, how a subscriber answers while it
 // is in force, and its effect on attempts as the analytic plan counts it.
-// Validation, `stormdrill keys`, the README, the plan, the simulated
+// Validation, `stormdrill keys`, docs/drill-keys.md, the plan, the simulated
 // partner and the HTTP server all read these declarations. To add a kind,
 // add a constant and a declaration here, and a case to its test.
 
@@ -67,7 +67,7 @@ type OutageKindInfo struct {
 	// slowdown, a flap); empty otherwise.
 	NotPerCall string
 	// Caller is what the dispatcher sees of an answer of this kind and how
-	// it classes it; one line for the README's table of kinds.
+	// it classes it; one line for the table of kinds in docs/drill-keys.md.
 	Caller string
 	// Counts is the breaker count class (policy.breaker.count) of a call
 	// the kind fails; 0 for a kind that fails no call by itself.

@@ -103,7 +103,7 @@ func TestEnumStrings(t *testing.T) {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
 	}
-	// The reasons are the names the README defines; reports key on them.
+	// The reasons are the names docs/metrics.md defines; reports key on them.
 	want := []Reason{"permanent", "max-attempts", "window-expired", "circuit-open", "budget-exhausted", "queue-full"}
 	if len(Reasons) != len(want) {
 		t.Fatalf("Reasons has %d entries, want %d", len(Reasons), len(want))

@@ -63,7 +63,7 @@ func (c Class) String() string {
 // Reason is why a delivery was dead-lettered.
 type Reason string
 
-// Dead-letter reasons, as the README names them ("dead-lettered").
+// Dead-letter reasons, as docs/metrics.md names them ("dead-lettered").
 const (
 	ReasonNone            Reason = ""
 	ReasonPermanent       Reason = "permanent"

@@ -9,7 +9,7 @@ import (
 )
 
 // glossaryText is the one source of the definitions of what the harness
-// measures: README.md's section "What the harness measures" is this text,
+// measures: docs/metrics.md's section "What the harness measures" is this text,
 // and every report carries it as its Definitions section, so the links of
 // a report resolve inside the report itself.
 //
@@ -24,7 +24,7 @@ type Definition struct {
 }
 
 // GlossaryMarkdown returns the glossary as Markdown, one "### term" heading
-// per definition; README.md carries it verbatim.
+// per definition; docs/metrics.md carries it verbatim.
 func GlossaryMarkdown() string { return glossaryText }
 
 // glossary is glossaryText parsed once.

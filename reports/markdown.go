@@ -197,7 +197,7 @@ type comparisonView struct {
 	Same                     int // unchanged rows left out
 }
 
-// Anchors the key figures link to; the README must carry these headings.
+// Anchors the key figures link to; the glossary (GlossaryMarkdown) carries these headings.
 const (
 	anchorDelivery      = "delivery"
 	anchorAttempt       = "attempt"

@@ -37,7 +37,7 @@ func (k Kind) String() string {
 }
 
 // DeadLetterReasons are the reasons a delivery can be dead-lettered, in the
-// order reports list them (the README, "dead-lettered").
+// order reports list them (docs/metrics.md, "dead-lettered").
 var DeadLetterReasons = []string{
 	"permanent",
 	"max-attempts",

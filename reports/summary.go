@@ -1,7 +1,7 @@
 package reports
 
 // Summary is everything a run measured, as written to summary.json. Its field
-// names are the contract of the README ("What the harness measures"): gates,
+// names are the contract of docs/metrics.md ("What the harness measures"): gates,
 // reports and `compare` read these names. Durations are in seconds (suffix
 // _s); a nil pointer means "not applicable" (for example an outage that never
 // drained).

@@ -118,7 +118,7 @@ func isMainPackage(t *testing.T, dir string) bool {
 	return ok && len(pkgs) == 1
 }
 
-// composeService is one service of the README's compose file, as far as
+// composeService is one service of the compose file in docs/external.md, as far as
 // the test reads it.
 type composeService struct {
 	image               string
@@ -126,18 +126,18 @@ type composeService struct {
 	env                 map[string]string
 }
 
-// readmeCompose reads the compose file in the README (the yaml block that
+// readmeCompose reads the compose file in docs/external.md (the yaml block that
 // starts "# compose.yaml"). It reads only what the file uses: services with
 // image, entrypoint and command as flow sequences, and environment maps.
 func readmeCompose(t *testing.T) map[string]*composeService {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/external.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(data), "```yaml\n# compose.yaml\n")
 	if !ok {
-		t.Fatal("README.md has no ```yaml block starting with # compose.yaml")
+		t.Fatal("docs/external.md has no ```yaml block starting with # compose.yaml")
 	}
 	block, _, _ := strings.Cut(rest, "```")
 	services := map[string]*composeService{}
@@ -231,13 +231,13 @@ func riverSenderFlags(t *testing.T) map[string]bool {
 	return out
 }
 
-// The README's compose file runs only subcommands and flags that exist, a
+// The compose file of docs/external.md runs only subcommands and flags that exist, a
 // drill the image holds, and addresses that agree with that drill: its
 // partner server's URL names the drill service and the port it listens on,
 // its ingest names the sender service and the port the sender listens on,
 // and the sender reports dead letters to that partner server with the token
 // from the environment.
-func TestREADMEComposeFile(t *testing.T) {
+func TestDocsComposeFile(t *testing.T) {
 	services := readmeCompose(t)
 	for _, name := range []string{"postgres", "sender", "drill"} {
 		if services[name] == nil {

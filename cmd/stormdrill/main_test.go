@@ -506,18 +506,18 @@ func TestRunWithBaselinePutsComparisonInReport(t *testing.T) {
 	}
 }
 
-// readmeCITolerances are the --fail-on tolerances of the README's CI
-// example, so that the test below checks what the README tells users.
-func readmeCITolerances(t *testing.T) []string {
+// docsCITolerances are the --fail-on tolerances of the CI example in
+// docs/reports.md, so that the test below checks what the docs tell users.
+func docsCITolerances(t *testing.T) []string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/reports.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(readme)
 	i := strings.Index(text, "A CI gate against a stored baseline")
 	if i < 0 {
-		t.Fatal("README.md has no CI example")
+		t.Fatal("docs/reports.md has no CI example")
 	}
 	block := text[i:]
 	if j := strings.Index(block, "```sh"); j >= 0 {
@@ -531,7 +531,7 @@ func readmeCITolerances(t *testing.T) []string {
 		tols = append(tols, m[1])
 	}
 	if len(tols) < 2 || !strings.Contains(block, "--seeds 10") {
-		t.Fatalf("README's CI example has tolerances %q and no --seeds 10:\n%s", tols, block)
+		t.Fatalf("docs/reports.md's CI example has tolerances %q and no --seeds 10:\n%s", tols, block)
 	}
 	return tols
 }
@@ -559,7 +559,7 @@ func flagshipVariant(t *testing.T, replace ...string) string {
 }
 
 // TestSeedNoiseIsNotAFailure: the flagship with base seeds 42 and 7, ten
-// seeds each, compares as not different under the README's example
+// seeds each, compares as not different under the example of docs/reports.md
 // tolerances; the same drill with jitter = "none" is caught. max_attempts
 // doubled changes nothing in the flagship itself (its breaker holds
 // deliveries, so none reaches 8 attempts: the runs are identical), so it is
@@ -572,7 +572,7 @@ func TestSeedNoiseIsNotAFailure(t *testing.T) {
 		// tests do not.
 		t.Skip("runs the flagship 60 times (skipped under -short and -race)")
 	}
-	tols := readmeCITolerances(t)
+	tols := docsCITolerances(t)
 	runSeeds := func(drill, seed string) string {
 		dir := t.TempDir()
 		path, _ := filepath.Abs(drill)

@@ -145,7 +145,7 @@ func TestDemoOutageNoBackoff(t *testing.T) {
 	// the first dead letters come once five failing calls of about 1.5s
 	// have run back to back: 7.5s. The scenario says about 15s, which
 	// needs about 3s per attempt and contradicts its own 2/s below (that
-	// needs at most 1.2s per attempt from 12 slots); the README's table
+	// needs at most 1.2s per attempt from 12 slots); the table of docs/drill-format.md
 	// says so. The demo keeps the scenario's parameters, so the assertion
 	// is the figure they give, with the claims' tolerance,
 	if f := mean(first); !within(f, 7.5, timeTol) {
