@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stormdrill/stormdrill/fakepartner"
 )
 
 // Limits are ceilings on the total work a drill asks for, so that a typo
@@ -66,9 +68,9 @@ const (
 	// live mode: a shorter lease expires before a claim is sent.
 	MinLeaseTimeout  = time.Millisecond
 	MinLiveLeaseWall = 100 * time.Millisecond
-	// MinFlapPeriod bounds a flap's period below: a shorter one is not an
-	// outage anybody scripts, and below 2ns it has no down half.
-	MinFlapPeriod = time.Millisecond
+	// MinFlapPeriod bounds a flap's period below (the fake partner's rule,
+	// which its control API applies too).
+	MinFlapPeriod = fakepartner.MinFlapPeriod
 )
 
 // WithDefaults returns the limits in force: the zero ones filled with
@@ -277,9 +279,6 @@ func checkRanges(d *Drill) []problem {
 			if o.Start.D > MaxDurationValue || o.For.D > MaxDurationValue {
 				continue // checkArrays said so
 			}
-			if o.Kind == "flap" && o.Period.D > 0 && o.Period.D < MinFlapPeriod {
-				bad(key+"period", "%v is too short: at least %v", o.Period.D, MinFlapPeriod)
-			}
 			if o.Kind == "throttle" && strings.HasPrefix(o.RetryAfter, "date:") {
 				if v, err := ParseDuration(strings.TrimPrefix(o.RetryAfter, "date:")); err == nil && v > MaxDurationValue {
 					bad(key+"retry_after", "%q is too far ahead: at most date:%v", clip(o.RetryAfter), MaxDurationValue)
@@ -296,10 +295,11 @@ func checkRanges(d *Drill) []problem {
 			// outages share subscriber 0.
 			for k := 0; k < j; k++ {
 				q := &p.Outages[k]
-				if q.For.D <= 0 || o.For.D <= 0 || q.Start.D > MaxDurationValue || q.For.D > MaxDurationValue {
+				if q.Start.D > MaxDurationValue || q.For.D > MaxDurationValue {
 					continue
 				}
-				if o.Start.D < q.Start.D+q.For.D && q.Start.D < o.Start.D+o.For.D {
+				a, b := fakepartner.Outage{Start: o.Start.D, For: o.For.D}, fakepartner.Outage{Start: q.Start.D, For: q.For.D}
+				if a.Overlaps(&b) {
 					bad(key+"start", "overlaps outages[%d] (%v to %v) on the same subscribers; one subscriber has one outage at a time: move it, or make one outage that does both", k, q.Start.D, q.Start.D+q.For.D)
 					break
 				}

@@ -120,6 +120,10 @@ func TestControlAPIToken(t *testing.T) {
 			if tt.ok && (got < 200 || got > 299) {
 				t.Errorf("%s %s, %s: status %d, want 2xx", ep.method, ep.path, tt.name, got)
 			}
+			if tt.ok && ep.method == "POST" && ep.path == "/control/outage" {
+				// One outage at a time: end it before the next case starts one.
+				controlReq(t, "DELETE", base+"/control/outage?partner=acme", "", map[string]string{"Content-Type": json, "Authorization": "Bearer " + tok})
+			}
 		}
 	}
 	mu.Lock()
@@ -266,4 +270,32 @@ func TestIDSetMemory(t *testing.T) {
 		t.Error("membership is wrong")
 	}
 	runtime.KeepAlive(set)
+}
+
+// The control API holds an outage to the drill format's rules: a flap
+// period under fakepartner.MinFlapPeriod (the drill's minimum) and an
+// outage in force while another is, manual or scripted, are refused; after
+// DELETE the next one starts.
+func TestControlAPIAppliesTheDrillRules(t *testing.T) {
+	spec := quickSpec("acme")
+	spec.Outages = []Outage{{Kind: OutageUnavailable, Start: time.Hour, For: time.Minute}}
+	_, base, _ := startServer(t, []Spec{spec}, ServerOptions{})
+	js := map[string]string{"Content-Type": "application/json"}
+	for _, c := range []struct {
+		name, body string
+		want       int
+	}{
+		{"flap period of 2ns", `{"partner":"acme","kind":"flap","for":"10s","period":"2ns"}`, 400},
+		{"dribble over more than 1000h", `{"partner":"acme","kind":"dribble","for":"10s","dribble_over":"1001h"}`, 400},
+		{"first outage", `{"partner":"acme","kind":"unavailable","for":"10s"}`, 200},
+		{"overlapping outage", `{"partner":"acme","kind":"timeout","for":"10s"}`, 409},
+		{"overlapping the scripted outage", `{"partner":"acme","kind":"timeout","for":"2h"}`, 409},
+	} {
+		if c.name == "overlapping the scripted outage" {
+			controlReq(t, "DELETE", base+"/control/outage?partner=acme", "", js)
+		}
+		if got := controlReq(t, "POST", base+"/control/outage", c.body, js); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
 }

@@ -194,8 +194,8 @@ var OutageKinds = [...]OutageKindInfo{
 		Caller: "HTTP 503 or the usual answer: `5xx`, retryable",
 		Uses:   []string{"period", "answer_after"},
 		Check: func(o *Outage) []Problem {
-			if o.Period < 2 {
-				return append(checkAnswerAfter(o), Problem{"period", "flap outages need a period of at least 2ns (one down+up cycle, e.g. \"10s\")"})
+			if o.Period < MinFlapPeriod {
+				return append(checkAnswerAfter(o), Problem{"period", fmt.Sprintf("flap outages need a period of at least %v, one down+up cycle, e.g. \"10s\" (got %v)", MinFlapPeriod, o.Period)})
 			}
 			return checkAnswerAfter(o)
 		},

@@ -921,6 +921,30 @@ func (s *Server) pruneManual(c *cohort, now time.Time) {
 	c.manual = kept
 }
 
+// overlapping says which outage of c, manual or scripted, would be in
+// force at once with o started now, by the drill format's rule (one
+// outage at a time on a subscriber), or "". c.mu is held.
+func (s *Server) overlapping(c *cohort, o Outage, now time.Time) string {
+	o.Start = s.DrillTime(now)
+	for _, m := range c.manual {
+		other := m.o
+		other.Start = s.DrillTime(m.began)
+		if o.Overlaps(&other) {
+			return fmt.Sprintf("partner %q already has a %s outage started by the control API until drill time %v; one outage at a time: end it first (DELETE /control/outage)", c.spec.Name, other.Kind, other.End())
+		}
+	}
+	for i := range c.spec.Outages {
+		sc := &c.spec.Outages[i]
+		if c.scriptCutSet && sc.Start <= c.scriptCut {
+			continue // ended by DELETE /control/outage
+		}
+		if o.Overlaps(sc) {
+			return fmt.Sprintf("partner %q has a scripted %s outage from drill time %v to %v; one outage at a time: end it first, or start this one after it", c.spec.Name, sc.Kind, sc.Start, sc.End())
+		}
+	}
+	return ""
+}
+
 // outageRequest is the body of POST /control/outage; durations are drill
 // time, like every duration the control API reads or writes.
 type outageRequest struct {
@@ -977,6 +1001,11 @@ func (s *Server) handleStartOutage(w http.ResponseWriter, r *http.Request) {
 	if len(c.manual) >= MaxManualOutages {
 		c.mu.Unlock()
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("partner %q already has %d manual outages; end them first", c.spec.Name, MaxManualOutages))
+		return
+	}
+	if msg := s.overlapping(c, o, now); msg != "" {
+		c.mu.Unlock()
+		writeJSONError(w, http.StatusConflict, msg)
 		return
 	}
 	c.manual = append(c.manual, manualOutage{o: o, began: now})

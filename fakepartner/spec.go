@@ -83,6 +83,18 @@ func (o *Outage) Hits(member int) bool { return o.Members == 0 || (member >= 0 &
 // ActiveAt reports whether t is inside the window [Start, Start+For).
 func (o *Outage) ActiveAt(t time.Duration) bool { return t >= o.Start && t < o.End() }
 
+// MinFlapPeriod bounds a flap's period below: a shorter one is not an
+// outage anybody scripts, and below 2ns it has no down half.
+const MinFlapPeriod = time.Millisecond
+
+// Overlaps reports whether two outages of one cohort are in force at once
+// on some subscriber. The partner plays one outage at a time, so a script
+// or a control request with both would not do what it says; members N hits
+// subscribers 0..N-1, so any two outages share subscriber 0.
+func (o *Outage) Overlaps(p *Outage) bool {
+	return o.For > 0 && p.For > 0 && o.Start < p.End() && p.Start < o.End()
+}
+
 // EffectiveAt reports whether the outage changes behaviour at t: inside the
 // window and, for a flap, in the down half of its period.
 func (o *Outage) EffectiveAt(t time.Duration) bool {
