@@ -235,29 +235,12 @@ func validateActions(d *Drill, has func(string) bool, names map[string]int) []pr
 // reasonImpossible says why the drill's policy can never dead-letter a
 // delivery for reason r, or "" when it can (or might).
 func reasonImpossible(d *Drill, r model.Reason) string {
-	switch r {
-	case model.ReasonMaxAttempts:
-		if d.Policy.Retry.MaxAttempts == 0 {
-			return "policy.retry.max_attempts is 0 (no limit)"
-		}
-	case model.ReasonWindowExpired:
-		if d.Policy.Retry.DeliveryWindow.D == 0 {
-			return "policy.retry.delivery_window is 0 (no window)"
-		}
-	case model.ReasonCircuitOpen:
-		if !d.BreakerEnabled() || d.Policy.Breaker.OnOpen != "dead-letter" {
-			return `only a breaker with on_open = "dead-letter" does`
-		}
-	case model.ReasonBudgetExhausted:
-		if !d.BudgetEnabled() || d.Policy.Budget.OnExhausted != "dead-letter" {
-			return `only a retry budget with on_exhausted = "dead-letter" does`
-		}
-	case model.ReasonQueueFull:
-		if d.Dispatcher.OnFull != "reject" {
-			return `only dispatcher.on_full = "reject" does`
-		}
-	}
-	return ""
+	return r.NeverUnder(&model.ReasonSettings{
+		MaxAttempts: d.Policy.Retry.MaxAttempts, DeliveryWindow: d.Policy.Retry.DeliveryWindow.D,
+		BreakerDeadLetter: d.BreakerEnabled() && d.Policy.Breaker.OnOpen == "dead-letter",
+		BudgetDeadLetter:  d.BudgetEnabled() && d.Policy.Budget.OnExhausted == "dead-letter",
+		RejectWhenFull:    d.Dispatcher.OnFull == "reject",
+	})
 }
 
 // outageToEnd returns the index, in p.Outages, of the outage an outage-end

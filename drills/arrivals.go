@@ -32,6 +32,11 @@ type ArrivalKind struct {
 	Gap   func(s *Source, endNs, t int64, rng *rand.Rand) int64
 	// PlanRate is the events per second the analytic plan assumes.
 	PlanRate func(d *Drill) float64
+	// MeanRate is the mean events per second over the duration.
+	MeanRate func(d *Drill) float64
+	// EventRate, for a source whose rate is not steady, is the analytic
+	// plan's event rate at drill time t; nil: PlanRate throughout.
+	EventRate func(d *Drill) func(t time.Duration) float64
 }
 
 // ArrivalKinds declares every arrival kind.
@@ -39,7 +44,7 @@ var ArrivalKinds = []ArrivalKind{
 	{
 		Name: "constant", Doc: "one event every 1/rate",
 		Check: needRate, First: startAtZero, Gap: constantGap,
-		PlanRate: func(d *Drill) float64 { return d.Source.Rate.PerSecond },
+		PlanRate: steadyRate, MeanRate: steadyRate,
 	},
 	{
 		Name: "poisson", Doc: "a Poisson process at rate: exponential gaps of mean 1/rate",
@@ -48,7 +53,7 @@ var ArrivalKinds = []ArrivalKind{
 		// falls after the end.
 		First:    func(s *Source, endNs int64, rng *rand.Rand) int64 { return poissonGap(s, endNs, 0, rng) },
 		Gap:      poissonGap,
-		PlanRate: func(d *Drill) float64 { return d.Source.Rate.PerSecond },
+		PlanRate: steadyRate, MeanRate: steadyRate,
 	},
 	{
 		Name: "ramp", Doc: "one event every 1/rate, the rate moving linearly from rate to rate_to over the duration",
@@ -65,7 +70,9 @@ var ArrivalKinds = []ArrivalKind{
 			return gapAt(s.Rate.PerSecond + (s.RateTo.PerSecond-s.Rate.PerSecond)*frac)
 		},
 		// The plan sizes for the peak.
-		PlanRate: func(d *Drill) float64 { return max(d.Source.Rate.PerSecond, d.Source.RateTo.PerSecond) },
+		PlanRate:  func(d *Drill) float64 { return max(d.Source.Rate.PerSecond, d.Source.RateTo.PerSecond) },
+		MeanRate:  func(d *Drill) float64 { return (d.Source.Rate.PerSecond + d.Source.RateTo.PerSecond) / 2 },
+		EventRate: rampEventRate,
 	},
 	{
 		Name: "burst", Doc: "source.events events released at once, at source.at",
@@ -82,13 +89,60 @@ var ArrivalKinds = []ArrivalKind{
 		},
 		Once: true,
 		// Spread over the duration, the burst's mean rate.
-		PlanRate: func(d *Drill) float64 {
-			if d.Duration.D <= 0 {
-				return 0
-			}
-			return float64(d.Source.Events) / d.Duration.D.Seconds()
-		},
+		PlanRate:  burstMeanRate,
+		MeanRate:  burstMeanRate,
+		EventRate: burstEventRate,
 	},
+}
+
+func steadyRate(d *Drill) float64 { return d.Source.Rate.PerSecond }
+
+func burstMeanRate(d *Drill) float64 {
+	if d.Duration.D <= 0 {
+		return 0
+	}
+	return float64(d.Source.Events) / d.Duration.D.Seconds()
+}
+
+// rampEventRate moves linearly from rate to rate_to over the duration.
+func rampEventRate(d *Drill) func(t time.Duration) float64 {
+	from, to, length := d.Source.Rate.PerSecond, d.Source.RateTo.PerSecond, d.Duration.D
+	return func(t time.Duration) float64 {
+		if length <= 0 || t >= length {
+			return to
+		}
+		return from + (to-from)*float64(t)/float64(length)
+	}
+}
+
+// burstEventRate releases every event at once; the plan's model spreads
+// them over one second.
+func burstEventRate(d *Drill) func(t time.Duration) float64 {
+	at, events := d.Source.At.D, float64(d.Source.Events)
+	return func(t time.Duration) float64 {
+		if t >= at && t < at+time.Second {
+			return events
+		}
+		return 0
+	}
+}
+
+// PlanEventRate is the plan's event rate at drill time t, for a source
+// whose rate is not steady; nil when it is (PlanRate throughout).
+func (d *Drill) PlanEventRate() func(t time.Duration) float64 {
+	if k := arrivalKind(d.Source.Arrival); k != nil && k.EventRate != nil {
+		return k.EventRate(d)
+	}
+	return nil
+}
+
+// MeanEventRate is the source's mean events per second over the drill's
+// duration.
+func (d *Drill) MeanEventRate() float64 {
+	if k := arrivalKind(d.Source.Arrival); k != nil {
+		return k.MeanRate(d)
+	}
+	return d.Source.Rate.PerSecond
 }
 
 // PlanRate is the events per second the analytic plan assumes for the

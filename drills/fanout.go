@@ -318,22 +318,6 @@ func (f *Fanout) String() string {
 	return fmt.Sprintf("all %d subscribers", len(f.eligible))
 }
 
-// MeanEventRate is the source's mean events per second over the drill's
-// duration.
-func (d *Drill) MeanEventRate() float64 {
-	s := &d.Source
-	switch s.Arrival {
-	case "ramp":
-		return (s.Rate.PerSecond + s.RateTo.PerSecond) / 2
-	case "burst":
-		if d.Duration.D <= 0 {
-			return 0
-		}
-		return float64(s.Events) / d.Duration.D.Seconds()
-	}
-	return s.Rate.PerSecond
-}
-
 // Offered is the load the source offers, for the summary.
 func (d *Drill) Offered(specs []fakepartner.Spec) reports.Offered {
 	ev := d.MeanEventRate()

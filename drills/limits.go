@@ -181,15 +181,15 @@ func validateLimits(d *Drill) []problem {
 // that decides it and how it was reckoned.
 func expectedEvents(d *Drill) (float64, string, string) {
 	s := &d.Source
-	secs := d.Duration.D.Seconds()
-	switch s.Arrival {
-	case "burst":
+	if arrivesOnce(s) {
 		return float64(max(s.Events, 0)), "source.events", strconv.Itoa(s.Events) + " events"
-	case "ramp":
-		mean := (s.Rate.PerSecond + s.RateTo.PerSecond) / 2
-		return mean * secs, "source.rate", fmt.Sprintf("mean rate %g/s × %v", mean, d.Duration.D)
 	}
-	return s.Rate.PerSecond * secs, "source.rate", fmt.Sprintf("%g/s × %v", s.Rate.PerSecond, d.Duration.D)
+	mean := d.MeanEventRate()
+	how := fmt.Sprintf("%g/s × %v", mean, d.Duration.D)
+	if mean != s.Rate.PerSecond {
+		how = "mean rate " + how
+	}
+	return mean * d.Duration.D.Seconds(), "source.rate", how
 }
 
 // checkArrays refuses any array under v longer than limit, except the
@@ -278,11 +278,6 @@ func checkRanges(d *Drill) []problem {
 			key := pre + strconv.Itoa(j) + "]."
 			if o.Start.D > MaxDurationValue || o.For.D > MaxDurationValue {
 				continue // checkArrays said so
-			}
-			if o.Kind == "throttle" && strings.HasPrefix(o.RetryAfter, "date:") {
-				if v, err := ParseDuration(strings.TrimPrefix(o.RetryAfter, "date:")); err == nil && v > MaxDurationValue {
-					bad(key+"retry_after", "%q is too far ahead: at most date:%v", clip(o.RetryAfter), MaxDurationValue)
-				}
 			}
 			// An outage may run past the end (down for the rest of the
 			// drill), but one that starts after it never happens.

@@ -67,25 +67,7 @@ func PlanInputFor(d *drills.Drill) (PlanInput, error) {
 	in.OnFullReject = d.Dispatcher.OnFull == "reject"
 	in.Duration, in.DrainAfter = d.Duration.D, d.Drain.D
 	in.EventsPerS = rate
-	if d.Source.Arrival == "ramp" {
-		from, to, length := d.Source.Rate.PerSecond, d.Source.RateTo.PerSecond, d.Duration.D
-		in.EventRate = func(t time.Duration) float64 {
-			if length <= 0 || t >= length {
-				return to
-			}
-			return from + (to-from)*float64(t)/float64(length)
-		}
-	}
-	if d.Source.Arrival == "burst" {
-		// All events at once: the model spreads them over one second.
-		at, events := d.Source.At.D, float64(d.Source.Events)
-		in.EventRate = func(t time.Duration) float64 {
-			if t >= at && t < at+time.Second {
-				return events
-			}
-			return 0
-		}
-	}
+	in.EventRate = d.PlanEventRate()
 	if d.BreakerEnabled() {
 		bs, err := d.ModelBreakerSettings()
 		if err != nil {

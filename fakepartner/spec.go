@@ -194,7 +194,7 @@ func parseRetryAfter(s string) (retryAfterMode, time.Duration, error) {
 	case strings.HasPrefix(s, "date:"):
 		d, err := time.ParseDuration(strings.TrimPrefix(s, "date:"))
 		if err != nil || d < 0 || d > MaxSample {
-			return 0, 0, fmt.Errorf("%q: after \"date:\" put a non-negative duration with a unit, like \"date:30s\"", s)
+			return 0, 0, fmt.Errorf("%q: after \"date:\" put a non-negative duration with a unit, at most %v, like \"date:30s\"", s, MaxSample)
 		}
 		return retryAfterDate, d, nil
 	}

@@ -60,23 +60,6 @@ func (c Class) String() string {
 	return "permanent"
 }
 
-// Reason is why a delivery was dead-lettered.
-type Reason string
-
-// Dead-letter reasons, as docs/metrics.md names them ("dead-lettered").
-const (
-	ReasonNone            Reason = ""
-	ReasonPermanent       Reason = "permanent"
-	ReasonMaxAttempts     Reason = "max-attempts"
-	ReasonWindowExpired   Reason = "window-expired"
-	ReasonCircuitOpen     Reason = "circuit-open"
-	ReasonBudgetExhausted Reason = "budget-exhausted"
-	ReasonQueueFull       Reason = "queue-full"
-)
-
-// Reasons lists every dead-letter reason in report order.
-var Reasons = [...]Reason{ReasonPermanent, ReasonMaxAttempts, ReasonWindowExpired, ReasonCircuitOpen, ReasonBudgetExhausted, ReasonQueueFull}
-
 // Action is what to do with a delivery after an attempt.
 type Action uint8
 

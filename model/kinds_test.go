@@ -162,3 +162,23 @@ func TestJitterNeedsIDDeclared(t *testing.T) {
 		}
 	}
 }
+
+// Every dead-letter reason is declared once, with a one-line doc; with
+// every setting that can produce them on, none is impossible, and with
+// them off only bad data still is possible.
+func TestReasonKindsDeclared(t *testing.T) {
+	seen := map[Reason]bool{}
+	on := &ReasonSettings{MaxAttempts: 3, DeliveryWindow: time.Hour, BreakerDeadLetter: true, BudgetDeadLetter: true, RejectWhenFull: true}
+	for i, k := range ReasonKinds {
+		if k.Reason == ReasonNone || seen[k.Reason] || !oneLine(k.Doc) || Reasons[i] != k.Reason {
+			t.Errorf("ReasonKinds[%d] %q: want a new reason with a one-line doc, in Reasons' order", i, k.Reason)
+		}
+		seen[k.Reason] = true
+		if why := k.Reason.NeverUnder(on); why != "" {
+			t.Errorf("%s: impossible with every setting on: %s", k.Reason, why)
+		}
+		if why := k.Reason.NeverUnder(&ReasonSettings{}); (why == "") != k.BadData {
+			t.Errorf("%s: with every setting off, impossible because %q; bad data: %v", k.Reason, why, k.BadData)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // Kind is the unit family of a metric; it decides how gate values are
@@ -37,15 +39,14 @@ func (k Kind) String() string {
 }
 
 // DeadLetterReasons are the reasons a delivery can be dead-lettered, in the
-// order reports list them (docs/metrics.md, "dead-lettered").
-var DeadLetterReasons = []string{
-	"permanent",
-	"max-attempts",
-	"window-expired",
-	"circuit-open",
-	"budget-exhausted",
-	"queue-full",
-}
+// order reports list them (docs/metrics.md, "dead-lettered"): model's.
+var DeadLetterReasons = func() []string {
+	names := make([]string, len(model.Reasons))
+	for i, r := range model.Reasons {
+		names[i] = string(r)
+	}
+	return names
+}()
 
 // better says which way a metric should move; compare uses it for its
 // verdict column.

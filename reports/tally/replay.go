@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
 )
 
@@ -109,7 +110,7 @@ func (t *Tally) Replayed(r int, sub int, reason string) {
 			delete(c.reasons, reason)
 		}
 	}
-	if reason == "permanent" && s.Healthy {
+	if s.Healthy && model.Reason(reason).Info().BadData {
 		t.healthyPermanent--
 	}
 	t.replays[r].replayed++

@@ -493,7 +493,7 @@ func (t *Tally) deadLettered0(at time.Duration, sub int, created time.Duration, 
 			iv.dlqBy[i]++
 		}
 	}
-	if reason == string(model.ReasonPermanent) && healthy {
+	if healthy && model.Reason(reason).Info().BadData {
 		t.healthyPermanent++
 	}
 	if t.subs[sub]&2 != 0 {
