@@ -67,7 +67,7 @@ func (b *Breaker) Counts(o Outcome) bool { return b.s.Count.Counts(o) }
 // back, so that the next call can probe instead.
 func (b *Breaker) Ignore(gen uint64, now time.Time) {
 	state := b.State(now)
-	if gen != b.hot().gen {
+	if gen != b.gen {
 		b.Stale++
 		return
 	}
@@ -99,13 +99,14 @@ type Transition struct {
 //
 // It is not safe for concurrent use; the dispatcher owns it.
 type Breaker struct {
-	// h is where the fields every attempt reads live: own, or storage next
-	// to the partner's record in the dispatcher that owns the breaker (see
-	// Attach), so that at thousands of partners an attempt that finds the
-	// breaker closed costs no cache miss of its own.
-	h         *BreakerHot // nil: own
-	own       BreakerHot
-	openUntil time.Time // open: openedAt + Cooldown
+	// What the closed fast path (Closed, Generation, RecordClosedSuccess)
+	// reads.
+	gen         uint64
+	consecutive int
+	threshold   int // s.Threshold
+	state       BreakerState
+	trip        TripRule  // s.Trip
+	openUntil   time.Time // open: openedAt + Cooldown
 
 	s        BreakerSettings
 	openedAt time.Time
@@ -130,58 +131,11 @@ type Breaker struct {
 	OnTransition func(Transition)
 }
 
-// BreakerHot is the part of a Breaker that every attempt reads, for a
-// dispatcher that keeps it beside its own per-partner state (see Attach).
-// Its zero value is not a breaker: only Attach fills it.
-type BreakerHot struct {
-	gen         uint64
-	consecutive int
-	threshold   int // s.Threshold
-	state       BreakerState
-	trip        TripRule // s.Trip
-}
-
-// Closed is Breaker.Closed.
-func (h *BreakerHot) Closed() bool { return h.state == StateClosed }
-
-// Generation is Breaker.Generation.
-func (h *BreakerHot) Generation() uint64 { return h.gen }
-
-// Attach moves the breaker's hot fields into h, which the caller owns
-// (its zero value is fine), and reports true; from then on the breaker
-// reads and writes them there, and the caller may read them there, until
-// Detach. A breaker already attached elsewhere stays there and Attach
-// reports false. An attached breaker must not be copied.
-func (b *Breaker) Attach(h *BreakerHot) bool {
-	if b.h != nil {
-		return b.h == h
-	}
-	*h = b.own
-	b.h = h
-	return true
-}
-
-// Detach moves the hot fields back into the breaker, if they are in h,
-// so that the caller may reuse h.
-func (b *Breaker) Detach(h *BreakerHot) {
-	if b.h == h && h != nil {
-		b.own = *h
-		b.h = nil
-	}
-}
-
-func (b *Breaker) hot() *BreakerHot {
-	if h := b.h; h != nil {
-		return h
-	}
-	return &b.own
-}
-
 // NewBreaker returns a closed breaker.
 func NewBreaker(s BreakerSettings) *Breaker {
 	s.defaults()
 	// A rule's own state (the window rule's ring) is made by its trips.
-	return &Breaker{s: s, own: BreakerHot{trip: s.Trip, threshold: s.Threshold}}
+	return &Breaker{s: s, trip: s.Trip, threshold: s.Threshold}
 }
 
 // Settings returns the settings with defaults filled in.
@@ -190,41 +144,41 @@ func (b *Breaker) Settings() BreakerSettings { return b.s }
 // State returns the state at now, moving open to half-open once the
 // cooldown has passed.
 func (b *Breaker) State(now time.Time) BreakerState {
-	if b.hot().state == StateOpen && !now.Before(b.openUntil) {
+	if b.state == StateOpen && !now.Before(b.openUntil) {
 		b.setState(StateHalfOpen, b.openUntil)
 	}
-	return b.hot().state
+	return b.state
 }
 
 // Closed reports whether the breaker is closed: State at any time is
 // StateClosed then, so a caller on a hot path can skip building the time.
-func (b *Breaker) Closed() bool { return b.hot().state == StateClosed }
+func (b *Breaker) Closed() bool { return b.state == StateClosed }
 
 // OpenUntil is when an open breaker will let a probe through.
 func (b *Breaker) OpenUntil() time.Time { return b.openedAt.Add(b.s.Cooldown) }
 
 // Generation is the current generation; it grows on every transition.
-func (b *Breaker) Generation() uint64 { return b.hot().gen }
+func (b *Breaker) Generation() uint64 { return b.gen }
 
 // Admit reports whether a call may start at now and, if so, the generation
 // to pass back to Record.
 func (b *Breaker) Admit(now time.Time) (gen uint64, ok bool) {
 	switch b.State(now) {
 	case StateClosed:
-		return b.hot().gen, true
+		return b.gen, true
 	case StateHalfOpen:
 		if b.probesAdmitted < b.s.Probes {
 			b.probesAdmitted++
-			return b.hot().gen, true
+			return b.gen, true
 		}
 	}
-	return b.hot().gen, false
+	return b.gen, false
 }
 
 // Record reports how an admitted call ended.
 func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 	state := b.State(now)
-	if gen != b.hot().gen {
+	if gen != b.gen {
 		b.Stale++
 		return
 	}
@@ -249,7 +203,7 @@ func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 
 // trips records a closed-state result and says whether the rule trips.
 func (b *Breaker) trips(success bool, now time.Time) bool {
-	return b.hot().trip.Info().trips(b, success, now.UnixNano())
+	return b.trip.Info().trips(b, success, now.UnixNano())
 }
 
 func (b *Breaker) open(now time.Time) {
@@ -259,11 +213,10 @@ func (b *Breaker) open(now time.Time) {
 }
 
 func (b *Breaker) setState(to BreakerState, at time.Time) {
-	h := b.hot()
-	from := h.state
-	h.state = to
-	h.gen++
-	h.consecutive = 0
+	from := b.state
+	b.state = to
+	b.gen++
+	b.consecutive = 0
 	b.failCount, b.failNext = 0, 0
 	b.buckets = [rateBuckets]rateBucket{}
 	b.probesAdmitted, b.probeSuccesses = 0, 0

@@ -167,19 +167,29 @@ func forbiddenImport(path string) string {
 		return "the operating system"
 	case path == mod+"model/runtime" || strings.HasPrefix(path, mod+"model/runtime/"):
 		return "a runtime adapter (store, dispatcher runtime, wall clock)"
+	case isTuning(path):
+		return "CPU tuning, which only the simulator turns on"
+	case path == "unsafe":
+		return "memory layout tricks, which are the simulator's tuning"
 	case strings.HasPrefix(path, mod) && !strings.HasPrefix(path, mod+"model"):
 		return "a package above model/"
 	}
 	return ""
 }
 
+// isTuning reports whether path is a CPU tuning package (huge pages,
+// prefetch, layout hints), wherever it lives.
+func isTuning(path string) bool {
+	return strings.HasPrefix(path, "github.com/stormdrill/stormdrill/") && (strings.HasSuffix(path, "/tuning") || strings.Contains(path, "/tuning/"))
+}
+
 // pureDirs are the pure core's packages, relative to model/.
 var pureDirs = []string{".", "dispatchcore", "eventqueue", "seed"}
 
 // TestPureCoreImports: the pure core (model/, model/dispatchcore,
-// model/eventqueue, model/seed) imports no net, database or os package and
+// model/eventqueue, model/seed) imports no net, database or os package,
 // nothing under model/runtime/ (the adapters depend on the core, not the
-// other way round).
+// other way round), and no CPU tuning: no tuning package, no unsafe.
 func TestPureCoreImports(t *testing.T) {
 	fset := token.NewFileSet()
 	files := 0
@@ -202,7 +212,7 @@ func TestPureCoreImports(t *testing.T) {
 			for _, imp := range f.Imports {
 				p, _ := strconv.Unquote(imp.Path.Value)
 				if why := forbiddenImport(p); why != "" {
-					t.Errorf("%s: imports %s (%s); the pure core does no I/O", fset.Position(imp.Pos()), p, why)
+					t.Errorf("%s: imports %s (%s): not in the pure core", fset.Position(imp.Pos()), p, why)
 				}
 			}
 		}
@@ -217,7 +227,9 @@ func TestForbiddenImport(t *testing.T) {
 		"net": true, "net/http": true, "net/url": true, "database/sql": true, "os": true, "os/exec": true,
 		"github.com/stormdrill/stormdrill/model/runtime/queue": true, "github.com/stormdrill/stormdrill/model/runtime/dispatcher": true,
 		"github.com/stormdrill/stormdrill/model/runtime/wallclock": true, "github.com/stormdrill/stormdrill/drills": true,
-		"github.com/stormdrill/stormdrill/fakepartner": true,
+		"github.com/stormdrill/stormdrill/fakepartner": true, "unsafe": true,
+		"github.com/stormdrill/stormdrill/drills/sim/tuning": true, "github.com/stormdrill/stormdrill/model/tuning": true,
+		"github.com/stormdrill/stormdrill/model/tuning/prefetch": true,
 		"time": false, "math/rand/v2": false, "errors": false, "network": false, "osx": false,
 		"github.com/stormdrill/stormdrill/model": false, "github.com/stormdrill/stormdrill/model/eventqueue": false, "github.com/stormdrill/stormdrill/model/runtimex": false,
 		"github.com/stormdrill/stormdrill/model/dispatchcore": false,
@@ -225,5 +237,44 @@ func TestForbiddenImport(t *testing.T) {
 		if got := forbiddenImport(path) != ""; got != bad {
 			t.Errorf("%s: forbidden %v, want %v", path, got, bad)
 		}
+	}
+}
+
+// TestNoTuningUnderModel: nothing under model/, the runtime adapters (the
+// live dispatcher among them) included, imports a CPU tuning package: only
+// the simulator turns tuning on.
+func TestNoTuningUnderModel(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); isTuning(p) {
+				t.Errorf("%s: imports %s; only the simulator (drills/sim) turns tuning on", fset.Position(imp.Pos()), p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 20 {
+		t.Fatalf("checked only %d files: the walk is not seeing model/", files)
 	}
 }

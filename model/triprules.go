@@ -75,13 +75,12 @@ var TripRules = [...]TripRuleInfo{
 			return run >= float64(s.Threshold)-fluidSlack
 		},
 		trips: func(b *Breaker, success bool, _ int64) bool {
-			h := b.hot()
 			if success {
-				h.consecutive = 0 // BreakerHot.RecordClosedSuccess does the same
+				b.consecutive = 0 // RecordClosedSuccess does the same
 				return false
 			}
-			h.consecutive++
-			return h.consecutive >= h.threshold
+			b.consecutive++
+			return b.consecutive >= b.threshold
 		},
 	},
 	TripWindow: {
@@ -134,16 +133,16 @@ var TripRules = [...]TripRuleInfo{
 }
 
 // RecordClosedSuccess is Record(gen, true, now) for a breaker that is
-// closed and whose rule needs neither the time nor more than these fields;
-// it reports false, changing nothing, for any other breaker, which then
-// needs Record.
-func (h *BreakerHot) RecordClosedSuccess(gen uint64) bool {
-	if h.state != StateClosed || h.gen != gen {
+// closed and whose rule needs neither the time nor more than its first
+// fields; it reports false, changing nothing, for any other breaker, which
+// then needs Record.
+func (b *Breaker) RecordClosedSuccess(gen uint64) bool {
+	if b.state != StateClosed || b.gen != gen {
 		return false
 	}
-	switch h.trip {
+	switch b.trip {
 	case TripConsecutive:
-		h.consecutive = 0 // what its trips does with a success
+		b.consecutive = 0 // what its trips does with a success
 		return true
 	case TripWindow:
 		return true // its trips ignores a success

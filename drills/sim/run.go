@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
-	"unsafe"
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
@@ -13,7 +12,6 @@ import (
 	"github.com/stormdrill/stormdrill/model/dispatchcore"
 	"github.com/stormdrill/stormdrill/model/eventqueue"
 	"github.com/stormdrill/stormdrill/model/seed"
-	"github.com/stormdrill/stormdrill/model/tuning"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/tally"
 )
@@ -55,7 +53,7 @@ type simEvent struct {
 	kind  evKind
 	epoch uint32
 	slot  int32 // evComplete: in-flight slot; evDown/evUp: fault index; evWrite: r.writes index
-	sub   int32 // evComplete: the subscriber, so its state is prefetched an event ahead (fits the entry's padding)
+	sub   int32 // evComplete: the subscriber, so its state can be prefetched an event ahead
 }
 
 // inflight is an attempt under way, in 32 bytes: the slots are read in
@@ -94,38 +92,6 @@ type writeRef struct {
 	terminal bool // the delivery ended meanwhile; pool it after the last write
 }
 
-// subscriber is one subscriber's state, its simulated partner and random
-// stream included, in one piece: an attempt reads it all, and at tens of
-// thousands of subscribers separate slices (or pointers between them) cost
-// a cache and TLB miss each, one after the other. The fields an attempt
-// reads come first, the partner's hot fields right after them
-// (subscriberHot), and the struct is padded to a multiple of 64 bytes, so
-// that in a cache-line aligned slice they fill as few cache lines as they
-// can. What a new delivery needs of it (cohort, member, bad data, name) is
-// in simRun's per-cohort tables and names, so that creating a delivery
-// does not read it.
-type subscriber struct {
-	pcg     rand.PCG        // the partner's random stream; rng draws from it
-	rng     rand.Rand       // reads pcg
-	partner fakepartner.Sim // not copied once initialised: subs never grows
-	_       [subscriberPad]byte
-}
-
-// slabItem is an item padded to 128 bytes, so that in a slab each item's
-// first cache line holds what a successful attempt touches of it (see
-// dispatchcore.Item), as a single allocation's 128-byte size class does.
-type slabItem struct {
-	dispatchcore.Item
-	_ [(128 - unsafe.Sizeof(dispatchcore.Item{})%128) % 128]byte
-}
-
-// subscriberPad pads a subscriber to a multiple of 64 bytes; 32 is the
-// partner's offset (checked by the array below, which does not compile
-// otherwise).
-const subscriberPad = (64 - (32+unsafe.Sizeof(fakepartner.Sim{}))%64) % 64
-
-var _ [0]struct{} = [unsafe.Offsetof(subscriber{}.partner) - 32 + unsafe.Sizeof(subscriber{})%64]struct{}{}
-
 type simRun struct {
 	d     *drills.Drill
 	pol   *model.Policy
@@ -156,9 +122,10 @@ type simRun struct {
 	keyPrefix   uint64 // deliveryKeyPrefix(keyEvent)
 	keyPrefixOK bool
 
-	breakers []model.Breaker // the current breakers, one a subscriber; nil without
+	breakers  []simBreaker                // the current breakers, one a subscriber; nil without
+	coreState []dispatchcore.PartnerState // the core's partners' state (dispatchcore.Config.State)
 	// prefetch: the subscribers' state outgrows the CPU's caches, so
-	// prefetching it pays (see prefetchSub); below that it only costs.
+	// prefetching it pays (see tuning.go); below that it only costs.
 	prefetch bool
 
 	slots     []inflight
@@ -272,10 +239,7 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 		names = append(names, s.Name...)
 	}
 	allNames := string(names)
-	// A large allocation starts on a page, so each subscriber starts a
-	// cache line (see subscriber).
-	r.subs = make([]subscriber, n)
-	tuning.HugePagesOf(r.subs)
+	r.subs = newSubscribers(n)
 	r.names = make([]string, n)
 	r.cohortLo = make([]int32, len(specs)+1)
 	r.cohortBad = make([]bool, len(specs))
@@ -298,10 +262,11 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 		sub.partner.SetSeed(d.Seed) // as the live runner's server: the same deliveries carry bad data
 		pcs = append(pcs, dispatchcore.PartnerConfig{Name: s.Name, Policy: pol, Concurrency: d.Dispatcher.PerPartnerConcurrency})
 	}
-	r.prefetch = n >= tuning.PrefetchFrom
+	r.prefetch = prefetchPays(n)
+	r.coreState = newCoreState(n)
 	r.fan = d.NewFanout(specs)
 	r.fanout = r.fan.Pick(0, nil)
-	r.core, err = dispatchcore.New(dispatchcore.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs})
+	r.core, err = dispatchcore.New(dispatchcore.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs, State: r.coreState})
 	if err != nil {
 		return nil, err
 	}
@@ -340,10 +305,9 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	}
 	// One slice each, in subscriber order, for the same reason as the
 	// subscribers' own state (see newSimRun).
-	var brs []model.Breaker
+	var brs []simBreaker
 	if d.BreakerEnabled() {
-		brs = make([]model.Breaker, len(r.subs))
-		tuning.HugePagesOf(brs)
+		brs = newBreakers(len(r.subs))
 	}
 	r.breakers = brs
 	var buds []model.Budget
@@ -353,8 +317,8 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	for i := range r.subs {
 		var br *model.Breaker
 		if brs != nil {
-			brs[i] = *model.NewBreaker(bs)
-			br = &brs[i]
+			brs[i].Breaker = *model.NewBreaker(bs)
+			br = &brs[i].Breaker
 			name := r.names[i]
 			br.OnTransition = func(tr model.Transition) {
 				r.tally.BreakerTransition(time.Duration(tr.At.UnixNano()-r.epoch0), name, tr.From.String(), tr.To.String())
@@ -390,15 +354,7 @@ func (r *simRun) run(opt Options) error {
 			break
 		}
 		if r.prefetch {
-			if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
-				// The next completion's delivery (the first line of its
-				// item, which a completion reads) and subscriber: fetched
-				// while this event runs.
-				if it := r.slots[next.slot].it; it != nil {
-					tuning.Prefetch(unsafe.Pointer(it))
-				}
-				r.prefetchSub(next.sub)
-			}
+			r.prefetchNextEvent()
 		}
 		events++
 		if opt.MaxEvents > 0 && events > opt.MaxEvents {
@@ -519,11 +475,8 @@ func (r *simRun) feedSource(t int64) {
 			if block && r.core.Full() {
 				return
 			}
-			// Ask for the state of the subscribers a few deliveries on, in
-			// two stages: the partner, then what it points to.
-			if k := r.heldSub + 8; r.prefetch && k < len(r.fanout) {
-				r.core.Prefetch(r.fanout[k])
-				r.core.PrefetchQueue(r.fanout[k-4])
+			if r.prefetch {
+				r.prefetchFanout()
 			}
 			si := r.fanout[r.heldSub]
 			it := r.newItem(si, created, eventNo)
@@ -551,23 +504,18 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 	if n := len(r.pool); n > 0 {
 		it = r.pool[n-1]
 		r.pool = r.pool[:n-1]
-		if n > 2 && r.prefetch { // the item after next: pooled items are cold
-			tuning.Prefetch(unsafe.Pointer(r.pool[n-3]))
-			if r.needID { // the rest is written only for the id (see below)
-				tuning.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-3]), 64))
-			}
+		if r.prefetch {
+			r.prefetchPool()
 		}
-		// Only its first cache line: a pooled item's others are zero (see
-		// release), or an id that the one below overwrites.
+		// Only the fields an attempt touches: a pooled item's others are
+		// zero (see release), or an id that the one below overwrites.
 		it.Recycle()
 	} else {
 		if len(r.slab) == 0 {
 			// Items come in slabs, growing to 8 MiB ones, so that the
-			// deliveries in flight span few pages (see tuning.HugePages).
-			n := min(max(2*r.slabN, 64), 1<<23/int(unsafe.Sizeof(slabItem{})))
-			r.slabN = n
-			r.slab = make([]slabItem, n)
-			tuning.HugePagesOf(r.slab)
+			// deliveries in flight span few pages (see newSlab).
+			r.slab = newSlab(r.slabN)
+			r.slabN = len(r.slab)
 		}
 		it = &r.slab[0].Item
 		r.slab = r.slab[1:]
@@ -659,9 +607,7 @@ func (r *simRun) pump(t int64) {
 	now := r.wall(t)
 	for {
 		if r.prefetch {
-			if p := r.core.Upcoming(); p >= 0 {
-				r.prefetchSub(p) // the delivery after the one Next returns now
-			}
+			r.prefetchRing()
 		}
 		it, verdict, reason := r.core.Next(now)
 		if it == nil {
@@ -1003,20 +949,3 @@ func (r *simRun) heldDeliveries() float64 {
 	head := r.fan.Degree(r.events) - r.heldSub
 	return float64(max(head, 0)) + float64(held-1)*r.d.FanoutMean()
 }
-
-// prefetchSub asks for the cache lines of subscriber si's state that an
-// attempt reads (its subscriber, partner and breaker state) all at once, as
-// soon as si is known: at tens of thousands of subscribers each is a cache
-// miss, and fetched together they overlap instead of adding up. Callers
-// call it only when r.prefetch is set.
-func (r *simRun) prefetchSub(si int32) {
-	tuning.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
-	if r.breakers != nil {
-		tuning.Prefetch(unsafe.Pointer(&r.breakers[si]))
-	}
-	r.core.Prefetch(si)
-}
-
-// subscriberHot is how many bytes of a subscriber an attempt reads: up to
-// the end of its partner's counters and server heap.
-const subscriberHot = unsafe.Offsetof(subscriber{}.partner) + fakepartner.SimHotBytes

@@ -3,20 +3,17 @@ package dispatchcore
 import (
 	"errors"
 	"math"
+	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/tuning"
 )
 
 // Item is one delivery inside the dispatcher. The caller allocates it and
 // gets the same pointer back from Next and passes it to Complete.
 //
-// The fields a successful attempt touches come first, within one cache
-// line (the simulator's items are 128-byte aligned): at thousands of
-// deliveries in flight the item is a cache miss, and a second line a
-// second one.
+// The fields a successful attempt touches come first, before PrevDelay
+// (see Recycle), so that a caller can lay items out for them.
 type Item struct {
 	Partner   int32  // index into Config.Partners
 	Slot      int32  // caller-owned: its index for the attempt in flight
@@ -36,10 +33,9 @@ type Item struct {
 	Payload   []byte        // caller-owned
 }
 
-// Recycle zeroes the fields in the item's first cache line, the ones
-// before PrevDelay, for a caller that pools items and keeps the others zero
-// itself: *it = Item{} would also write the second line, which at
-// thousands of deliveries in flight is a cache miss of its own.
+// Recycle zeroes the fields before PrevDelay, the ones a successful
+// attempt touches, for a caller that pools items and keeps the others zero
+// itself: *it = Item{} would also write memory the attempt never touched.
 func (it *Item) Recycle() {
 	it.Partner, it.Slot, it.Epoch, it.Accepted = 0, 0, 0, false
 	it.Attempts, it.FirstSeen, it.RunAt, it.seq, it.gen, it.Key = 0, 0, 0, 0, 0, 0
@@ -65,6 +61,11 @@ type Config struct {
 	Workers       int // global worker slots; must be ≥ 1
 	QueueCapacity int // queued deliveries (not in flight) Offer accepts; 0: no limit
 	Partners      []PartnerConfig
+	// State, if not nil, is where the core keeps the partners' state,
+	// State[i] for Partners[i]; it must be as long as Partners and
+	// zero. A caller that places the state in memory of its choosing
+	// passes it; nil: New allocates it.
+	State []PartnerState
 }
 
 // ErrQueueFull is returned by Offer when the queue is at capacity.
@@ -78,16 +79,13 @@ const (
 	parkBlocked              // due, but waits for one of its own attempts to end
 )
 
-// partner is one partner's state: what an attempt reads, packed into two
-// cache lines (the name lives only in the Config).
+// PartnerState is one partner's state inside the core (see Config.State);
+// its fields are the core's own. The name lives only in the Config.
 //
 // Its earliest queued delivery is kept here, in head, and only the others
 // in q: at thousands of partners most have one delivery queued at a time,
-// if any, so an attempt reads and writes no queue of theirs, each a cache
-// miss of its own after the partner's. For the same reason the fields of
-// its breaker that an attempt reads live here too, in bh, when the breaker
-// is attached to it (bhOwn): a breaker's own storage would be one more.
-type partner struct {
+// if any, so an attempt reads and writes no queue of theirs.
+type PartnerState struct {
 	head        heapEntry // the earliest queued delivery; head.it nil: none
 	q           itemHeap  // the other queued deliveries
 	wakeAt      int64     // parkTimer: when
@@ -98,29 +96,10 @@ type partner struct {
 	concurrency int32 // 0: no limit
 	timerIdx    int32
 	park        uint8
-	bhOwn       bool             // breaker's hot fields are in bh
-	bh          model.BreakerHot // 32 bytes: the record is 128, two whole lines
 }
 
-// breakerClosed reports whether p's breaker, which it must have, is closed.
-func (p *partner) breakerClosed() bool {
-	if p.bhOwn {
-		return p.bh.Closed()
-	}
-	return p.breaker.Closed()
-}
-
-// setBreaker gives p breaker b (nil: none), taking the old one's hot fields
-// back to it first, so that the old breaker stays whole for whoever holds it.
-func (p *partner) setBreaker(b *model.Breaker) {
-	if p.breaker != nil && p.bhOwn {
-		p.breaker.Detach(&p.bh)
-	}
-	p.breaker = b
-	// A breaker attached to another partner already (the caller shared
-	// it) stays there; this partner then reads it through the breaker.
-	p.bhOwn = b != nil && b.Attach(&p.bh)
-}
+// partner is the core's own name for a PartnerState.
+type partner = PartnerState
 
 // pushItem queues it on p.
 func (p *partner) pushItem(it *Item) {
@@ -165,8 +144,12 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Workers < 1 {
 		return nil, errors.New("dispatch: workers must be at least 1")
 	}
-	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: make([]partner, len(cfg.Partners))}
-	tuning.HugePagesOf(c.partners)
+	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: cfg.State}
+	if c.partners == nil {
+		c.partners = make([]PartnerState, len(cfg.Partners))
+	} else if len(c.partners) != len(cfg.Partners) {
+		return nil, errors.New("dispatch: state for " + strconv.Itoa(len(c.partners)) + " partners, want " + strconv.Itoa(len(cfg.Partners)))
+	}
 	for i, pc := range cfg.Partners {
 		if pc.Policy == nil {
 			return nil, errors.New("dispatch: partner " + pc.Name + " has no policy")
@@ -174,8 +157,7 @@ func New(cfg Config) (*Core, error) {
 		if pc.Concurrency < 0 || pc.Concurrency > math.MaxInt32 {
 			return nil, errors.New("dispatch: partner " + pc.Name + ": concurrency out of range")
 		}
-		c.partners[i] = partner{budget: pc.Budget, policy: pc.Policy, concurrency: int32(pc.Concurrency), timerIdx: -1}
-		c.partners[i].setBreaker(pc.Breaker)
+		c.partners[i] = partner{breaker: pc.Breaker, budget: pc.Budget, policy: pc.Policy, concurrency: int32(pc.Concurrency), timerIdx: -1}
 	}
 	c.timers.c = c
 	return c, nil
@@ -199,34 +181,15 @@ func (c *Core) Budget(p int) *model.Budget { return c.partners[p].budget }
 // SetGuards replaces partner p's breaker and budget, as a restarted
 // dispatcher process would start with fresh ones.
 func (c *Core) SetGuards(p int, b *model.Breaker, bud *model.Budget, now time.Time) {
-	c.partners[p].setBreaker(b)
+	c.partners[p].breaker = b
 	c.partners[p].budget = bud
 	c.unpark(p)
 	c.place(p, now.UnixNano())
 }
 
-// Prefetch asks the CPU for partner p's state without waiting for it: a
-// caller that knows which partner it acts on next overlaps that cache miss
-// with its own (see tuning.Prefetch). It changes nothing.
-func (c *Core) Prefetch(p int32) {
-	tuning.PrefetchLines(unsafe.Pointer(&c.partners[p]), 2) // 128 bytes: two lines
-}
-
-// PrefetchQueue asks for what queueing a delivery for partner p will
-// write and read: the end and the head of its queue, if it has one beyond
-// its head, and its breaker unless attached to it. It reads partner p's state, so prefetch that
-// (Prefetch) a few deliveries earlier. It changes nothing.
-func (c *Core) PrefetchQueue(p int32) {
-	pp := &c.partners[p]
-	if q := pp.q; pp.head.it != nil && cap(q) > 0 {
-		base := unsafe.Pointer(unsafe.SliceData(q))
-		tuning.Prefetch(base)
-		tuning.Prefetch(unsafe.Add(base, uintptr(min(len(q), cap(q)-1))*unsafe.Sizeof(heapEntry{})))
-	}
-	if pp.breaker != nil && !pp.bhOwn {
-		tuning.Prefetch(unsafe.Pointer(pp.breaker))
-	}
-}
+// Head is the delivery partner p would start next (its earliest queued
+// one), or nil.
+func (c *Core) Head(p int32) *Item { return c.partners[p].head.it }
 
 // Offer queues a new delivery, due at it.RunAt. It refuses with ErrQueueFull
 // at capacity; the caller decides between back-pressure and dead-lettering.
@@ -266,7 +229,7 @@ func (c *Core) place(i int, now int64) {
 		return
 	}
 	wake := p.head.runAt
-	if b := p.breaker; b != nil && !p.breakerClosed() { // a closed breaker stays closed whatever the time
+	if b := p.breaker; b != nil && !b.Closed() { // a closed breaker stays closed whatever the time
 		switch b.State(time.Unix(0, now)) {
 		case model.StateOpen:
 			if !p.policy.OnOpenDeadLetter {
@@ -333,9 +296,6 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 	for c.busy < c.workers && c.ringHead < len(c.ring) {
 		i := int(c.ring[c.ringHead])
 		c.ringHead++
-		if len(c.partners) >= tuning.PrefetchFrom {
-			c.prefetchRing()
-		}
 		if c.ringHead > 1024 && c.ringHead*2 > len(c.ring) {
 			c.ring = append(c.ring[:0], c.ring[c.ringHead:]...)
 			c.ringHead = 0
@@ -360,10 +320,10 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 		// A retry the budget refuses makes no attempt, so it must not take
 		// a half-open probe: the probe would never be recorded and the
 		// partner would stay parked for good. An open breaker still decides.
-		if b := p.breaker; b != nil && p.bhOwn && p.bh.Closed() {
+		if b := p.breaker; b != nil && b.Closed() {
 			// What Admit says of a closed breaker, at any time, without
-			// reading the breaker's own storage.
-			gen = p.bh.Generation()
+			// building the time.
+			gen = b.Generation()
 		} else if b != nil && (!refused || b.State(now) == model.StateOpen) {
 			g, ok := b.Admit(now)
 			if !ok {
@@ -416,36 +376,17 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 
 // Upcoming is the partner of the round-robin ring's entry after the next,
 // which Next may act on after the delivery it returns now, or -1: a caller
-// can prefetch that partner's state of its own (see Prefetch). The entry
-// may turn out stale or blocked; it is only a hint.
-func (c *Core) Upcoming() int32 {
-	if h := c.ringHead + 1; h < len(c.ring) {
+// that keeps state of its own by partner can get it ready. The entry may
+// turn out stale or blocked; it is only a hint.
+func (c *Core) Upcoming() int32 { return c.UpcomingAt(1) }
+
+// UpcomingAt is the partner of the ring's entry k after the one Next looks
+// at first (UpcomingAt(1) is Upcoming), or -1; a hint as Upcoming is.
+func (c *Core) UpcomingAt(k int) int32 {
+	if h := c.ringHead + k; h < len(c.ring) {
 		return c.ring[h]
 	}
 	return -1
-}
-
-// prefetchRing asks for what the next ring entries will read, a stage
-// each, so that by the time an entry comes up its partner, head item,
-// queue and breaker are in the cache: with many partners each is a miss,
-// and a chain of misses (partner, then its item) costs the sum of them.
-// It changes nothing.
-func (c *Core) prefetchRing() {
-	h := c.ringHead
-	if h+2 < len(c.ring) {
-		tuning.PrefetchLines(unsafe.Pointer(&c.partners[c.ring[h+2]]), 2)
-	}
-	if h+1 < len(c.ring) {
-		if p := &c.partners[c.ring[h+1]]; p.head.it != nil {
-			tuning.Prefetch(unsafe.Pointer(p.head.it))
-			if len(p.q) > 0 {
-				tuning.Prefetch(unsafe.Pointer(&p.q[0])) // the pop moves the next head in
-			}
-			if p.breaker != nil && !p.bhOwn {
-				tuning.Prefetch(unsafe.Pointer(p.breaker))
-			}
-		}
-	}
 }
 
 // NextWake is the earliest time at which Next may have something new to do
@@ -483,9 +424,9 @@ func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now time
 	c.busy--
 	pol := p.policy
 	success := cl == model.ClassSuccess
-	// A success on an attached closed breaker is recorded beside the
-	// partner; anything else needs the breaker's own storage.
-	if b := p.breaker; b != nil && !(success && p.bhOwn && p.bh.RecordClosedSuccess(it.gen)) {
+	// A success on a closed breaker takes its shortcut; anything else
+	// needs Record.
+	if b := p.breaker; b != nil && !(success && b.RecordClosedSuccess(it.gen)) {
 		if success || b.Counts(o) {
 			b.Record(it.gen, success, now)
 		} else {

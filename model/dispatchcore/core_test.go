@@ -501,10 +501,10 @@ func TestUpcomingIsTheEntryAfterNext(t *testing.T) {
 	}
 }
 
-// TestRecycleZeroesFirstLine: Recycle must zero every field before
+// TestRecycleZeroesHotFields: Recycle must zero every field before
 // PrevDelay (a pool relies on it for a new delivery), so a field added there
 // must be added to it too.
-func TestRecycleZeroesFirstLine(t *testing.T) {
+func TestRecycleZeroesHotFields(t *testing.T) {
 	var it Item
 	v := reflect.ValueOf(&it).Elem()
 	// Every byte set, so that each field is non-zero.
@@ -519,23 +519,15 @@ func TestRecycleZeroesFirstLine(t *testing.T) {
 			t.Errorf("Recycle leaves %s set", f.Name)
 		}
 	}
-	if unsafe.Offsetof(it.PrevDelay) > 64 {
-		t.Errorf("PrevDelay at byte %d: the first line's fields outgrow a cache line", unsafe.Offsetof(it.PrevDelay))
-	}
 }
 
-// TestBreakerBesidePartner: a breaker's hot fields live in the record of
-// the partner it is attached to; a breaker shared by two partners and one
+// TestSharedAndReplacedBreaker: a breaker shared by two partners and one
 // replaced by SetGuards must still be one breaker whoever reads it.
-func TestBreakerBesidePartner(t *testing.T) {
-	// Two whole cache lines: a larger record costs a third line per attempt.
-	if n := unsafe.Sizeof(partner{}); n != 128 {
-		t.Errorf("partner record is %d bytes, want 128", n)
-	}
+func TestSharedAndReplacedBreaker(t *testing.T) {
 	pol := flatPolicy(time.Second, 0)
 	pcs := partners(3, 0, pol)
 	br := newBreaker(3, time.Minute)
-	pcs[0].Breaker, pcs[1].Breaker = br, br // partner 0 holds its hot fields
+	pcs[0].Breaker, pcs[1].Breaker = br, br
 	c := mustNew(t, Config{Workers: 10, Partners: pcs})
 	now := t0
 	// attempt makes one attempt on partner p ending with o, and reports
@@ -550,7 +542,7 @@ func TestBreakerBesidePartner(t *testing.T) {
 		return len(got) == 1
 	}
 	// Failures through either partner count in one run; a success through
-	// the partner holding the fields ends it for both.
+	// either ends it for both.
 	for i, s := range []struct {
 		p int32
 		o model.Outcome
@@ -580,5 +572,23 @@ func TestBreakerBesidePartner(t *testing.T) {
 	}
 	if fresh.State(now) != model.StateClosed || fresh.Generation() != 0 {
 		t.Fatalf("fresh breaker %v gen %d, want closed, 0", fresh.State(now), fresh.Generation())
+	}
+}
+
+// TestCallerState: the core keeps its partners' state where Config.State
+// says, which must be one record a partner.
+func TestCallerState(t *testing.T) {
+	pcs := partners(3, 0, flatPolicy(time.Second, 0))
+	if _, err := New(Config{Workers: 1, Partners: pcs, State: make([]PartnerState, 2)}); err == nil {
+		t.Fatal("state for 2 partners accepted for 3")
+	}
+	state := make([]PartnerState, 3)
+	c := mustNew(t, Config{Workers: 1, Partners: pcs, State: state})
+	offerN(t, c, 2, 1, t0)
+	if state[2].head.it == nil || state[0].head.it != nil {
+		t.Fatal("the delivery for partner 2 is not in its record of the caller's state")
+	}
+	if got := startAll(t, c, t0); len(got) != 1 || got[0].Partner != 2 {
+		t.Fatalf("started %v, want the delivery for partner 2", got)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !stormdrill_notuning
+
 package tuning
 
 import "unsafe"

@@ -1,3 +1,5 @@
+//go:build !stormdrill_notuning
+
 #include "textflag.h"
 
 // func Prefetch(p unsafe.Pointer)

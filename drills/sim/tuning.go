@@ -1,0 +1,124 @@
+package sim
+
+import (
+	"unsafe"
+
+	"github.com/stormdrill/stormdrill/drills/sim/tuning"
+	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model/dispatchcore"
+)
+
+// Where the simulator turns on the CPU hints of package tuning: huge pages
+// for its large slices, and prefetch of the state an event is about to
+// read. At tens of thousands of subscribers each piece of a subscriber's
+// state (its simulated partner, its breaker, the dispatcher core's record
+// of it) is a cache and TLB miss; fetched as soon as the subscriber is
+// known, they overlap instead of adding up. None of it changes a result,
+// and built with the tag stormdrill_notuning none of it is on (tuning.On).
+
+// prefetchPays reports whether n subscribers' state outgrows the caches, so
+// that prefetching it pays; below that it only costs.
+func prefetchPays(n int) bool { return tuning.On && n >= tuning.PrefetchFrom }
+
+// newSubscribers returns the subscribers' slice: a large allocation starts
+// on a page, so each subscriber starts a cache line (see layout.go).
+func newSubscribers(n int) []subscriber {
+	s := make([]subscriber, n)
+	tuning.HugePagesOf(s)
+	return s
+}
+
+// newCoreState returns the storage of the dispatcher core's partner records,
+// one a subscriber, in subscriber order.
+func newCoreState(n int) []dispatchcore.PartnerState {
+	s := make([]dispatchcore.PartnerState, n)
+	tuning.HugePagesOf(s)
+	return s
+}
+
+// newBreakers returns n breakers' storage, in subscriber order.
+func newBreakers(n int) []simBreaker {
+	s := make([]simBreaker, n)
+	tuning.HugePagesOf(s)
+	return s
+}
+
+// newSlab returns the next slab of items after one of prev items: twice as
+// many, up to 8 MiB, so that the deliveries in flight span few pages.
+func newSlab(prev int) []slabItem {
+	s := make([]slabItem, min(max(2*prev, 64), 1<<23/int(unsafe.Sizeof(slabItem{}))))
+	tuning.HugePagesOf(s)
+	return s
+}
+
+// coreStateLines is how many cache lines a core partner record spans.
+const coreStateLines = (unsafe.Sizeof(dispatchcore.PartnerState{}) + 63) / 64
+
+// subscriberHot is how many bytes of a subscriber an attempt reads: up to
+// the end of its partner's counters and server heap.
+const subscriberHot = unsafe.Offsetof(subscriber{}.partner) + fakepartner.SimHotBytes
+
+// prefetchSub asks for the cache lines of subscriber si's state that an
+// attempt reads: its subscriber, partner and breaker, and the core's
+// record of it, all at once.
+func (r *simRun) prefetchSub(si int32) {
+	tuning.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
+	if r.breakers != nil {
+		tuning.Prefetch(unsafe.Pointer(&r.breakers[si]))
+	}
+	tuning.PrefetchLines(unsafe.Pointer(&r.coreState[si]), coreStateLines)
+}
+
+// prefetchNextEvent asks for what the next event reads if it is a
+// completion: the first line of its item and its subscriber's state,
+// fetched while this event runs.
+func (r *simRun) prefetchNextEvent() {
+	if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
+		if it := r.slots[next.slot].it; it != nil {
+			tuning.Prefetch(unsafe.Pointer(it))
+		}
+		r.prefetchSub(next.sub)
+	}
+}
+
+// prefetchRing asks, before each call of the core's Next, for what the next entries of
+// the core's round-robin ring will read, a stage each: the core's record of
+// the third, the head delivery of the second (read from its record, asked
+// for a call earlier), and the whole state of the first after the one Next
+// returns now.
+func (r *simRun) prefetchRing() {
+	if p := r.core.UpcomingAt(3); p >= 0 {
+		tuning.PrefetchLines(unsafe.Pointer(&r.coreState[p]), coreStateLines)
+	}
+	if p := r.core.UpcomingAt(2); p >= 0 {
+		if it := r.core.Head(p); it != nil {
+			tuning.Prefetch(unsafe.Pointer(it))
+		}
+	}
+	if p := r.core.Upcoming(); p >= 0 {
+		r.prefetchSub(p)
+	}
+}
+
+// prefetchFanout asks for the state of the subscribers a few deliveries on
+// in the source's fan-out, in two stages: the core's record, then the
+// breaker it points to.
+func (r *simRun) prefetchFanout() {
+	if k := r.heldSub + 8; k < len(r.fanout) {
+		tuning.PrefetchLines(unsafe.Pointer(&r.coreState[r.fanout[k]]), coreStateLines)
+		if r.breakers != nil {
+			tuning.Prefetch(unsafe.Pointer(&r.breakers[r.fanout[k-4]]))
+		}
+	}
+}
+
+// prefetchPool asks for the item after next in the pool: pooled items are
+// cold. Its second line only when it is written (for the delivery id).
+func (r *simRun) prefetchPool() {
+	if n := len(r.pool); n > 1 {
+		tuning.Prefetch(unsafe.Pointer(r.pool[n-2]))
+		if r.needID {
+			tuning.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-2]), 64))
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build stormdrill_notuning
+
+package tuning
+
+// On is whether tuning is built in (see on.go).
+const On = false
