@@ -1,6 +1,8 @@
 package reports
 
 import (
+	"bytes"
+	"encoding/xml"
 	"html"
 	"regexp"
 	"slices"
@@ -116,6 +118,76 @@ func TestMarkdownAndHTMLSayTheSame(t *testing.T) {
 		mdGates, htmlGates := mdTable(md, "## Gates"), htmlTable(page, "gates")
 		if len(mdGates) != len(v.run.Summary.Gates)+1 || !slices.EqualFunc(mdGates, htmlGates, slices.Equal) {
 			t.Errorf("%s: the gates tables differ\nMarkdown: %q\nHTML:     %q", v.name, mdGates, htmlGates)
+		}
+	}
+}
+
+// failedGatesOf is the gates a rendered gates table marks as failed.
+func failedGatesOf(rows [][]string) []string {
+	var out []string
+	for _, r := range rows[min(1, len(rows)):] {
+		if len(r) > 1 && strings.Contains(r[len(r)-1], "FAIL") {
+			out = append(out, r[0])
+		}
+	}
+	return out
+}
+
+// TestEveryWriterSaysTheSameVerdict renders every report variant with
+// every writer that states a verdict (report.md, report.html, junit.xml,
+// the terminal) and compares the verdict line and which gates failed.
+func TestEveryWriterSaysTheSameVerdict(t *testing.T) {
+	for _, v := range reportVariants(t) {
+		s := v.run.Summary
+		if s == nil {
+			continue
+		}
+		out := renderedReports(t, v.run)
+		verdict := VerdictText(s)
+		mdVerdict := regexp.MustCompile(`(?m)^\*\*(.*?)\*\* ·`).FindStringSubmatch(out["report.md"])
+		htmlVerdict := regexp.MustCompile(`<span class="verdict [a-z]+">(.*?)</span>`).FindStringSubmatch(out["report.html"])
+		termVerdict := strings.SplitN(strings.SplitN(out["terminal"], "\n", 2)[0], ": ", 2)
+		switch {
+		case mdVerdict == nil || mdText(mdVerdict[1]) != verdict:
+			t.Errorf("%s: report.md's verdict %q, want %q", v.name, mdVerdict, verdict)
+		case htmlVerdict == nil || html.UnescapeString(htmlVerdict[1]) != verdict:
+			t.Errorf("%s: report.html's verdict %q, want %q", v.name, htmlVerdict, verdict)
+		case len(termVerdict) != 2 || termVerdict[1] != verdict:
+			t.Errorf("%s: the terminal's verdict %q, want %q", v.name, termVerdict, verdict)
+		}
+
+		want := failedGatesOf(mdTable(out["report.md"], "## Gates"))
+		if got := failedGatesOf(htmlTable(out["report.html"], "gates")); !slices.Equal(got, want) {
+			t.Errorf("%s: report.html fails gates %q, report.md %q", v.name, got, want)
+		}
+		var junit struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testsuite>testcase"`
+		}
+		if err := xml.Unmarshal(render(t, func(b *bytes.Buffer) error { return WriteJUnit(b, s) }), &junit); err != nil {
+			t.Fatal(err)
+		}
+		var junitFailed []string
+		for _, c := range junit.Cases {
+			if c.Failure != nil && slices.ContainsFunc(s.Gates, func(g GateResult) bool { return g.Expr == c.Name }) {
+				junitFailed = append(junitFailed, c.Name)
+			}
+		}
+		if !slices.Equal(junitFailed, want) {
+			t.Errorf("%s: junit.xml fails gates %q, report.md %q", v.name, junitFailed, want)
+		}
+		var termFailed []string
+		for _, line := range strings.Split(out["terminal"], "\n") {
+			for _, g := range s.Gates {
+				if strings.HasPrefix(line, "  ✗ "+g.Expr+" ") {
+					termFailed = append(termFailed, g.Expr)
+				}
+			}
+		}
+		if !slices.Equal(termFailed, want) {
+			t.Errorf("%s: the terminal fails gates %q, report.md %q", v.name, termFailed, want)
 		}
 	}
 }
