@@ -18,6 +18,18 @@ type Comparison struct {
 	// Seeds is how many seeds each side has when both ran several: then the
 	// figures are means and differences are tested (Welch's t-test).
 	BaseSeeds, CandidateSeeds int
+	// BaseMeanOf and CandidateMeanOf are set when only that side ran
+	// several seeds: its figures are then means over that many, compared
+	// without a test with the other side's one run.
+	BaseMeanOf, CandidateMeanOf int
+}
+
+// seedCount is how many seeds s ran, when more than one; else 0.
+func seedCount(s *Summary) int {
+	if s == nil || s.Seeds == nil || len(s.Seeds.Runs) < 2 {
+		return 0
+	}
+	return len(s.Seeds.Runs)
 }
 
 // CompareRow is one key figure of a comparison.
@@ -164,10 +176,13 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 	if cand != nil {
 		c.Candidate = cand.Drill
 	}
-	multi := base != nil && cand != nil && base.Seeds != nil && cand.Seeds != nil &&
-		len(base.Seeds.Runs) >= 2 && len(cand.Seeds.Runs) >= 2
+	multi := seedCount(base) > 0 && seedCount(cand) > 0
 	if multi {
-		c.BaseSeeds, c.CandidateSeeds = len(base.Seeds.Runs), len(cand.Seeds.Runs)
+		c.BaseSeeds, c.CandidateSeeds = seedCount(base), seedCount(cand)
+	} else {
+		// A multi-seed run's own gates and report speak of its means, so
+		// its side of the comparison does too.
+		c.BaseMeanOf, c.CandidateMeanOf = seedCount(base), seedCount(cand)
 	}
 	byMetric := map[string][]Tolerance{}
 	for _, t := range failOn {
@@ -178,12 +193,14 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 		bv, bok, _ := base.Metric(name)
 		cv, cok, _ := cand.Metric(name)
 		var bvals, cvals []float64
-		if multi {
+		// A figure that applies to only some seeds is compared on those;
+		// one that applies to none is "not applicable".
+		if seedCount(base) > 0 {
 			bf, bin := base.Seeds.Figure(name)
-			cf, cin := cand.Seeds.Figure(name)
-			// A figure that applies to only some seeds is compared on
-			// those; one that applies to none is "not applicable".
 			bv, bok, bvals = bf.Mean, bin && bf.N > 0, bf.Values
+		}
+		if seedCount(cand) > 0 {
+			cf, cin := cand.Seeds.Figure(name)
 			cv, cok, cvals = cf.Mean, cin && cf.N > 0, cf.Values
 		}
 		if !bok && !cok {
@@ -422,7 +439,16 @@ func comparisonVerdict(c *Comparison) string {
 
 // comparisonMethod says how a multi-seed comparison decides, in one line.
 func comparisonMethod(c *Comparison) string {
-	if c.BaseSeeds == 0 {
+	side := func(what string, n int, other string) string {
+		return fmt.Sprintf("The %s's figures are means over its %d seeds, the %s's those of its one run; "+
+			"with one run on a side there is no test, so every change beyond a tolerance counts.", what, n, other)
+	}
+	switch {
+	case c.CandidateMeanOf > 0:
+		return side("candidate", c.CandidateMeanOf, "base")
+	case c.BaseMeanOf > 0:
+		return side("base", c.BaseMeanOf, "candidate")
+	case c.BaseSeeds == 0:
 		return ""
 	}
 	return fmt.Sprintf("Means over %d base and %d candidate seeds. Test: Welch's t-test on the per-seed values; "+

@@ -176,3 +176,30 @@ func TestMultiSeedFirstScreen(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareOneRunWithSeveralSeeds: when only one side ran several seeds,
+// its side of the comparison is its mean (as its gates and report are),
+// not its first seed's figure, and every change beyond a tolerance counts.
+func TestCompareOneRunWithSeveralSeeds(t *testing.T) {
+	amps := []float64{1, 1, 1}
+	several := multiSeed(11, []float64{1.5, 0.9, 1.5}, amps) // first seed 1.5, mean 1.3
+	one := seedSummary(1, 1.2, 1, true)
+	tol := mustTolerances(t, "healthy.latency.p99=+10%")
+
+	c := Compare(one, several, tol)
+	if got, want := c.Tolerances[0].Candidate, FormatValue(Duration, 1.3); got != want || c.CandidateMeanOf != 3 || c.Tolerances[0].Test != "" {
+		t.Errorf("candidate %q (mean of %d, test %q), want %q, the mean of 3 without a test", got, c.CandidateMeanOf, c.Tolerances[0].Test, want)
+	}
+	// The mean moved +8.3%, within the tolerance; the first seed's +25%
+	// must not decide.
+	if c.Failed {
+		t.Errorf("the first seed decided: %+v", c.Tolerances)
+	}
+	if m := comparisonMethod(c); !strings.Contains(m, "means over its 3 seeds") {
+		t.Errorf("method %q does not say the candidate's figures are means", m)
+	}
+	// The other way round: the base's mean.
+	if c := Compare(several, one, tol); c.BaseMeanOf != 3 || c.Tolerances[0].Base != FormatValue(Duration, 1.3) {
+		t.Errorf("base %q (mean of %d), want the mean of 3", c.Tolerances[0].Base, c.BaseMeanOf)
+	}
+}
