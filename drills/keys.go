@@ -232,6 +232,27 @@ func KeysMarkdown() string {
 	return b.String()
 }
 
+// KeysReferenceCommand is the command that writes docs/drill-keys.md; a
+// test fails when the committed file is not its output.
+const KeysReferenceCommand = "go run ./cmd/stormdrill keys --markdown > docs/drill-keys.md"
+
+// KeysReferenceMarkdown is docs/drill-keys.md: the key table and the table
+// of outage kinds, read off their declarations. The prose that explains
+// them is in docs/drill-format.md, which is written by hand.
+func KeysReferenceMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# Drill keys\n\n")
+	b.WriteString("<!-- Generated from drills/keys.go by `" + KeysReferenceCommand + "`; do not edit. -->\n\n")
+	b.WriteString("Every key of a drill file, with its type, default and meaning. Units, ranges and\n")
+	b.WriteString("limits: [the drill format](drill-format.md#drill-keys).\n\n")
+	b.WriteString(KeysMarkdown())
+	b.WriteString("\n## Outage kinds\n\n")
+	b.WriteString("What each outage kind does, what the dispatcher sees of it, and whether it can\n")
+	b.WriteString("also strike single calls: [the drill format](drill-format.md#outage-kinds).\n\n")
+	b.WriteString(OutageKindsMarkdown())
+	return b.String()
+}
+
 // OutageKindsMarkdown is the table of outage kinds in docs/drill-keys.md, read off
 // their declarations: what the partner does, what the dispatcher sees of
 // it and how it classes it, and whether the kind can also strike single

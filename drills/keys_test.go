@@ -1,15 +1,12 @@
 package drills
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 )
-
-var update = flag.Bool("update", false, "rewrite the key tables in docs/drill-keys.md")
 
 // TestKeysCoverSchema checks, through the toml tags of Drill, that every key
 // has a KeyDoc (itself or a documented parent table), that every KeyDoc
@@ -73,42 +70,15 @@ func TestKeysMarkdown(t *testing.T) {
 	}
 }
 
-const (
-	keysBegin = "<!-- keys:begin -->"
-	keysEnd   = "<!-- keys:end -->"
-)
-
-// TestDocsKeys checks that docs/drill-keys.md carries KeysMarkdown() between the
-// markers; with -update it rewrites that section and nothing else.
+// TestDocsKeys checks that docs/drill-keys.md is what KeysReferenceCommand
+// writes, so the published reference cannot drift from the decoder's keys.
 func TestDocsKeys(t *testing.T) {
-	readmeSection(t, keysBegin, keysEnd, KeysMarkdown())
-	readmeSection(t, "<!-- outagekinds:begin -->", "<!-- outagekinds:end -->", OutageKindsMarkdown())
-}
-
-// readmeSection checks that docs/drill-keys.md's text between the markers is body;
-// with -update it rewrites it.
-func readmeSection(t *testing.T, keysBegin, keysEnd, body string) {
-	t.Helper()
 	path := filepath.Join("..", "docs", "drill-keys.md")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(data)
-	b := strings.Index(text, keysBegin)
-	e := strings.Index(text, keysEnd)
-	if b < 0 || e < b {
-		t.Fatal(path + " has no " + keysBegin + " … " + keysEnd + " section")
-	}
-	want := keysBegin + "\n" + body + keysEnd
-	got := text[b : e+len(keysEnd)]
-	if got == want {
-		return
-	}
-	if !*update {
-		t.Fatalf("%s: %s table is stale; run: go test ./drills -run TestDocsKeys -update", path, keysBegin)
-	}
-	if err := os.WriteFile(path, []byte(text[:b]+want+text[e+len(keysEnd):]), 0o644); err != nil {
-		t.Fatal(err)
+	if string(data) != KeysReferenceMarkdown() {
+		t.Fatalf("%s is stale; run: %s", path, KeysReferenceCommand)
 	}
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
 // TestHelpCommandPrintsThatCommandsHelp: `help CMD` and `CMD --help` print
@@ -99,5 +101,17 @@ func TestKeysFilter(t *testing.T) {
 	}
 	if code, _, errOut := stormdrill(t, "keys", "no-such-key"); code != exitUsage || !strings.Contains(errOut, "no drill key") {
 		t.Errorf("keys no-such-key: exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+// TestKeysMarkdownIsTheDocsReference: keys --markdown writes the page
+// docs/drill-keys.md is generated from, and takes no filter.
+func TestKeysMarkdownIsTheDocsReference(t *testing.T) {
+	code, out, _ := stormdrill(t, "keys", "--markdown")
+	if code != exitOK || out != drills.KeysReferenceMarkdown() {
+		t.Errorf("keys --markdown: exit %d; want drills.KeysReferenceMarkdown():\n%.300s", code, out)
+	}
+	if code, _, errOut := stormdrill(t, "keys", "--markdown", "retry"); code != exitUsage || !strings.Contains(errOut, "no FILTER") {
+		t.Errorf("keys --markdown retry: exit %d, stderr %q; want 2", code, errOut)
 	}
 }

@@ -65,12 +65,21 @@ const limitUsage = "raise a ceiling on total work for this run, KEY=N (repeatabl
 
 const keysExamples = `  stormdrill keys > keys.md
   stormdrill keys retry            # only the keys whose name contains "retry"
-  stormdrill keys breaker budget`
+  stormdrill keys breaker budget
+  stormdrill keys --markdown > docs/drill-keys.md   # the whole published reference`
 
 func cmdKeys(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("keys", "[FILTER...]", keysExamples, stdout)
+	reference := fs.Bool("markdown", false, "print docs/drill-keys.md: the key table and the table of outage kinds, as one Markdown page")
 	filters, err := parseFlags(fs, args)
 	if err != nil {
+		return err
+	}
+	if *reference {
+		if len(filters) > 0 {
+			return usagef("stormdrill keys: --markdown prints every key; it takes no FILTER")
+		}
+		_, err := io.WriteString(stdout, drills.KeysReferenceMarkdown())
 		return err
 	}
 	all := drills.KeysMarkdown()
