@@ -40,12 +40,10 @@ var plotCharts = map[string]string{
 }
 
 type htmlData struct {
-	External [][2]string // external runs: what the partners saw
 	*reportView
 	HTMLPlots   []htmlPlot
 	HasSummary  bool
 	Definitions []htmlDefinition
-	CohortCodes []KV
 
 	// The interactive charts: their data, the vendored uPlot and the
 	// script that draws them, all inlined.
@@ -66,10 +64,6 @@ type htmlData struct {
 func WriteHTML(w io.Writer, r *Run, plots []PlotRef, readFile func(name string) ([]byte, error)) error {
 	v := buildView(r, plots)
 	d := htmlData{reportView: v, HasSummary: r != nil && r.Summary != nil, Definitions: htmlGlossary()}
-	if d.HasSummary {
-		d.CohortCodes = cohortCodeRows(r.Summary)
-		d.External = ExternalRows(r.Summary.External)
-	}
 	charts := interactiveCharts(r)
 	hasChart := map[string]bool{}
 	for _, c := range charts {
@@ -364,7 +358,7 @@ li.bad { color: var(--fail); font-weight: 600; }
 
 {{if .External}}<section id="external">
 <h2>Seen from the partners (external run)</h2>
-<table>
+<table id="external-table">
 <thead><tr><th>figure</th><th>value</th></tr></thead>
 <tbody>
 {{range .External}}<tr><td>{{index . 0}}</td><td>{{index . 1}}</td></tr>

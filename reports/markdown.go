@@ -69,6 +69,10 @@ type reportView struct {
 
 	Cohorts        []cohortRow
 	CohortsOmitted int
+	// CohortCodes is each cohort's status codes, for cohorts with any.
+	CohortCodes []KV
+	// External is what the partners saw of an external run's system.
+	External [][2]string
 
 	DeadLetters        []reasonRow
 	DeadLettersOmitted int
@@ -338,6 +342,10 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 		})
 	}
 
+	v.CohortCodes = cohortCodeRows(s)
+	for _, kv := range ExternalRows(s.External) {
+		v.External = append(v.External, [2]string{oneLine(kv[0]), oneLine(kv[1])})
+	}
 	v.DeadLetters, v.DeadLettersOmitted = reasonRows(s.DeadLetterReasons, s.Deliveries.DeadLettered)
 
 	for i, o := range s.Outages {
@@ -793,7 +801,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 			m.row(mdCell(c.Name), c.Subscribers, c.Faulty, c.Deliveries, c.Delivered, c.DLQ, c.Pending, c.Attempts, c.Amplification, c.P99)
 		}
 		m.omitted(v.CohortsOmitted, "cohorts")
-		if codes := cohortCodeRows(r.Summary); len(codes) > 0 {
+		if codes := v.CohortCodes; len(codes) > 0 {
 			m.line("")
 			m.line(fmt.Sprintf("[Status codes](#%s) per cohort:", anchorStatusCodes))
 			m.line("")
@@ -903,7 +911,7 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 		writeComparisonBody(m, r.Baseline)
 	}
 
-	if rows := ExternalRows(r.Summary.External); len(rows) > 0 {
+	if rows := v.External; len(rows) > 0 {
 		m.line("")
 		m.line("## Seen from the partners (external run)")
 		m.line("")

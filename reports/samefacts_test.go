@@ -103,7 +103,8 @@ func htmlTable(page, id string) [][]string {
 
 // TestMarkdownAndHTMLSayTheSame renders every report variant in both
 // formats and compares what each says on its first screen (verdict, run,
-// failures, outages, the seeds note) and in its gates table.
+// failures, outages, the seeds note), in its gates table and in the
+// external run's figures.
 func TestMarkdownAndHTMLSayTheSame(t *testing.T) {
 	for _, v := range reportVariants(t) {
 		if v.run.Summary == nil {
@@ -114,6 +115,10 @@ func TestMarkdownAndHTMLSayTheSame(t *testing.T) {
 		mdFirst, htmlFirst := mdFirstScreen(md), htmlFirstScreen(page)
 		if len(mdFirst) < 2 || !slices.Equal(mdFirst, htmlFirst) {
 			t.Errorf("%s: the first screens differ\nMarkdown: %q\nHTML:     %q", v.name, mdFirst, htmlFirst)
+		}
+		mdExt, htmlExt := mdTable(md, "## Seen from the partners (external run)"), htmlTable(page, "external-table")
+		if (v.run.Summary.External != nil) != (len(mdExt) > 1) || !slices.EqualFunc(mdExt, htmlExt, slices.Equal) {
+			t.Errorf("%s: the external figures differ\nMarkdown: %q\nHTML:     %q", v.name, mdExt, htmlExt)
 		}
 		mdGates, htmlGates := mdTable(md, "## Gates"), htmlTable(page, "gates")
 		if len(mdGates) != len(v.run.Summary.Gates)+1 || !slices.EqualFunc(mdGates, htmlGates, slices.Equal) {

@@ -55,7 +55,7 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 			width = max(width, len([]rune(g.Expr)))
 		}
 	}
-	for _, t := range s.Tolerances {
+	for _, t := range v.Tolerances {
 		width = max(width, len([]rune(t.Expr)))
 	}
 	mark := func(pass bool) string {
@@ -76,14 +76,14 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		}
 		m.line(fmt.Sprintf("  %s %s  %s", mark(g.Pass), pad(g.Expr), g.Measured))
 	}
-	for i, t := range s.Tolerances {
+	for i, t := range v.Tolerances {
 		if i >= maxTerminalGates {
-			m.line(fmt.Sprintf("  … and %d more tolerances", len(s.Tolerances)-i))
+			m.line(fmt.Sprintf("  … and %d more tolerances", len(v.Tolerances)-i))
 			break
 		}
-		line := fmt.Sprintf("  %s %s  %s → %s, %s", mark(t.Pass), pad(oneLine(t.Expr)), oneLine(t.Base), oneLine(t.Candidate), oneLine(t.Change))
+		line := fmt.Sprintf("  %s %s  %s → %s, %s", mark(t.Pass), pad(t.Expr), t.Base, t.Candidate, t.Change)
 		if t.Test != "" {
-			line += " " + oneLine(t.Test)
+			line += " " + t.Test
 		}
 		m.line(line)
 	}
