@@ -174,6 +174,10 @@ func TestMultiSeedFirstScreen(t *testing.T) {
 		if len(gates) < 2 || !slices.Equal(gates[0], want[0]) || !slices.Equal(gates[1], want[1]) {
 			t.Errorf("baseline %v: gates table starts %q, want %q", withBaseline, gates[:min(2, len(gates))], want)
 		}
+		// The tolerance table's candidate is the same mean as the gate's.
+		if tols := mdTable(md, "## Tolerances against the baseline"); withBaseline && (len(tols) < 2 || tols[1][2] != "654ms") {
+			t.Errorf("tolerances %q: the candidate is not the gates' mean, 654ms", tols)
+		}
 	}
 }
 
