@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stormdrill/stormdrill/drills/children"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
@@ -78,8 +79,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		topUsage(stdout)
 		return exitUsage
 	}
+	if startsChildren[args[0]] {
+		// Told to stop at any moment (building, waiting for the system,
+		// running, draining), the harness stops every process it started
+		// and what they started: none outlives it.
+		remove := children.StopOnSignal(childGrace, func(sig os.Signal) {
+			fmt.Fprintf(stderr, "stormdrill: %v: stopped every process the run started\n", sig)
+			os.Exit(exitRunFail)
+		})
+		defer remove()
+	}
 	return exitCode(execute(args, stdout, stderr), stderr)
 }
+
+// startsChildren names the commands that start processes (dispatchers,
+// a system under drill and its commands).
+var startsChildren = map[string]bool{"run": true, "verify": true}
+
+// childGrace is how long the processes a run started get to stop after
+// SIGTERM before they are killed.
+const childGrace = 2 * time.Second
 
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/children"
 	"github.com/stormdrill/stormdrill/fakepartner"
 )
 
@@ -362,7 +363,7 @@ func (h *harness) build() error {
 	defer cancel()
 	cmd := h.env.command(ctx, h.workdir, h.sys.Build)
 	cmd.Stdout, cmd.Stderr = h.log, h.log
-	if err := cmd.Run(); err != nil {
+	if err := children.Run(cmd); err != nil {
 		return fmt.Errorf("external: system.build %q: %w", strings.Join(h.sys.Build, " "), err)
 	}
 	return nil
@@ -457,9 +458,10 @@ func (h *harness) listDeadLetters() error {
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := children.Start(cmd); err != nil {
 		return fmt.Errorf("external: system.dead_letter_command: %w", err)
 	}
+	defer children.Done(cmd)
 	perr := parseDeadLetters(io.LimitReader(out, 1<<30), h.rec.deadLetter)
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("external: system.dead_letter_command: %w", err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/children"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
@@ -167,7 +168,7 @@ func (c *commandIngest) send(ctx context.Context, ev *Event) (time.Duration, err
 		cmd.Stdin = bytes.NewReader(body)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &limitedBuffer{b: &out, n: maxIngestResponse}, &limitedBuffer{b: &out, n: maxIngestResponse}
-		if err := cmd.Run(); err != nil {
+		if err := children.Run(cmd); err != nil {
 			return ctx.Err() == nil, 0, fmt.Errorf("ingest command: %v: %s", err, strings.TrimSpace(out.String()))
 		}
 		return false, 0, nil

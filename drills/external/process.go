@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stormdrill/stormdrill/drills/children"
 )
 
 // Process limits.
@@ -67,6 +69,9 @@ func (e env) command(ctx context.Context, dir string, argv []string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if ctx != nil {
 		cmd = exec.CommandContext(ctx, args[0], args[1:]...)
+		// Its process group: a command in its own group (children.Start)
+		// may have started others.
+		cmd.Cancel = func() error { children.Stop(cmd, false); return nil }
 	} else {
 		cmd = exec.Command(args[0], args[1:]...)
 	}
@@ -80,7 +85,6 @@ func (e env) command(ctx context.Context, dir string, argv []string) *exec.Cmd {
 // once when neither is given.
 func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, readyLog string, timeout time.Duration, log io.Writer) (*process, error) {
 	p := &process{cmd: e.command(nil, dir, argv), done: make(chan struct{}), ready: make(chan struct{})}
-	newProcessGroup(p.cmd)
 	outR, outW := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = outW, outW
 	if withStdin {
@@ -90,7 +94,7 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 		}
 		p.stdin = w
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := children.Start(p.cmd); err != nil {
 		return nil, fmt.Errorf("external: starting the system: %w", err)
 	}
 	logSeen := make(chan struct{})
@@ -108,6 +112,7 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 	}()
 	go func() {
 		p.err = p.cmd.Wait()
+		children.Done(p.cmd)
 		outW.Close()
 		close(p.done)
 	}()
@@ -164,19 +169,19 @@ func (p *process) kill(graceful bool) error {
 		p.stdin.Close()
 	}
 	if graceful {
-		stopGroup(p.cmd.Process)
+		children.Stop(p.cmd, true)
 		t := time.NewTimer(stopTimeout)
 		defer t.Stop()
 		select {
 		case <-p.done:
 			return nil
 		case <-t.C:
-			killGroup(p.cmd.Process)
+			children.Stop(p.cmd, false)
 			<-p.done
 			return fmt.Errorf("external: the system did not stop within %v of SIGTERM", stopTimeout)
 		}
 	}
-	killGroup(p.cmd.Process)
+	children.Stop(p.cmd, false)
 	<-p.done
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/children"
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
@@ -335,7 +336,7 @@ func (r *runner) launch(n int) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.cmd.Start(); err != nil {
+	if err := children.Start(c.cmd); err != nil {
 		return nil, fmt.Errorf("live: starting the dispatcher: %w", err)
 	}
 	go func() {
@@ -360,7 +361,9 @@ func (r *runner) launch(n int) (*child, error) {
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
-		c.done <- c.cmd.Wait()
+		err := c.cmd.Wait()
+		children.Done(c.cmd)
+		c.done <- err
 		r.exited <- c
 	}()
 	return c, nil
