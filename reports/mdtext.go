@@ -1,0 +1,103 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+func percentileText(p Percentiles) string {
+	return strings.Join([]string{
+		FormatDuration(p.P50), FormatDuration(p.P90), FormatDuration(p.P99),
+		FormatDuration(p.P999), FormatDuration(p.Max),
+	}, " / ")
+}
+
+// groupDigits writes n with thousands separators: 12,345.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// oneLine keeps table cells on one line and bounded in length.
+func oneLine(s string) string {
+	const maxCell = 200
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxCell {
+		cut := maxCell
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// mdWriter writes Markdown lines and keeps the first error.
+type mdWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (m *mdWriter) line(s string) {
+	if m.err != nil {
+		return
+	}
+	_, m.err = io.WriteString(m.w, s+"\n")
+}
+
+// row writes one table row; cells are already escaped (mdCell or mdCode).
+func (m *mdWriter) row(cells ...string) {
+	m.line("| " + strings.Join(cells, " | ") + " |")
+}
+
+func (m *mdWriter) omitted(n int, what string) {
+	if n > 0 {
+		m.line("")
+		m.line(fmt.Sprintf("… and %d more %s not shown.", n, what))
+	}
+}
+
+// mdCell escapes text for a table cell: pipes would end the cell, and
+// Markdown punctuation would change its meaning.
+func mdCell(s string) string {
+	var b strings.Builder
+	for _, r := range oneLine(s) {
+		switch r {
+		case '|', '\\', '*', '_', '`', '[', ']', '<', '>':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// mdCode writes s as inline code; a pipe still needs escaping inside a table.
+func mdCode(s string) string {
+	s = strings.ReplaceAll(oneLine(s), "`", "'")
+	if s == "" {
+		return "—"
+	}
+	return "`" + strings.ReplaceAll(s, "|", `\|`) + "`"
+}
+
+// mdLink escapes a relative file name for a Markdown link target.
+func mdLink(name string) string {
+	r := strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E")
+	return r.Replace(name)
+}
