@@ -43,8 +43,8 @@ test: vet ## vet, then every test (-race where there are goroutines), with a cro
 	echo "STORMDRILL_CROSS_BUILD=1 $(GO) test -run '^TestCrossBuildReleaseTargets$$' ./cmd/stormdrill/ (beside the passes)"; \
 	status=0; wait $$cross || status=$$?; trap - EXIT; cat "$$log"; rm -f "$$log"; exit $$status
 
-demo: build ## run the flagship drill (simulated) and write out/fanout-outage/
-	./$(BIN) run drills/fanout-outage.toml
+demo: build ## run the flagship drill (simulated, the copy bundled in the binary) and write out/fanout-outage/
+	./$(BIN) run fanout-outage
 
 # The benchmarks run test binaries built with the profile the stormdrill
 # binary is built with (go build picks cmd/stormdrill/default.pgo itself),

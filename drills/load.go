@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -49,11 +50,28 @@ const (
 // an array of tables without an index ("partners.concurrency") sets it in
 // every element; a value that is not valid TOML is taken as a bare string.
 //
+// A bare name such as "fanout-outage" (no path separator, no .toml) loads
+// the bundled drill of that name when no file of that name exists: a path
+// wins when the file exists. A bundled drill's errors name its file,
+// "fanout-outage.toml:12: key: what is wrong".
+//
 // Every problem is returned as Errors, each "FILE:LINE: key: what is wrong".
 func Load(path string, overrides map[string]string) (*Drill, error) {
+	if ResolvesToBundled(path) {
+		b, _ := BundledName(path)
+		data, err := fs.ReadFile(bundledFS, b.File)
+		if err != nil {
+			return nil, Errors{{File: b.File, Msg: err.Error()}}
+		}
+		return parseDrillIn(bundledFS, b.File, data, overrides)
+	}
 	data, err := readDrillFile(path)
 	if err != nil {
-		return nil, Errors{{File: path, Msg: err.Error()}}
+		msg := err.Error()
+		if b, ok := BundledName(strings.TrimSuffix(path, ".toml")); ok && path == b.File {
+			msg += fmt.Sprintf(" (the bundled drill is named without .toml: %s)", b.Name)
+		}
+		return nil, Errors{{File: path, Msg: msg}}
 	}
 	return parseDrill(path, data, overrides)
 }
@@ -84,14 +102,20 @@ type loader struct {
 	origins  map[string]origin
 	present  map[string]bool // every key path decoded
 	includes int             // files included so far, at any depth
+	// fsys is where the files are when they are not on disk (the bundled
+	// drills); names are then slash-separated paths in it.
+	fsys fs.FS
 }
 
 func parseDrill(name string, data []byte, overrides map[string]string) (*Drill, error) {
-	ld := &loader{top: name, present: map[string]bool{}}
-	abs, err := filepath.Abs(name)
-	if err != nil {
-		abs = filepath.Clean(name)
-	}
+	return parseDrillIn(nil, name, data, overrides)
+}
+
+// parseDrillIn is parseDrill for a drill whose includes are read from
+// fsys, or from disk when fsys is nil.
+func parseDrillIn(fsys fs.FS, name string, data []byte, overrides map[string]string) (*Drill, error) {
+	ld := &loader{top: name, present: map[string]bool{}, fsys: fsys}
+	abs := ld.identity(name)
 	tree, origins, ok := ld.loadFile(name, data, []string{abs})
 	if !ok {
 		return nil, ld.result()
@@ -163,6 +187,47 @@ func (ld *loader) errAt(key, msg string) {
 func (ld *loader) typeErrAt(key, msg string) {
 	ld.typeErrs++
 	ld.errAt(key, msg)
+}
+
+// includePath is the file that inc, included by the file name, names.
+func (ld *loader) includePath(name, inc string) string {
+	if ld.fsys != nil {
+		return pathpkg.Join(pathpkg.Dir(name), filepath.ToSlash(inc))
+	}
+	if filepath.IsAbs(inc) {
+		return inc
+	}
+	return filepath.Join(filepath.Dir(name), inc)
+}
+
+// identity is what tells two names of one file apart from two files, for
+// include cycles: the absolute path on disk, the path itself in fsys.
+func (ld *loader) identity(name string) string {
+	if ld.fsys != nil {
+		return name
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return filepath.Clean(name)
+	}
+	return abs
+}
+
+// readFile reads one drill file, from fsys or from disk.
+func (ld *loader) readFile(name string) ([]byte, error) {
+	if ld.fsys == nil {
+		return readDrillFile(name)
+	}
+	data, err := fs.ReadFile(ld.fsys, name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errors.New("no such file")
+	} else if err != nil {
+		return nil, fmt.Errorf("cannot read: %v", err)
+	}
+	if len(data) > MaxDrillBytes {
+		return nil, fmt.Errorf("larger than %d bytes", MaxDrillBytes)
+	}
+	return data, nil
 }
 
 // readDrillFile reads a regular file of at most MaxDrillBytes.
@@ -284,14 +349,8 @@ func (ld *loader) loadFile(name string, data []byte, stack []string) (map[string
 			failed = true
 			continue
 		}
-		path := inc
-		if !filepath.IsAbs(inc) {
-			path = filepath.Join(filepath.Dir(name), inc)
-		}
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			abs = filepath.Clean(path)
-		}
+		path := ld.includePath(name, inc)
+		abs := ld.identity(path)
 		if j := slices.Index(stack, abs); j >= 0 {
 			chain := make([]string, 0, len(stack)-j+1)
 			for _, s := range stack[j:] {
@@ -312,7 +371,7 @@ func (ld *loader) loadFile(name string, data []byte, stack []string) (map[string
 			}
 			return nil, nil, false
 		}
-		incData, err := readDrillFile(path)
+		incData, err := ld.readFile(path)
 		if err != nil {
 			local(key, fmt.Sprintf("%q: %v", inc, err))
 			failed = true

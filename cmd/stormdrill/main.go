@@ -57,6 +57,8 @@ func commands() []command {
 		{"dispatch", "run the dispatcher on a durable queue (live mode)", cmdDispatch},
 		{"dlq", "list, show and replay dead letters", cmdDLQ},
 		{"verify", "run the release checklist against a delivery pipeline (external)", cmdVerify},
+		{"drills", "list the drills bundled in the binary", cmdDrills},
+		{"init", "copy a bundled drill out into a file to edit", cmdInit},
 		{"keys", "print the drill key reference", cmdKeys},
 		{"bench", "measure simulator throughput on the flagship drill", cmdBench},
 		{"version", "print the version and build information", cmdVersion},

@@ -328,8 +328,15 @@ func expandGlobs(args []string) ([]string, error) {
 			return nil, usagef("bad pattern %q: %v", a, err)
 		}
 		if len(matches) == 0 {
+			if drills.ResolvesToBundled(a) {
+				out = append(out, a) // drills.Load reads it from the binary
+				continue
+			}
 			if _, err := os.Stat(a); err != nil {
-				return nil, usagef("%s: no such drill file", a)
+				if b, ok := drills.BundledName(strings.TrimSuffix(a, ".toml")); ok && a == b.File {
+					return nil, usagef("%s: no such drill file; the bundled drill is named without .toml: %s", a, b.Name)
+				}
+				return nil, usagef("%s: no such drill file, nor a bundled drill (stormdrill drills lists them)", a)
 			}
 			matches = []string{a}
 		}
