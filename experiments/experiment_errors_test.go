@@ -71,3 +71,53 @@ func TestExperimentErrorsPointAtTheExperiment(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLoadExperiment loads arbitrary experiment files over a small valid
+// drill, every cell's drill included: never a panic, and every error names
+// the experiment file (at a line, when it names a key) or the drill.
+func FuzzLoadExperiment(f *testing.F) {
+	head := "name = \"e\"\nmetrics = [\"amplification\"]\ndrill = \"base.toml\"\n"
+	for _, s := range []string{
+		head + "[[axes]]\nkey = \"policy.retry.jitter\"\nvalues = [\"full\", \"fulll\"]\n",
+		head + "[overrides]\n\"policy.retry.base\" = \"-1s\"\n[[axes]]\nkey = \"dispatcher.workers\"\nvalues = [1, 0]\n",
+		head + "[[axes]]\nkey = \"s\"\nvalues = [{ \"policy.retry.jittr\" = \"none\" }, { \"partners[3].count\" = 2 }]\n",
+		head + "[[axes]]\nkey = \"drill\"\nvalues = [\"base.toml\", \"e.toml\", \"/etc/passwd\"]\n",
+		head + "[[axes]]\nkey = \"partners.count\"\nvalues = [1, -1]\n[[axes]]\nkey = \"partners.count\"\nvalues = [2]\n",
+	} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	base := filepath.Join(dir, "base.toml")
+	if err := os.WriteFile(base, []byte(experimentBase), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	path := filepath.Join(dir, "e.toml")
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			return
+		}
+		// Only experiments of a few cells: each cell loads a drill.
+		if e, err := parseExperiment(path, []byte(text)); err == nil && len(e.Cells()) > 16 {
+			return
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := LoadExperiment(path)
+		if err == nil {
+			return
+		}
+		es, ok := drills.AsErrors(err)
+		if !ok {
+			t.Fatalf("error is not drills.Errors: %T %v", err, err)
+		}
+		for _, e := range es {
+			if strings.Contains(e.Msg, "cannot parse: ") {
+				t.Fatalf("the parser panicked: %v", e)
+			}
+			if e.File != path && e.File != base && e.File != "" {
+				t.Fatalf("an error names %s, neither the experiment nor its drill: %v", e.File, e)
+			}
+		}
+	})
+}
