@@ -237,8 +237,8 @@ func validateActions(d *Drill, has func(string) bool, names map[string]int) []pr
 func reasonImpossible(d *Drill, r model.Reason) string {
 	return r.NeverUnder(&model.ReasonSettings{
 		MaxAttempts: d.Policy.Retry.MaxAttempts, DeliveryWindow: d.Policy.Retry.DeliveryWindow.D,
-		BreakerDeadLetter: d.BreakerEnabled() && d.Policy.Breaker.OnOpen == "dead-letter",
-		BudgetDeadLetter:  d.BudgetEnabled() && d.Policy.Budget.OnExhausted == "dead-letter",
+		BreakerDeadLetter: d.Policy.Breaker.DeadLetters(),
+		BudgetDeadLetter:  d.Policy.Budget.DeadLetters(),
 		RejectWhenFull:    d.Dispatcher.OnFull == "reject",
 	})
 }

@@ -50,7 +50,7 @@ func (d *Drill) DispatcherConfig(partnersURL string) (dispatcher.Config, error) 
 		}
 		if d.BudgetEnabled() {
 			p.Budget = &dispatcher.Budget{MaxTokens: d.Policy.Budget.MaxTokens, TokenRatio: d.Policy.Budget.TokenRatio}
-			if d.Policy.Budget.Scope == "global" {
+			if d.Policy.Budget.Global() {
 				p.Budget.Pool = "global"
 			}
 		}

@@ -10,60 +10,19 @@ import (
 
 // ModelPolicy converts the drill's retry policy into the policy core's.
 func (d *Drill) ModelPolicy() (*model.Policy, error) {
-	r := &d.Policy.Retry
-	j, err := model.ParseJitter(r.Jitter)
-	if err != nil {
-		return nil, err
-	}
-	p := &model.Policy{
-		MaxAttempts: r.MaxAttempts,
-		Backoff: model.Backoff{
-			Base: r.Base.D, Cap: r.Cap.D, Multiplier: r.Multiplier,
-			Jitter: j, JitterRatio: r.JitterRatio,
-		},
-		DeliveryWindow:        r.DeliveryWindow.D,
-		IgnoreRetryAfter:      r.RetryAfter == "ignore",
-		RetryAfterMax:         r.RetryAfterMax.D,
-		OnOpenDeadLetter:      d.Policy.Breaker.OnOpen == "dead-letter",
-		OnExhaustedDeadLetter: d.Policy.Budget.OnExhausted == "dead-letter",
-	}
-	if len(r.RetryableStatus)+len(r.PermanentStatus) > 0 {
-		p.Classifier.Overrides = map[int]model.Class{}
-		for _, s := range r.RetryableStatus {
-			p.Classifier.Overrides[s] = model.ClassRetryable
-		}
-		for _, s := range r.PermanentStatus {
-			p.Classifier.Overrides[s] = model.ClassPermanent
-		}
-	}
-	return p, nil
+	return d.Policy.Retry.Policy(&d.Policy.Breaker, &d.Policy.Budget)
 }
 
 // BreakerEnabled reports whether the drill has a circuit breaker.
-func (d *Drill) BreakerEnabled() bool {
-	t := d.Policy.Breaker.Trip
-	return t != "" && t != "none"
-}
+func (d *Drill) BreakerEnabled() bool { return d.Policy.Breaker.Enabled() }
 
 // ModelBreakerSettings converts the breaker settings.
 func (d *Drill) ModelBreakerSettings() (model.BreakerSettings, error) {
-	b := &d.Policy.Breaker
-	rule, err := model.ParseTripRule(b.Trip)
-	if err != nil {
-		return model.BreakerSettings{}, err
-	}
-	count, err := model.ParseBreakerCount(b.Count)
-	if err != nil {
-		return model.BreakerSettings{}, err
-	}
-	return model.BreakerSettings{
-		Trip: rule, Threshold: b.Threshold, Window: b.Window.D, Ratio: b.Ratio,
-		MinCalls: b.MinCalls, Cooldown: b.Cooldown.D, Probes: b.Probes, Count: count,
-	}, nil
+	return d.Policy.Breaker.Settings()
 }
 
 // BudgetEnabled reports whether the drill has a retry budget.
-func (d *Drill) BudgetEnabled() bool { return d.Policy.Budget.MaxTokens > 0 }
+func (d *Drill) BudgetEnabled() bool { return d.Policy.Budget.Enabled() }
 
 // PolicyEcho is the drill's policy as rows for reports.
 func (d *Drill) PolicyEcho() [][2]string {

@@ -1,5 +1,7 @@
 package drills
 
+import "github.com/stormdrill/stormdrill/model"
+
 // Drill is one drill file as decoded. Every field's toml key, default and
 // meaning is also listed in the key reference (keys.go), which the table of
 // docs/drill-keys.md is generated from; keep the two together.
@@ -117,49 +119,12 @@ type Outage struct {
 	DribbleOver Duration `toml:"dribble_over"` // dribble: how long each answer's body takes
 }
 
-// Policy is the retry policy with its breaker and budget.
+// Policy is the retry policy with its breaker and budget: the policy
+// core's own settings types, with their one validation.
 type Policy struct {
-	Retry   Retry   `toml:"retry"`
-	Breaker Breaker `toml:"breaker"`
-	Budget  Budget  `toml:"budget"`
-}
-
-// Retry is capped exponential backoff with jitter.
-type Retry struct {
-	MaxAttempts     int      `toml:"max_attempts"` // 0 = no limit
-	Base            Duration `toml:"base"`
-	Cap             Duration `toml:"cap"`
-	Multiplier      float64  `toml:"multiplier"`
-	Jitter          string   `toml:"jitter"` // a model.JitterKinds name
-	JitterRatio     float64  `toml:"jitter_ratio"`
-	DeliveryWindow  Duration `toml:"delivery_window"`
-	RetryAfter      string   `toml:"retry_after"` // honour | ignore
-	RetryAfterMax   Duration `toml:"retry_after_max"`
-	RetryableStatus []int    `toml:"retryable_status"` // overrides
-	PermanentStatus []int    `toml:"permanent_status"` // overrides
-}
-
-// Breaker is the per-partner circuit breaker; Trip "" or "none" disables it.
-type Breaker struct {
-	Trip      string   `toml:"trip"` // none or a model.TripRules name
-	Threshold int      `toml:"threshold"`
-	Window    Duration `toml:"window"`
-	Ratio     float64  `toml:"ratio"`
-	MinCalls  int      `toml:"min_calls"`
-	Cooldown  Duration `toml:"cooldown"`
-	Probes    int      `toml:"probes"`
-	OnOpen    string   `toml:"on_open"` // hold | dead-letter
-	// Count names the failures the breaker counts: 5xx, 429, 4xx, timeout,
-	// reset, refused, other; empty counts every failure.
-	Count []string `toml:"count"`
-}
-
-// Budget is a gRPC-style retry token bucket; MaxTokens 0 disables it.
-type Budget struct {
-	Scope       string  `toml:"scope"` // partner | global
-	MaxTokens   float64 `toml:"max_tokens"`
-	TokenRatio  float64 `toml:"token_ratio"`
-	OnExhausted string  `toml:"on_exhausted"` // defer | dead-letter
+	Retry   model.RetryPolicy   `toml:"retry"`
+	Breaker model.BreakerPolicy `toml:"breaker"`
+	Budget  model.BudgetPolicy  `toml:"budget"`
 }
 
 // Dispatcher is the worker pool and queue.

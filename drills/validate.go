@@ -21,7 +21,6 @@ const (
 	limDrillDuration  = 1000 * time.Hour
 	limWorkers        = 100000
 	limQueueCapacity  = 100_000_000
-	limAttemptsLimit  = 1000
 	limBurstEvents    = 10_000_000
 	limPayloadBytes   = 1 << 20
 	limRatePerSecond  = 1_000_000
@@ -164,75 +163,13 @@ func validate(d *Drill, has func(string) bool) []problem {
 	}
 	validateFanout(d, names, bad)
 
-	// Retry policy.
-	r := &d.Policy.Retry
-	if r.MaxAttempts < 0 || r.MaxAttempts > limAttemptsLimit {
-		bad("policy.retry.max_attempts", "must be between 0 (no limit) and %d (got %d)", limAttemptsLimit, r.MaxAttempts)
-	}
-	positive("policy.retry.base", r.Base)
-	if r.Cap.D < r.Base.D {
-		bad("policy.retry.cap", "%v is below base (%v); cap must be at least base", r.Cap.D, r.Base.D)
-	}
-	if !(r.Multiplier >= 1) || r.Multiplier > 1000 {
-		bad("policy.retry.multiplier", "must be at least 1 and at most 1000 (got %v)", r.Multiplier)
-	}
-	if kind("policy.retry.jitter", r.Jitter, model.JitterNames()...) {
-		j, _ := model.ParseJitter(r.Jitter)
-		bo := model.Backoff{Jitter: j, JitterRatio: r.JitterRatio}
-		for _, pr := range bo.Problems() {
-			bad("policy.retry."+pr.Key, "%s", pr.Msg)
-		}
-	}
-	kind("policy.retry.retry_after", r.RetryAfter, "honour", "ignore")
-	retryable := map[int]bool{}
-	for i, c := range r.RetryableStatus {
-		if c < 100 || c > 599 {
-			bad("policy.retry.retryable_status["+strconv.Itoa(i)+"]", "%d is not an HTTP status (100..599)", c)
-		}
-		retryable[c] = true
-	}
-	for i, c := range r.PermanentStatus {
-		key := "policy.retry.permanent_status[" + strconv.Itoa(i) + "]"
-		if c < 100 || c > 599 {
-			bad(key, "%d is not an HTTP status (100..599)", c)
-		} else if retryable[c] {
-			bad(key, "%d is also in retryable_status", c)
-		}
-	}
-
-	// Breaker.
-	b := &d.Policy.Breaker
-	if kind("policy.breaker.trip", b.Trip, append([]string{"none"}, model.TripRuleNames()...)...) && b.Trip != "none" {
-		// The settings the trip rule reads are checked by its declaration.
-		rule, _ := model.ParseTripRule(b.Trip)
-		bs := model.BreakerSettings{Trip: rule, Threshold: b.Threshold, Window: b.Window.D, Ratio: b.Ratio, MinCalls: b.MinCalls}
-		for _, pr := range bs.Problems() {
-			bad("policy.breaker."+pr.Key, "%s", pr.Msg)
-		}
-		positive("policy.breaker.cooldown", b.Cooldown)
-		if b.Probes < 1 {
-			bad("policy.breaker.probes", "must be at least 1 (got %d)", b.Probes)
-		}
-		kind("policy.breaker.on_open", b.OnOpen, "hold", "dead-letter")
-		if _, err := model.ParseBreakerCount(b.Count); err != nil {
-			bad("policy.breaker.count", "%v", err)
-		}
-	}
-
-	if b.Trip == "none" && (has != nil && has("policy.breaker.count") || has == nil && len(b.Count) > 0) {
+	// Policy: each table's one validation.
+	ps = append(ps, settingProblems("policy.retry.", d.Policy.Retry.Problems())...)
+	ps = append(ps, settingProblems("policy.breaker.", d.Policy.Breaker.Problems())...)
+	ps = append(ps, settingProblems("policy.budget.", d.Policy.Budget.Problems())...)
+	if b := &d.Policy.Breaker; b.Trip == model.NoBreaker && (has != nil && has("policy.breaker.count") || has == nil && len(b.Count) > 0) {
 		bad("policy.breaker.count", "applies to a breaker; trip = \"none\" has none")
 	}
-
-	// Budget.
-	g := &d.Policy.Budget
-	kind("policy.budget.scope", g.Scope, "partner", "global")
-	if g.MaxTokens < 0 {
-		bad("policy.budget.max_tokens", "must be at least 0 (got %v)", g.MaxTokens)
-	}
-	if g.TokenRatio < 0 {
-		bad("policy.budget.token_ratio", "must be at least 0 (got %v)", g.TokenRatio)
-	}
-	kind("policy.budget.on_exhausted", g.OnExhausted, "defer", "dead-letter")
 
 	// Dispatcher.
 	w := &d.Dispatcher
@@ -315,6 +252,19 @@ func runnerChecks(d *Drill) []problem {
 	}
 	if len(ps) == 0 {
 		ps = dispatcherChecks(d)
+	}
+	return ps
+}
+
+// settingProblems puts a table's problems under its key, suggesting the
+// nearest choice for a value that is none of them.
+func settingProblems(pre string, sps []model.SettingProblem) []problem {
+	ps := make([]problem, len(sps))
+	for i, p := range sps {
+		ps[i] = problem{pre + p.Key, p.Msg}
+		if near, ok := nearest(p.Value, p.Choices); ok && len(p.Choices) > 0 {
+			ps[i].msg += "; did you mean " + near + "?"
+		}
 	}
 	return ps
 }

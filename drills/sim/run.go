@@ -222,7 +222,7 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	r.arr = d.NewArrivals()
 	var pcs []dispatchcore.PartnerConfig
 	var global *model.Budget
-	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" {
+	if d.BudgetEnabled() && d.Policy.Budget.Global() {
 		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
 	}
 	// Each subscriber's state lives in one slice in subscriber order, names
@@ -300,7 +300,7 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	if d.BreakerEnabled() {
 		bs, _ = d.ModelBreakerSettings()
 	}
-	if d.BudgetEnabled() && d.Policy.Budget.Scope == "global" && global == nil {
+	if d.BudgetEnabled() && d.Policy.Budget.Global() && global == nil {
 		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
 	}
 	// One slice each, in subscriber order, for the same reason as the
