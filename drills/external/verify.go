@@ -653,6 +653,9 @@ func judgeRetry(ms []member) Verdict {
 	return pass("%d deliveries: 503, then retried and delivered; first retry after %s", len(ms), strings.Join(gaps, ", "))
 }
 
+// judgePermanent: any retry of a 422 is wrong, so a correct system is
+// never failed; the settle window only bounds what is seen (a retry later
+// than verifyPermanentSettle passes unseen).
 func judgePermanent(ms []member, source string) Verdict {
 	for i, m := range ms {
 		switch {
@@ -745,6 +748,12 @@ func judgeLostAnswer(ms []member) Verdict {
 	return pass("%d deliveries: the partner processed the first call and dropped its answer (the next one's too); every retry carried the same key; one state change each", len(ms))
 }
 
+// judgeRetryAfter takes its expectation from the partner's own answer
+// (Retry-After: verifyRetryAfter). A correct system waits from the moment
+// it has the answer, which is after the partner starts writing it, so its
+// retry arrives later than the answer's end plus the delay less the time
+// the partner takes to record that end: designed false failures none, the
+// slack (retryAfterSlack) covering that recording.
 func judgeRetryAfter(ms []member) Verdict {
 	want := time.Duration(verifyRetryAfter) * time.Second
 	var gaps []string
@@ -805,6 +814,9 @@ func judgeRestart(ms, control []member, f int, killedAt, readyAt time.Time) Verd
 		len(ms), f, strings.Join(gaps, ", "), r)
 }
 
+// judgeSick takes its expectation from the drill's declared SLO: the
+// latency is the system's own (from just before the ingest call to the
+// partner's answer), so a system that meets its SLO is never failed.
 func judgeSick(neighbours, sick []member, h *harness, slo time.Duration) Verdict {
 	calls := 0
 	for _, m := range sick {
