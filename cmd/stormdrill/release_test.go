@@ -21,11 +21,12 @@ var releaseTargets = [][2]string{
 // TestCrossBuildReleaseTargets builds the binary for every release target
 // with CGO off, as the release does. Cold, it compiles the dependencies
 // once per target (minutes of CPU); the build cache makes later runs
-// quick. So it runs when STORMDRILL_CROSS_BUILD=1, which `make test` sets,
-// and not on every `go test ./...` of a package under work.
+// quick. So it runs when STORMDRILL_CROSS_BUILD=1, which `make
+// cross-build` (the release check at the end of `make check`) sets, and not
+// on every `go test ./...` of a package under work.
 func TestCrossBuildReleaseTargets(t *testing.T) {
 	if os.Getenv("STORMDRILL_CROSS_BUILD") != "1" {
-		t.Skip("cross-builds six targets; set STORMDRILL_CROSS_BUILD=1 (make test does)")
+		t.Skip("cross-builds six targets; set STORMDRILL_CROSS_BUILD=1 (make cross-build does)")
 	}
 	if testing.Short() {
 		t.Skip("cross-builds six targets; skipped under -short")
