@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 )
 
 // fakeClock is a settable wall clock for drill time; sleeps stay real.
@@ -230,12 +232,7 @@ func TestServerTimeoutHolds(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not reached in 5s")
+	testsuite.WaitFor(t, "the partner's stats", time.Minute, cond)
 }
 
 func TestServerDuplicates(t *testing.T) {
@@ -343,11 +340,24 @@ func TestServerRejectWhenBusy(t *testing.T) {
 	spec := quickSpec("acme")
 	spec.Latency = Dist{Value: 300 * time.Millisecond}
 	spec.Concurrency, spec.RejectWhenBusy = 1, true
-	_, base, _ := startServer(t, []Spec{spec}, ServerOptions{})
+	s, base, clock := startServer(t, []Spec{spec}, ServerOptions{})
 	c := client(5 * time.Second)
 	first := make(chan answer)
 	go func() { first <- post(c, base+"/p/acme", "a", "{}") }()
-	time.Sleep(100 * time.Millisecond) // the first is in service
+	// The drill clock stands still, so the first call holds member 0's one
+	// server for good once it has begun.
+	testsuite.WaitFor(t, "the first call in service", time.Minute, func() bool {
+		co := s.cohorts[0]
+		co.subsMu.Lock()
+		sub := co.subs[0]
+		co.subsMu.Unlock()
+		if sub == nil {
+			return false
+		}
+		sub.mu.Lock()
+		defer sub.mu.Unlock()
+		return sub.b.earliestFree() > s.DrillTime(clock.Now())
+	})
 	if a := post(c, base+"/p/acme", "b", "{}"); a.status != 503 {
 		t.Errorf("second while busy: %d, %v; want 503", a.status, a.err)
 	}

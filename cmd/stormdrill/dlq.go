@@ -26,6 +26,10 @@ const dlqExamples = `  stormdrill dlq list --store sqlite:out/live-restart/queue
 // maxErrorColumn bounds the last-error column of the table.
 const maxErrorColumn = 60
 
+// dlqNow is the wall clock the dlq command measures ages and replays
+// from; a test moves it on rather than waiting for the wall clock.
+var dlqNow = time.Now
+
 func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -102,7 +106,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 		return runError{err}
 	}
 	f := queue.DLQFilter{Reason: *reason, Partner: *partner, Cohort: *cohort, Limit: *limit}
-	now := time.Now()
+	now := dlqNow()
 	f.Now, f.OlderThan = clock.At(now), clock.At(now).Sub(clock.At(now.Add(-older)))
 	switch sub {
 	case "list":
@@ -123,7 +127,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	// Replayed deliveries run from now on the store's clock.
 	req := model.ReplayRequest{Reason: *reason, Partner: *partner, Cohort: *cohort, All: *all, Batch: *batch, Rate: *rate}
 	res, err := queue.RunReplay(ctx, st, req, f, queue.ReplayOptions{DryRun: *dryRun, Who: who,
-		Now: func() time.Time { return clock.At(time.Now()) }})
+		Now: func() time.Time { return clock.At(dlqNow()) }})
 	if err != nil {
 		var pe *queue.ReplayProblemError
 		if errors.As(err, &pe) || strings.Contains(err.Error(), "rate") {

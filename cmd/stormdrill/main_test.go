@@ -446,7 +446,11 @@ func TestProgressBarUpdatesWhileDrawing(t *testing.T) {
 	p.started = time.Now().Add(-2 * progressBarDelay) // show the bar at once
 	for i := range 200 {
 		p.update(drills.Progress{DrillTime: time.Duration(i) * time.Second, Total: 200 * time.Second, Created: int64(i)})
-		time.Sleep(100 * time.Microsecond)
+		if i == 100 {
+			// Half the updates come after the bar has drawn: they race
+			// with its goroutine.
+			testsuite.WaitFor(t, "the bar drawn", time.Minute, func() bool { return strings.Contains(buf.String(), "deliveries") })
+		}
 	}
 	p.finish()
 	if !strings.Contains(buf.String(), "deliveries") {

@@ -7,12 +7,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // Past its ceiling the guard exits with status 3 and says why; below it,
-// it does nothing.
+// it does nothing. The guard's ticker runs on the bubble's clock
+// (testing/synctest): its 5 ms checks take no wall time.
 func TestMemGuardExits3PastTheCeiling(t *testing.T) {
+	synctest.Test(t, testMemGuardExits3PastTheCeiling)
+}
+
+func testMemGuardExits3PastTheCeiling(t *testing.T) {
 	defer debug.SetMemoryLimit(math.MaxInt64)
 	var mu sync.Mutex
 	var stderr bytes.Buffer
@@ -20,7 +26,7 @@ func TestMemGuardExits3PastTheCeiling(t *testing.T) {
 	exit := func(c int) { codes <- c }
 
 	quiet := startMemGuard(held()+1<<30, 5*time.Millisecond, &stderr, exit)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the bubble's clock: ten checks, at once
 	quiet.Stop()
 	select {
 	case c := <-codes:

@@ -115,8 +115,11 @@ func TestLiveSpeedOneTimeUnit(t *testing.T) {
 
 	// --older-than is an age on the wall clock: once a second has passed
 	// since the last dead letter, all of them are older than a second,
-	// none older than an hour.
-	time.Sleep(time.Until(latest.Add(1100 * time.Millisecond)))
+	// none older than an hour. The command's clock is moved on to then
+	// rather than waited for.
+	ahead := max(time.Until(latest.Add(1100*time.Millisecond)), 0)
+	dlqNow = func() time.Time { return time.Now().Add(ahead) }
+	defer func() { dlqNow = time.Now }()
 	for older, want := range map[string]int{"1s": len(listed), "1h": 0} {
 		code, stdout, stderr := stormdrill(t, "dlq", "list", "--store", store, "--older-than", older, "--json")
 		var got []dlqEntryJSON
@@ -126,7 +129,7 @@ func TestLiveSpeedOneTimeUnit(t *testing.T) {
 	}
 	// Replay runs the deliveries again from now on the run's clock, the
 	// one the store's run_at is written on.
-	before := time.Now()
+	before := dlqNow()
 	code, stdout, stderr = stormdrill(t, "dlq", "replay", "--store", store, "--reason", "max-attempts", "--older-than", "1s", "--json")
 	var res struct{ Moved int }
 	if code != exitOK || json.Unmarshal([]byte(stdout), &res) != nil || res.Moved != len(listed) {
@@ -146,7 +149,7 @@ func TestLiveSpeedOneTimeUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := clock.Wall(d.RunAt); w.Before(before.Add(-time.Millisecond)) || w.After(time.Now()) {
+	if w := clock.Wall(d.RunAt); w.Before(before.Add(-time.Millisecond)) || w.After(dlqNow()) {
 		t.Errorf("replayed run_at is wall %v, want within the replay [%v, now]", w, before)
 	}
 }

@@ -635,6 +635,9 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 			ctx = context.Background() // Done fires once; keep the select quiet
 		}
 	}
+	// The gauges as the dispatcher stops, not as of the last walk: what a
+	// scrape reads afterwards is final.
+	ds.cfg.Metrics.observe(ds.core, ds.eps, ds.cfg.Clock.Now())
 	if err := ds.flush(); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/dispatchcore"
 )
@@ -78,13 +79,12 @@ func TestFaultKindsOverHTTPAsSimulated(t *testing.T) {
 		}
 		ds := &dispatcher{client: newHTTPClient(2, timeout+clientSlack), wallTO: timeout, speed: 1, cfg: Config{Clock: Clock{Start: time.Now(), Speed: 1}}}
 		var res result
-		for range 50 { // a refusing listener closes within a poll of its start
+		// A refusing listener closes within a poll of its start: call
+		// until it has.
+		testsuite.Poll(30*time.Second, func() bool {
 			res = ds.call(job{it: &dispatchcore.Item{ID: "evt-1:acme-0", Attempts: 1}, url: "http://" + l.Addr().String() + "/p/acme", body: []byte("{}")})
-			if res.o == tt.want || o.Kind != fakepartner.OutageRefused {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return res.o == tt.want || o.Kind != fakepartner.OutageRefused
+		})
 		srv.Close()
 		if res.o != tt.want {
 			t.Errorf("%s over HTTP: outcome %+v (%s), want %+v as simulated", o.Kind, res.o, res.errText, tt.want)

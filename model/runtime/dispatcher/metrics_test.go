@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
@@ -63,18 +64,40 @@ func TestMetricsCountWhatTheDispatcherDid(t *testing.T) {
 		}
 		done <- stats
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testsuite.WaitFor(t, "every delivery delivered or dead-lettered", time.Minute, func() bool {
 		c, err := st.Counts(context.Background(), time.Now())
-		if err == nil && c.Delivered+c.Dead == n {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(2 * metricsEvery) // one more walk of the core for the gauges
+		return err == nil && c.Delivered+c.Dead == n
+	})
 	cancel()
-	stats := <-done
+	stats := <-done // the gauges are final once Run has returned
 
+	got := gather(t, reg)
+	want := map[string]float64{
+		"stormdrill_dispatcher_attempts_total,outcome=200,partner=acme":               n / 2,
+		"stormdrill_dispatcher_attempts_total,outcome=422,partner=acme":               n / 2,
+		"stormdrill_dispatcher_attempt_duration_seconds,partner=acme":                 n,
+		"stormdrill_dispatcher_first_attempts_total,partner=acme":                     n,
+		"stormdrill_dispatcher_delivery_latency_seconds,partner=acme":                 n / 2,
+		"stormdrill_dispatcher_deliveries_total,reason=,state=delivered":              float64(stats.Acked),
+		"stormdrill_dispatcher_deliveries_total,reason=permanent,state=dead_lettered": float64(stats.DeadLettered),
+		"stormdrill_dispatcher_queue_deliveries,state=ready":                          0,
+		"stormdrill_dispatcher_queue_deliveries,state=in_flight":                      0,
+		"stormdrill_dispatcher_breaker_state,endpoint=acme":                           0,
+	}
+	if stats.Acked != n/2 || stats.DeadLettered != n/2 || stats.Attempts != n {
+		t.Fatalf("stats %+v: want %d acked, %d dead-lettered, %d attempts", stats, n/2, n/2, n)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
+// gather reads every metric of reg: counters and gauges by value,
+// histograms by their count, keyed by name and labels.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -96,24 +119,70 @@ func TestMetricsCountWhatTheDispatcherDid(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]float64{
-		"stormdrill_dispatcher_attempts_total,outcome=200,partner=acme":               n / 2,
-		"stormdrill_dispatcher_attempts_total,outcome=422,partner=acme":               n / 2,
-		"stormdrill_dispatcher_attempt_duration_seconds,partner=acme":                 n,
-		"stormdrill_dispatcher_first_attempts_total,partner=acme":                     n,
-		"stormdrill_dispatcher_delivery_latency_seconds,partner=acme":                 n / 2,
-		"stormdrill_dispatcher_deliveries_total,reason=,state=delivered":              float64(stats.Acked),
-		"stormdrill_dispatcher_deliveries_total,reason=permanent,state=dead_lettered": float64(stats.DeadLettered),
-		"stormdrill_dispatcher_queue_deliveries,state=ready":                          0,
-		"stormdrill_dispatcher_queue_deliveries,state=in_flight":                      0,
-		"stormdrill_dispatcher_breaker_state,endpoint=acme":                           0,
-	}
-	if stats.Acked != n/2 || stats.DeadLettered != n/2 || stats.Attempts != n {
-		t.Fatalf("stats %+v: want %d acked, %d dead-lettered, %d attempts", stats, n/2, n/2, n)
-	}
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+	return got
+}
+
+// TestMetricsGaugesStaleAfterLastWalk is the regression test of a flake of
+// TestMetricsCountWhatTheDispatcherDid on a busy machine: the test slept
+// two gauge walks' worth after the last delivery, and when the loop did not
+// walk again in that time the gauges still showed attempts in flight. The
+// partner here holds every call until the gauges have seen them in flight;
+// the dispatcher is stopped the moment the last delivery is stored, well
+// inside one walk's interval, and the gauges must read as it stopped.
+func TestMetricsGaugesStaleAfterLastWalk(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
 		}
+	}()
+	st := queue.NewMemory()
+	defer st.Close()
+	const n = 4
+	now := time.Now()
+	var ds []queue.Delivery
+	for i := range n {
+		ds = append(ds, queue.Delivery{ID: "d-" + strconv.Itoa(i), Event: "e", Partner: "acme", Cohort: "acme", Created: now, RunAt: now})
+	}
+	if _, err := st.Enqueue(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Defaults()
+	cfg.Store, cfg.Owner, cfg.Metrics = st, "t", m
+	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, cfg)
+		done <- err
+	}()
+	inFlight := "stormdrill_dispatcher_queue_deliveries,state=in_flight"
+	testsuite.WaitFor(t, "a gauge walk that sees the attempts in flight", time.Minute, func() bool {
+		return gather(t, reg)[inFlight] > 0
+	})
+	close(release)
+	testsuite.WaitFor(t, "every delivery delivered", time.Minute, func() bool {
+		c, err := st.Counts(context.Background(), time.Now())
+		return err == nil && c.Delivered == n
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if g := gather(t, reg)[inFlight]; g != 0 {
+		t.Errorf("%s = %v after the dispatcher stopped with nothing in flight", inFlight, g)
 	}
 }
