@@ -5,9 +5,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 )
 
 // The flagship drill, shortened: a 3-minute outage in a 6-minute drill.
+// The full tier searches it with 16 and 32 workers.
 var shortFlagship = map[string]string{
 	"duration":                     `"6m"`,
 	"drain":                        `"15m"`,
@@ -15,17 +18,35 @@ var shortFlagship = map[string]string{
 	"partners[1].outages[0].for":   `"3m"`,
 }
 
+// smallFlagship is the flagship cut down for the quick tier: 20
+// subscribers, a 1-minute outage in a 2-minute drill, and a tenth of the
+// workers. The boundary and its move with the pool are the same property
+// at a hundredth of the attempts per probe, so it runs under -race too.
+var smallFlagship = map[string]string{
+	"duration":                     `"2m"`,
+	"drain":                        `"10m"`,
+	"partners[0].count":            "19",
+	"partners[1].outages[0].start": `"30s"`,
+	"partners[1].outages[0].for":   `"1m"`,
+}
+
+// capacityCase is the drill, the two pool sizes and the rate a capacity
+// test searches with: the small flagship, or in the full tier the short
+// one. At the rate, more than one worker is needed.
+func capacityCase() (overrides map[string]string, workers [2]string, rate string) {
+	if testsuite.Full() {
+		return shortFlagship, [2]string{"16", "32"}, `"2/s"`
+	}
+	return smallFlagship, [2]string{"2", "4"}, `"10/s"`
+}
+
 // The flagship drill has a rate boundary, and doubling the workers moves
 // it up.
 func TestCapacityFlagshipWorkersMoveBoundary(t *testing.T) {
-	if raceEnabled {
-		// Two whole searches of the flagship, one goroutine each: minutes
-		// under the race detector, for nothing to find.
-		t.Skip("runs in the plain test pass: two full capacity searches")
-	}
+	base, pools, _ := capacityCase()
 	var answers []float64
-	for _, workers := range []string{"16", "32"} {
-		ov := withOverride(shortFlagship, "dispatcher.workers", workers)
+	for _, workers := range pools {
+		ov := withOverride(base, "dispatcher.workers", workers)
 		r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Overrides: ov})
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +67,7 @@ func TestCapacityFlagshipWorkersMoveBoundary(t *testing.T) {
 		}
 		t.Logf("workers %s: %s", workers, r.AnswerText())
 		answers = append(answers, r.Answer)
-		if workers == "32" {
+		if workers == pools[1] {
 			dir := t.TempDir()
 			if err := WriteCapacity(dir, r); err != nil {
 				t.Fatal(err)
@@ -59,17 +80,15 @@ func TestCapacityFlagshipWorkersMoveBoundary(t *testing.T) {
 		}
 	}
 	if !(answers[1] > answers[0]) {
-		t.Errorf("boundary with 32 workers %g is not above that with 16 workers %g", answers[1], answers[0])
+		t.Errorf("boundary with %s workers %g is not above that with %s workers %g", pools[1], answers[1], pools[0], answers[0])
 	}
 }
 
 // Searching the worker count finds the smallest passing pool, to a step
 // of one.
 func TestCapacityWorkersSmallest(t *testing.T) {
-	if raceEnabled {
-		t.Skip("runs in the plain test pass: a capacity search is one goroutine (over a minute under -race)")
-	}
-	ov := withOverride(shortFlagship, "source.rate", `"2/s"`)
+	base, _, rate := capacityCase()
+	ov := withOverride(base, "source.rate", rate)
 	r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Key: "dispatcher.workers", Overrides: ov})
 	if err != nil {
 		t.Fatal(err)
@@ -85,13 +104,8 @@ func TestCapacityWorkersSmallest(t *testing.T) {
 // boundary is at or above it), stated with the 95% CI of the per-seed
 // boundaries, which the report and summary.json carry.
 func TestCapacitySeedsStateACI(t *testing.T) {
-	if raceEnabled {
-		// About seven minutes under the race detector on two cores, for
-		// nothing to find: the search runs its seeds one after the other
-		// (the sweeps are what run goroutines, and they stay under -race).
-		t.Skip("runs in the plain test pass: two seeds of a capacity search")
-	}
-	ov := withOverride(shortFlagship, "dispatcher.workers", "16")
+	base, pools, _ := capacityCase()
+	ov := withOverride(base, "dispatcher.workers", pools[0])
 	// Two seeds keep the test short; the CLI default is DefaultCapacitySeeds.
 	r, err := Capacity("../drills/fanout-outage.toml", CapacityOptions{Overrides: ov, Seeds: 2})
 	if err != nil {
