@@ -316,7 +316,7 @@ func TestPlanAgreesWithSimulationOnBundledDrills(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sim := map[string]float64{FigureAmplification: run.Summary.Amplification}
+			sim := map[string]float64{FigureAmplification: *run.Summary.Amplification}
 			if s := run.Summary.DrainTimeS; s != nil {
 				sim[FigureDrainTime] = *s
 			}

@@ -48,7 +48,7 @@ func cohortSides(s *Summary) (sides []sideView, faultyOmitted int) {
 	pipe := sideView{
 		Label:         "pipeline",
 		Subscribers:   "—",
-		Amplification: FormatValue(Ratio, s.Amplification),
+		Amplification: RatioText(s.Amplification),
 		DeadLetters:   deadLetterText(s.DeadLetterReasons, s.Deliveries.DeadLettered),
 		Drain:         "—",
 		OldestAge:     FormatDuration(max(s.OldestReadyAgeMaxS, s.OldestDelayedAgeMaxS)),
@@ -85,6 +85,7 @@ func cohortSide(s *Summary, label string, cs []Cohort) sideView {
 	reasons := map[string]int64{}
 	codes := map[string]int64{}
 	var oldest *float64
+	unknown := false // a cohort's amplification could not be measured
 	names := map[string]bool{}
 	p99 := "—"
 	for _, c := range cs {
@@ -92,8 +93,10 @@ func cohortSide(s *Summary, label string, cs []Cohort) sideView {
 		subs += c.Subscribers
 		attempts += c.Attempts
 		dlq += c.DeadLettered
-		if c.Amplification > 0 {
-			attempted += float64(c.Attempts) / c.Amplification
+		if c.Amplification == nil {
+			unknown = true
+		} else if *c.Amplification > 0 {
+			attempted += float64(c.Attempts) / *c.Amplification
 		}
 		for k, n := range c.DeadLetters {
 			reasons[k] += n
@@ -125,7 +128,10 @@ func cohortSide(s *Summary, label string, cs []Cohort) sideView {
 		Attempts:      groupDigits(attempts),
 		StatusCodes:   "—",
 	}
-	if attempted > 0 {
+	switch {
+	case unknown:
+		v.Amplification = Unknown
+	case attempted > 0:
 		v.Amplification = FormatValue(Ratio, float64(attempts)/attempted)
 	}
 	if oldest != nil {

@@ -53,9 +53,9 @@ func TestParseToleranceErrors(t *testing.T) {
 }
 
 func TestCompareTolerances(t *testing.T) {
-	base := &Summary{Drill: "base", Amplification: 2, HealthyLatencyS: Percentiles{Count: 10, P99: 10}, HealthyWithinSLO: 0.99,
+	base := &Summary{Drill: "base", Amplification: new(2.0), HealthyLatencyS: Percentiles{Count: 10, P99: 10}, HealthyWithinSLO: 0.99,
 		Outages: []Outage{{Partner: "acme"}}, DrainTimeS: ptr(60)}
-	cand := &Summary{Drill: "cand", Amplification: 2.3, HealthyLatencyS: Percentiles{Count: 10, P99: 10.9}, HealthyWithinSLO: 0.98,
+	cand := &Summary{Drill: "cand", Amplification: new(2.3), HealthyLatencyS: Percentiles{Count: 10, P99: 10.9}, HealthyWithinSLO: 0.98,
 		Outages: []Outage{{Partner: "acme"}}}
 	tests := []struct {
 		tolerance string
@@ -96,7 +96,7 @@ func TestCompareTolerances(t *testing.T) {
 func TestCompareRows(t *testing.T) {
 	base := fixtureSummary()
 	cand := fixtureSummary()
-	cand.Amplification = 2 * base.Amplification
+	cand.Amplification = new(2 * *base.Amplification)
 	cand.Deliveries.Lost = 3
 	c := Compare(base, cand, nil)
 	if c.Failed {
@@ -107,7 +107,7 @@ func TestCompareRows(t *testing.T) {
 		rows[r.Metric] = r
 	}
 	amp := rows["amplification"]
-	if !near(amp.Change, base.Amplification) || !near(amp.Percent, 100) || amp.verdict() != "worse" {
+	if !near(amp.Change, *base.Amplification) || !near(amp.Percent, 100) || amp.verdict() != "worse" {
 		t.Errorf("amplification row %+v, verdict %s", amp, amp.verdict())
 	}
 	lost := rows["lost"]

@@ -32,7 +32,7 @@ func fixtureSummary() *Summary {
 			Total: 1500123, First: 1440000, Retries: 60123,
 			ByOrdinal: []int64{1440000, 50000, 8000, 2000, 123},
 		},
-		Amplification: 1.0417520833,
+		Amplification: new(1.0417520833),
 		Outages: []Outage{
 			{Partner: "acme", Kind: "unavailable", StartS: 600, EndS: 1800, DrainTimeS: ptr(245.04), Retries: count(1234), DeadLetters: count(0)},
 			{Partner: "globex", Kind: "timeout", StartS: 1200, EndS: 2400},
@@ -45,7 +45,7 @@ func fixtureSummary() *Summary {
 		HealthyWithinSLO:      0.99987,
 		SLOS:                  1800,
 		DeadLetterReasons:     map[string]int64{"window-expired": 700, "permanent": 150, "circuit-open": 0, "zz-custom": 50},
-		Duplicates:            7,
+		Duplicates:            new(int64(7)),
 		RetryAfterIgnored:     3,
 		SourceHeldBackS:       0,
 		SourceHeldBackMaxS:    0,
@@ -53,11 +53,11 @@ func fixtureSummary() *Summary {
 		PeakPending:           5321,
 		Cohorts: []Cohort{
 			{Name: "healthy", Subscribers: 198, Deliveries: 1425600, Delivered: 1425450, DeadLettered: 150, Attempts: 1440000,
-				Amplification: 1.0101, LatencyS: Percentiles{Count: 1425450, P99: 0.6}},
+				Amplification: new(1.0101), LatencyS: Percentiles{Count: 1425450, P99: 0.6}},
 			{Name: "acme", Subscribers: 1, Faulty: true, Deliveries: 7200, Delivered: 7000, DeadLettered: 150, Pending: 50, Attempts: 30000,
-				Amplification: 4.166667, LatencyS: Percentiles{Count: 7000, P99: 650.5}},
+				Amplification: new(4.166667), LatencyS: Percentiles{Count: 7000, P99: 650.5}},
 			{Name: "globex", Subscribers: 1, Faulty: true, Deliveries: 7200, Delivered: 6550, DeadLettered: 600, Pending: 50, Attempts: 30123,
-				Amplification: 4.18375},
+				Amplification: new(4.18375)},
 		},
 		Lateness: &Percentiles{Count: 1440000, P50: 0.0004, P90: 0.0011, P99: 0.0042, P999: 0.02, Max: 0.3},
 		Alerts: []Alert{
@@ -96,7 +96,7 @@ func fixtureRun(t *testing.T) *Run {
 	EvalGates(s, gates)
 
 	base := fixtureSummary()
-	base.Amplification = 1.01
+	base.Amplification = new(1.01)
 	base.HealthyLatencyS.P99 = 0.5
 	base.Outages[1].DrainTimeS = ptr(300)
 	base.DrainTimeS = ptr(300)

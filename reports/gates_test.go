@@ -95,7 +95,7 @@ func TestParseGatesReportsEveryError(t *testing.T) {
 func TestGateEval(t *testing.T) {
 	s := &Summary{
 		Deliveries:       Deliveries{Created: 10, Delivered: 9, DeadLettered: 1},
-		Amplification:    3,
+		Amplification:    new(3.0),
 		HealthyLatencyS:  Percentiles{Count: 5, P99: 12.34},
 		HealthyWithinSLO: 0.9985,
 		Outages:          []Outage{{Partner: "acme"}},
@@ -133,7 +133,7 @@ func TestGateEval(t *testing.T) {
 }
 
 func TestEvalGates(t *testing.T) {
-	s := &Summary{Amplification: 2}
+	s := &Summary{Amplification: new(2.0)}
 	pass, _ := ParseGate("amplification < 3")
 	fail, _ := ParseGate("amplification < 1")
 	EvalGates(s, []Gate{pass})

@@ -201,6 +201,13 @@ li.bad { color: var(--fail); font-weight: 600; }
 <h1>{{.Title}}</h1>
 {{with .Description}}<p class="desc">{{.}}</p>{{end}}
 <p><span class="verdict {{if .Pass}}pass{{else}}fail{{end}}">{{.Verdict}}</span><span class="meta">· {{.Meta}}</span></p>
+{{if .Findings}}<section id="findings">
+<h2>Findings</h2>
+<ul>
+{{range .Findings}}<li{{if not .Expected}} class="bad"{{end}}>{{.Text}}{{if .Detail}}<pre>{{range .Detail}}{{.}}
+{{end}}</pre>{{end}}</li>
+{{end}}</ul>
+</section>{{end}}
 {{if .Failures}}<ul id="failures">
 {{range .Failures}}<li class="bad">{{.}}</li>
 {{end}}</ul>

@@ -36,7 +36,11 @@ type reportView struct {
 	Verdict            string // "PASS: all 3 gates hold"
 	Meta               string // mode, seed, durations
 
-	// Failures names every failed condition under the verdict.
+	// Findings come first under the verdict: what went wrong outside the
+	// policy under test.
+	Findings []findingRow
+
+	// Failures names every other failed condition under the verdict.
 	Failures        []string
 	FailuresOmitted int
 
@@ -247,10 +251,20 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 	v.Pass = s.Pass
 
 	v.Verdict = verdictText(s)
-	for i, f := range s.Failures {
-		if i >= maxFailureRows {
-			v.FailuresOmitted = len(s.Failures) - i
-			break
+	for _, f := range s.Findings {
+		row := findingRow{Text: FindingText(f), Expected: f.Expected}
+		for _, d := range f.Detail {
+			row.Detail = append(row.Detail, oneLine(d))
+		}
+		v.Findings = append(v.Findings, row)
+	}
+	for _, f := range s.Failures {
+		if strings.HasPrefix(f, "finding ") {
+			continue // listed with the findings
+		}
+		if len(v.Failures) >= maxFailureRows {
+			v.FailuresOmitted++
+			continue
 		}
 		v.Failures = append(v.Failures, oneLine(f))
 	}
@@ -338,7 +352,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			Name: oneLine(c.Name), Subscribers: groupDigits(int64(c.Subscribers)), Faulty: faulty,
 			Deliveries: groupDigits(c.Deliveries), Delivered: groupDigits(c.Delivered),
 			DLQ: groupDigits(c.DeadLettered), Pending: groupDigits(c.Pending),
-			Attempts: groupDigits(c.Attempts), Amplification: FormatValue(Ratio, c.Amplification), P99: p99,
+			Attempts: groupDigits(c.Attempts), Amplification: RatioText(c.Amplification), P99: p99,
 		})
 	}
 
@@ -510,7 +524,10 @@ func keyFigures(s *Summary) []figureRow {
 		{"Lost", anchorLost, groupDigits(d.Lost)},
 		{"Attempts", anchorAttempt, fmt.Sprintf("%s (first %s, retries %s)",
 			groupDigits(s.Attempts.Total), groupDigits(s.Attempts.First), groupDigits(s.Attempts.Retries))},
-		{"Retry amplification", anchorAmplification, FormatValue(Ratio, s.Amplification)},
+		{"Retry amplification", anchorAmplification, RatioText(s.Amplification)},
+	}
+	if d.Refused > 0 {
+		rows = append(rows, figureRow{"Refused at the ingest (never created)", anchorLost, groupDigits(d.Refused)})
 	}
 	drain, _, _ := s.Metric("drain_time")
 	if _, ok, _ := s.Metric("drain_time"); ok {
@@ -542,8 +559,8 @@ func keyFigures(s *Summary) []figureRow {
 	}
 	rows = append(rows, figureRow{label, anchorHealthy, within})
 	beyond, _, _ := s.Metric("duplicates_beyond_in_flight")
-	dup := groupDigits(s.Duplicates)
-	if len(s.Restarts) > 0 {
+	dup := CountText(s.Duplicates)
+	if len(s.Restarts) > 0 && s.Duplicates != nil {
 		dup += fmt.Sprintf(" (%s beyond the attempts in flight at restarts)", FormatValue(Count, beyond))
 	}
 	rows = append(rows,
@@ -620,6 +637,21 @@ func WriteMarkdown(w io.Writer, r *Run, plots []PlotRef) error {
 	m.line("**" + mdCell(v.Verdict) + "** · " + v.Meta)
 	if r == nil || r.Summary == nil {
 		return m.err
+	}
+	if len(v.Findings) > 0 {
+		m.line("")
+		m.line("## Findings")
+		m.line("")
+		for _, f := range v.Findings {
+			mark := "⚠️ "
+			if f.Expected {
+				mark = ""
+			}
+			m.line("- " + mark + mdCell(f.Text))
+			for _, d := range f.Detail {
+				m.line("  - `" + strings.ReplaceAll(d, "`", "'") + "`")
+			}
+		}
 	}
 	if len(v.Failures) > 0 {
 		m.line("")

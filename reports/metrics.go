@@ -72,6 +72,17 @@ func always(f func(s *Summary) float64) func(*Summary) (float64, bool) {
 	return func(s *Summary) (float64, bool) { return f(s), true }
 }
 
+// unmeasured says why a figure is unknown: the attempts the harness could
+// not identify when there were any, else text.
+func unmeasured(text string) func(*Summary) string {
+	return func(s *Summary) string {
+		if n := unidentifiedAttempts(s); n > 0 {
+			return fmt.Sprintf("unknown: %s attempts could not be identified", groupDigits(n))
+		}
+		return "unknown: " + text
+	}
+}
+
 func naText(text string) func(*Summary) string {
 	return func(*Summary) string { return text }
 }
@@ -90,7 +101,14 @@ func init() {
 		"attempts":       {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Attempts.Total) })},
 		"first_attempts": {kind: Count, better: neutral, value: always(func(s *Summary) float64 { return float64(s.Attempts.First) })},
 		"retries":        {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Attempts.Retries) })},
-		"amplification":  {kind: Ratio, better: lowerBetter, value: always(func(s *Summary) float64 { return s.Amplification })},
+		"amplification": {kind: Ratio, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				if s.Amplification == nil {
+					return 0, false
+				}
+				return *s.Amplification, true
+			},
+			na: unmeasured("no delivery made an attempt")},
 		"drain_time": {kind: Duration, better: lowerBetter,
 			value: func(s *Summary) (float64, bool) {
 				if s.DrainTimeS == nil || len(s.Outages) == 0 {
@@ -109,19 +127,31 @@ func init() {
 		"healthy_within_slo": {kind: Fraction, better: upperBetter,
 			value: func(s *Summary) (float64, bool) { return s.HealthyWithinSLO, s.HealthyLatencyS.Count > 0 },
 			na:    naText("no healthy deliveries")},
-		"duplicates": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Duplicates) })},
-		"lost_acks":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.LostAcks) })},
+		"duplicates": {kind: Count, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				if s.Duplicates == nil {
+					return 0, false
+				}
+				return float64(*s.Duplicates), true
+			},
+			na: unmeasured("not measured")},
+		"lost_acks": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.LostAcks) })},
 		// An attempt whose outcome the dispatcher never learned may be
 		// repeated: one in flight when the dispatcher was killed, or one
 		// whose answer the partner dropped (a lost ack). Duplicates beyond
 		// those are the pipeline's own.
-		"duplicates_beyond_in_flight": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 {
-			unknown := s.LostAcks
-			for _, r := range s.Restarts {
-				unknown += r.InFlight
-			}
-			return float64(max(0, s.Duplicates-unknown))
-		})},
+		"duplicates_beyond_in_flight": {kind: Count, better: lowerBetter,
+			value: func(s *Summary) (float64, bool) {
+				if s.Duplicates == nil {
+					return 0, false
+				}
+				unknown := s.LostAcks
+				for _, r := range s.Restarts {
+					unknown += r.InFlight
+				}
+				return float64(max(0, *s.Duplicates-unknown)), true
+			},
+			na: unmeasured("not measured")},
 		"retry_after_ignored":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.RetryAfterIgnored) })},
 		"source_held_back":     {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackS })},
 		"source_held_back_max": {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackMaxS })},
@@ -133,9 +163,15 @@ func init() {
 			value: func(s *Summary) (float64, bool) {
 				var attempts, attempted float64
 				for _, c := range s.Cohorts {
-					if c.Faulty && c.Amplification > 0 {
+					if !c.Faulty {
+						continue
+					}
+					if c.Amplification == nil && c.Attempts > 0 {
+						return 0, false // attempts it cannot tie to deliveries
+					}
+					if c.Amplification != nil && *c.Amplification > 0 {
 						attempts += float64(c.Attempts)
-						attempted += float64(c.Attempts) / c.Amplification
+						attempted += float64(c.Attempts) / *c.Amplification
 					}
 				}
 				if attempted == 0 {
@@ -143,7 +179,7 @@ func init() {
 				}
 				return attempts / attempted, true
 			},
-			na: naText("no faulty cohort made an attempt")},
+			na: unmeasured("no faulty cohort made an attempt")},
 		"faulty.dead_lettered": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 {
 			var n int64
 			for _, c := range s.Cohorts {

@@ -117,7 +117,7 @@ func TestFaultyAmplificationIgnoresHealthyCohorts(t *testing.T) {
 	if err != nil || !ok || math.Abs(v-60123.0/14400) > 1e-4 {
 		t.Fatalf("faulty.amplification = %v, %v, %v; want %.5f", v, ok, err, 60123.0/14400)
 	}
-	none := &Summary{Cohorts: []Cohort{{Name: "healthy", Attempts: 10, Amplification: 1}}}
+	none := &Summary{Cohorts: []Cohort{{Name: "healthy", Attempts: 10, Amplification: new(1.0)}}}
 	if _, ok, _ := none.Metric("faulty.amplification"); ok {
 		t.Error("faulty.amplification applies to a drill without faulty cohorts")
 	}

@@ -111,8 +111,8 @@ func syntheticRun(n int, breakers []string) *Run {
 			},
 			Restarts: []Restart{{AtS: float64(n) / 3, DownS: 5, InFlight: 3}},
 			Cohorts: []Cohort{
-				{Name: "healthy", Subscribers: 199, Attempts: 100000, Amplification: 1.01},
-				{Name: "acme", Subscribers: 1, Faulty: true, Attempts: 3000, Amplification: 2.5,
+				{Name: "healthy", Subscribers: 199, Attempts: 100000, Amplification: new(1.01)},
+				{Name: "acme", Subscribers: 1, Faulty: true, Attempts: 3000, Amplification: new(2.5),
 					StatusCodes: map[string]int64{"200": 1200, "503": 1800, "timeout": 3}},
 			},
 			Attempts: Attempts{ByOrdinal: []int64{int64(first), 5000, 3000, 1000, 200, 50, 0}},

@@ -52,7 +52,7 @@ func TestMeanCI(t *testing.T) {
 
 // seedSummary is a summary whose figures move with v.
 func seedSummary(seed uint64, p99, amp float64, pass bool) *Summary {
-	s := &Summary{Drill: "d", Seed: seed, Amplification: amp,
+	s := &Summary{Drill: "d", Seed: seed, Amplification: new(amp),
 		HealthyLatencyS: Percentiles{Count: 100, P50: p99 / 4, P99: p99}}
 	s.Deliveries = Deliveries{Created: 10, Delivered: 10}
 	s.Gates = []GateResult{{Expr: "amplification <= 3", Value: amp, Display: FormatValue(Ratio, amp), Pass: pass}}

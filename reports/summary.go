@@ -19,8 +19,10 @@ type Summary struct {
 	Deliveries Deliveries `json:"deliveries"`
 	Attempts   Attempts   `json:"attempts"`
 
-	// Amplification is attempts ÷ deliveries that made at least one attempt.
-	Amplification float64 `json:"amplification"`
+	// Amplification is attempts ÷ deliveries that made at least one
+	// attempt; null when it could not be measured (no attempt, or
+	// attempts the harness could not tie to a delivery).
+	Amplification *float64 `json:"amplification"`
 
 	Outages    []Outage `json:"outages"`
 	DrainTimeS *float64 `json:"drain_time_s"` // largest outage drain time; nil if any did not drain
@@ -34,7 +36,9 @@ type Summary struct {
 	SLOS                  float64     `json:"slo_s"`
 
 	DeadLetterReasons map[string]int64 `json:"dead_letter_reasons"`
-	Duplicates        int64            `json:"duplicates"`
+	// Duplicates is null when it could not be measured: attempts that
+	// cannot be tied to a delivery may be duplicates.
+	Duplicates *int64 `json:"duplicates"`
 	// LostAcks counts successes a partner recorded and then dropped the
 	// answer of on purpose (the lost-ack fault): each may cause one
 	// duplicate.
@@ -71,6 +75,10 @@ type Summary struct {
 	// External runs only: what the partners saw of somebody else's system.
 	External *External `json:"external,omitempty"`
 
+	// Findings are what the harness saw go wrong outside the policy under
+	// test (see Finding); an empty list when nothing did.
+	Findings []Finding `json:"findings"`
+
 	Gates []GateResult `json:"gates"`
 
 	// Tolerances are the --fail-on rules checked against Baseline (a run
@@ -90,13 +98,17 @@ type Summary struct {
 }
 
 // Deliveries is the accounting identity: created = delivered + dead_lettered
-// + pending + lost, and lost must be 0.
+// + pending + lost, and lost must be 0. Refused deliveries (external runs:
+// their event's ingest refused it for good and no partner ever saw them)
+// were never taken by the system, so they stand beside the identity, not
+// in created.
 type Deliveries struct {
 	Created      int64 `json:"created"`
 	Delivered    int64 `json:"delivered"`
 	DeadLettered int64 `json:"dead_lettered"`
 	Pending      int64 `json:"pending"`
 	Lost         int64 `json:"lost"`
+	Refused      int64 `json:"refused"`
 }
 
 // Offered is the load the drill's source offers, read off the drill: its
@@ -236,7 +248,7 @@ type Cohort struct {
 	DeadLettered  int64            `json:"dead_lettered"`
 	Pending       int64            `json:"pending"`
 	Attempts      int64            `json:"attempts"`
-	Amplification float64          `json:"amplification"`
+	Amplification *float64         `json:"amplification"` // null: not measured (see Summary.Amplification)
 	LatencyS      Percentiles      `json:"latency_s"`
 	DeadLetters   map[string]int64 `json:"dead_letters,omitempty"`
 	// StatusCodes counts the attempts' outcomes as the partner answered

@@ -25,6 +25,16 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		return m.err
 	}
 	s := r.Summary
+	for i, f := range s.Findings {
+		if i >= maxTerminalFailures {
+			m.line(fmt.Sprintf("  … and %d more findings (see the report)", len(s.Findings)-i))
+			break
+		}
+		m.line("  ! " + FindingText(f))
+		for _, d := range f.Detail {
+			m.line("      " + oneLine(d))
+		}
+	}
 	if v.SeedScope != "" {
 		m.line(fmt.Sprintf("  %d seeds (%s): the gates cover every seed; the cohort lines are %s's", v.SeedCount, seedRangeText(s.Seeds), v.SeedScope))
 	}

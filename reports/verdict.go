@@ -33,6 +33,11 @@ func Judge(s *Summary) {
 		return
 	}
 	s.Failures = nil
+	// Findings first: what went wrong outside the policy frames every
+	// figure after it.
+	for _, f := range unexpectedFindings(s) {
+		s.Failures = append(s.Failures, "finding "+FindingText(f))
+	}
 	// A multi-seed run's failures each name their seed, this one's too.
 	own := ""
 	if s.Seeds != nil && len(s.Seeds.Runs) > 1 {
@@ -90,8 +95,12 @@ func accountingHolds(s *Summary) bool {
 
 func accountingText(s *Summary) string {
 	d := s.Deliveries
-	return fmt.Sprintf("created %s = delivered %s + dead-lettered %s + pending %s + lost %s",
+	t := fmt.Sprintf("created %s = delivered %s + dead-lettered %s + pending %s + lost %s",
 		groupDigits(d.Created), groupDigits(d.Delivered), groupDigits(d.DeadLettered), groupDigits(d.Pending), groupDigits(d.Lost))
+	if d.Refused > 0 {
+		t += fmt.Sprintf(" (and %s refused at the ingest)", groupDigits(d.Refused))
+	}
+	return t
 }
 
 // verdictText is the one-line verdict every writer shows: PASS with what
@@ -131,7 +140,11 @@ func verdictText(s *Summary) string {
 		}
 	}
 	accounting := !accountingHolds(s)
-	if s.Pass && len(failedGates) == 0 && len(failedTols) == 0 && seedFailures == 0 && !accounting {
+	var findings []string
+	for _, f := range unexpectedFindings(s) {
+		findings = append(findings, f.Kind)
+	}
+	if s.Pass && len(failedGates) == 0 && len(failedTols) == 0 && seedFailures == 0 && !accounting && len(findings) == 0 {
 		var parts []string
 		switch len(s.Gates) {
 		case 0:
@@ -150,12 +163,12 @@ func verdictText(s *Summary) string {
 		case n > 1:
 			parts = append(parts, fmt.Sprintf("all %d tolerances hold", n))
 		}
+		if n := len(s.Findings); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d expected finding(s)", n))
+		}
 		return "PASS: " + strings.Join(parts, "; ")
 	}
 	var parts []string
-	if accounting {
-		parts = append(parts, "accounting identity broken (lost "+groupDigits(s.Deliveries.Lost)+")")
-	}
 	name := func(kind string, items []string, total int, verb string) {
 		switch {
 		case len(items) == 0:
@@ -164,6 +177,18 @@ func verdictText(s *Summary) string {
 		default:
 			parts = append(parts, fmt.Sprintf("%d of %d %ss %s (%s, …)", len(items), total, kind, cmp.Or(verb, "failed"), strings.Join(items[:maxNamedFailures], ", ")))
 		}
+	}
+	switch n := len(findings); {
+	case n == 1:
+		parts = append(parts, "finding "+findings[0])
+	case n > 1:
+		parts = append(parts, "findings "+strings.Join(findings[:min(n, maxNamedFailures)], ", "))
+		if n > maxNamedFailures {
+			parts[len(parts)-1] += ", …"
+		}
+	}
+	if accounting {
+		parts = append(parts, "accounting identity broken (lost "+groupDigits(s.Deliveries.Lost)+")")
 	}
 	name("tolerance", failedTols, len(s.Tolerances), "exceeded")
 	if seedGates {

@@ -201,8 +201,8 @@ func TestSummaryJSONRoundTrip(t *testing.T) {
 	if !bytes.HasSuffix(before, []byte("}\n")) {
 		t.Errorf("no trailing newline")
 	}
-	if s.Amplification != 1.0417520833 {
-		t.Errorf("writing rounded the caller's summary: %v", s.Amplification)
+	if *s.Amplification != 1.0417520833 {
+		t.Errorf("writing rounded the caller's summary: %v", *s.Amplification)
 	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "summary.json"), before, 0o644); err != nil {
@@ -213,7 +213,7 @@ func TestSummaryJSONRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Amplification != 1.041752 || got.Deliveries != s.Deliveries || len(got.Gates) != len(s.Gates) {
+		if got.Amplification == nil || *got.Amplification != 1.041752 || got.Deliveries != s.Deliveries || len(got.Gates) != len(s.Gates) {
 			t.Errorf("%s: read back %+v", path, got)
 		}
 		// Writing what was read gives the same bytes: rounding is stable.

@@ -114,8 +114,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 		// stream, while the simulation's oldest ready age is the largest
 		// age over the drill, outage backlogs included, so they are not
 		// compared.
-		sim := map[string]float64{
-			experiments.FigureAmplification: s.Amplification,
+		sim := map[string]float64{}
+		if s.Amplification != nil {
+			sim[experiments.FigureAmplification] = *s.Amplification
 		}
 		if s.DrainTimeS != nil {
 			sim[experiments.FigureDrainTime] = *s.DrainTimeS

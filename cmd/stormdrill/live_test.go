@@ -87,8 +87,8 @@ func TestLiveRestartDrillPassesItsGates(t *testing.T) {
 			t.Errorf("gate %s failed: %s", g.Expr, g.Display)
 		}
 	}
-	t.Logf("created %d, duplicates %d, restarts %+v, healthy p99 %.2fs, lateness p99 %.2fms",
-		s.Deliveries.Created, s.Duplicates, s.Restarts, s.HealthyLatencyS.P99, s.Lateness.P99*1e3)
+	t.Logf("created %d, duplicates %s, restarts %+v, healthy p99 %.2fs, lateness p99 %.2fms",
+		s.Deliveries.Created, reports.CountText(s.Duplicates), s.Restarts, s.HealthyLatencyS.P99, s.Lateness.P99*1e3)
 }
 
 func tail(s string, n int) string {

@@ -68,7 +68,7 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 	for _, reason := range reports.DeadLetterReasons {
 		rows = append(rows, row{"dlq." + reason, s.DeadLetterReasons[reason], l.DeadLetterReasons[reason], 0.05, 1})
 	}
-	rows = append(rows, row{"duplicates", s.Duplicates, l.Duplicates, 0.05, 1}, row{"lost_acks", s.LostAcks, l.LostAcks, 0.05, 1})
+	rows = append(rows, row{"duplicates", *s.Duplicates, *l.Duplicates, 0.05, 1}, row{"lost_acks", s.LostAcks, l.LostAcks, 0.05, 1})
 	beyond := func(sum *reports.Summary) int64 {
 		v, _, err := sum.Metric("duplicates_beyond_in_flight")
 		if err != nil {

@@ -148,7 +148,7 @@ func compareRuns(t *testing.T, simRun, liveRun *reports.Run) {
 	rows := []row{
 		{"delivered", float64(s.Deliveries.Delivered), float64(l.Deliveries.Delivered), 0.05, 1},
 		{"dead_lettered", float64(s.Deliveries.DeadLettered), float64(l.Deliveries.DeadLettered), 0.05, 1},
-		{"amplification", s.Amplification, l.Amplification, 0.05, 0},
+		{"amplification", *s.Amplification, *l.Amplification, 0.05, 0},
 		{"healthy.latency.p99", s.HealthyLatencyS.P99, l.HealthyLatencyS.P99, 0.25, 0},
 		{"drain_time", drain(s), drain(l), 0.25, 0},
 	}

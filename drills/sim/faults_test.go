@@ -21,7 +21,7 @@ func TestFaultKindsDrill(t *testing.T) {
 		deadLetters[c.Name] = c.DeadLettered
 		t.Logf("%-12s %v", c.Name, c.StatusCodes)
 	}
-	t.Logf("duplicates %d, lost acks %d, dead letters %v", s.Duplicates, s.LostAcks, s.DeadLetterReasons)
+	t.Logf("duplicates %d, lost acks %d, dead letters %v", *s.Duplicates, s.LostAcks, s.DeadLetterReasons)
 	if s.Deliveries.Lost != 0 || s.Deliveries.Pending != 0 {
 		t.Errorf("deliveries %+v: want none lost or pending", s.Deliveries)
 	}
@@ -75,11 +75,11 @@ func TestFaultKindsDrill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Duplicates < s.LostAcks || s.Duplicates > s.LostAcks+timeouts || beyond != float64(s.Duplicates-s.LostAcks) {
+	if *s.Duplicates < s.LostAcks || *s.Duplicates > s.LostAcks+timeouts || beyond != float64(*s.Duplicates-s.LostAcks) {
 		t.Errorf("duplicates %d, lost acks %d, dribble timeouts %d, beyond in flight %v: want lost acks ≤ duplicates ≤ lost acks + timeouts, beyond = duplicates − lost acks",
-			s.Duplicates, s.LostAcks, timeouts, beyond)
+			*s.Duplicates, s.LostAcks, timeouts, beyond)
 	}
-	if s.Duplicates == s.LostAcks {
+	if *s.Duplicates == s.LostAcks {
 		t.Error("no dribble duplicate: the timeout-hidden successes are not exercised")
 	}
 	// The per-call draws come from the seed: the same summary again.

@@ -149,7 +149,7 @@ func TestContendedTimeoutStillWrites(t *testing.T) {
 		{"deliveries created", s.Deliveries.Created, 2},
 		{"delivered", s.Deliveries.Delivered, 2},
 		{"attempts (A1, B1, A2, B2)", s.Attempts.Total, 4},
-		{"duplicates (A2 after A1's late write)", s.Duplicates, 1},
+		{"duplicates (A2 after A1's late write)", *s.Duplicates, 1},
 		{"partner conflicts (B1)", st.Conflicts, 1},
 		{"partner accepted writes (A1 late, A2, B2)", st.Accepted, 3},
 		{"late writes still to land", int64(r.writesLate), 0},
@@ -199,8 +199,8 @@ func TestContendedLateWriteAfterTerminal(t *testing.T) {
 			if st.Accepted != int64(tt.maxAttempts) || st.Conflicts != 0 {
 				t.Errorf("partner accepted %d writes with %d conflicts, want %d and 0", st.Accepted, st.Conflicts, tt.maxAttempts)
 			}
-			if s.Duplicates != tt.wantDupes {
-				t.Errorf("duplicates %d, want %d", s.Duplicates, tt.wantDupes)
+			if *s.Duplicates != tt.wantDupes {
+				t.Errorf("duplicates %d, want %d", *s.Duplicates, tt.wantDupes)
 			}
 			if r.writesLate != 0 || len(r.writeRefs) != 0 || len(r.pool) != 1 {
 				t.Errorf("after the run: %d late writes, %d held items, %d pooled; want 0, 0, 1", r.writesLate, len(r.writeRefs), len(r.pool))

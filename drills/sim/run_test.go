@@ -294,8 +294,8 @@ func TestRestartFault(t *testing.T) {
 			if tc.wantDupes {
 				want = rs.InFlight
 			}
-			if s.Duplicates != want {
-				t.Errorf("duplicates %d, want %d (%d in flight at the restart)", s.Duplicates, want, rs.InFlight)
+			if *s.Duplicates != want {
+				t.Errorf("duplicates %d, want %d (%d in flight at the restart)", *s.Duplicates, want, rs.InFlight)
 			}
 			if s.Deliveries.Lost != 0 || s.Deliveries.Delivered != s.Deliveries.Created || s.Deliveries.Created == 0 {
 				t.Errorf("deliveries %+v: want every one delivered and none lost", s.Deliveries)

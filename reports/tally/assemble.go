@@ -33,7 +33,8 @@ func (t *Tally) Run() (*reports.Run, error) {
 		HealthyLatencyOutageS: t.healthyOutage.Percentiles(),
 		SLOS:                  float64(cfg.SLO) / 1e9,
 		DeadLetterReasons:     map[string]int64{},
-		Duplicates:            t.duplicates,
+		Duplicates:            new(t.duplicates),
+		Findings:              []reports.Finding{},
 		LostAcks:              t.lostAcks,
 		BreakerTransitions:    append([]reports.BreakerTransition{}, t.transitions...),
 		RetryAfterIgnored:     t.retryAfterIgnored,
@@ -45,7 +46,8 @@ func (t *Tally) Run() (*reports.Run, error) {
 	}
 	s.Deliveries.Lost = s.Deliveries.Created - s.Deliveries.Delivered - s.Deliveries.DeadLettered - s.Deliveries.Pending
 	if t.first > 0 {
-		s.Amplification = float64(t.attempts) / float64(t.first)
+		a := float64(t.attempts) / float64(t.first)
+		s.Amplification = &a
 	}
 	for reason, n := range t.reasons {
 		s.DeadLetterReasons[reason] = n
@@ -100,7 +102,8 @@ func (t *Tally) Run() (*reports.Run, error) {
 			Delivered: c.delivered, DeadLettered: c.dead, Pending: c.pending, Attempts: c.attempts, LatencyS: c.hist.Percentiles(),
 		}
 		if c.attempted > 0 {
-			rc.Amplification = float64(c.attempts) / float64(c.attempted)
+			a := float64(c.attempts) / float64(c.attempted)
+			rc.Amplification = &a
 		}
 		if len(c.reasons) > 0 {
 			rc.DeadLetters = c.reasons
@@ -120,9 +123,6 @@ func (t *Tally) Run() (*reports.Run, error) {
 	reports.EvalGates(s, gates)
 	run := &reports.Run{Summary: s, Timeseries: ts, HealthyCDF: t.healthy.CDF(), HealthyOutageCDF: t.healthyOutage.CDF()}
 	run.Policy = append(run.Policy, cfg.Policy...)
-	if math.IsNaN(s.Amplification) {
-		s.Amplification = 0
-	}
 	if s.Deliveries.Lost != 0 {
 		return run, fmt.Errorf("%w: created %d = delivered %d + dead-lettered %d + pending %d + lost %d",
 			ErrAccounting, s.Deliveries.Created, s.Deliveries.Delivered, s.Deliveries.DeadLettered, s.Deliveries.Pending, s.Deliveries.Lost)
