@@ -17,10 +17,32 @@ import (
 //
 // The partner endpoints (/p/...) are not guarded: they are what the system
 // under drill calls.
+//
+// /alerts and /dead-letters are what the system under drill reports to,
+// and many a sender posts JSON without saying so (or as curl's default
+// form type): guardReport takes their bodies as JSON whatever the
+// Content-Type. The other checks still keep a browser out: a cross-site
+// POST carries an Origin (or Sec-Fetch-Site) that is refused, and a
+// rebinding page a Host that is.
 
-// guardControl wraps a control or alert handler with the checks above.
+// guardControl wraps a control handler with the checks above.
 func (s *Server) guardControl(next http.HandlerFunc) http.HandlerFunc {
 	return s.guard().Wrap(next).ServeHTTP
+}
+
+// guardReport wraps the alert and dead-letter handlers: the checks above
+// but the Content-Type; a refusal is counted (see ReportsRefused).
+func (s *Server) guardReport(next http.HandlerFunc) http.HandlerFunc {
+	p := s.guard()
+	p.AnyContentType = true
+	return func(w http.ResponseWriter, r *http.Request) {
+		if status, msg := p.Refusal(r); status != 0 {
+			s.noteReportRefused(r.URL.Path, status, msg)
+			httpguard.WriteError(w, status, msg)
+			return
+		}
+		next(w, r)
+	}
 }
 
 // guard is the server's policy for everything but the partner endpoints.

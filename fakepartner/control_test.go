@@ -299,3 +299,46 @@ func TestControlAPIAppliesTheDrillRules(t *testing.T) {
 		}
 	}
 }
+
+// A system under drill reports dead letters and alerts as JSON whether or
+// not it says so: /dead-letters and /alerts take the body as JSON with any
+// Content-Type (none, text/plain, curl's form type), and ignore a dead
+// letter's fields of its own; what they cannot take is answered 400 and
+// counted, so that a run can show the reports it lost. A cross-site page
+// is still refused by its Origin.
+func TestReportsTakeJSONWithoutContentType(t *testing.T) {
+	var mu sync.Mutex
+	var dead []DeadLetter
+	s, base, _ := startServer(t, []Spec{quickSpec("acme")}, ServerOptions{
+		OnDeadLetter: func(d DeadLetter) { mu.Lock(); dead = append(dead, d); mu.Unlock() }})
+	for i, hdr := range []map[string]string{nil, {"Content-Type": "text/plain"}, {"Content-Type": "application/x-www-form-urlencoded"}, {"Content-Type": "application/json"}} {
+		body := fmt.Sprintf(`{"id":"evt-%d:acme-0","reason":"max-attempts","attempts":3,"queue":"webhooks"}`, i)
+		if got := controlReq(t, "POST", base+"/dead-letters", body, hdr); got != http.StatusAccepted {
+			t.Errorf("dead letter with %v: status %d, want 202", hdr, got)
+		}
+		if got := controlReq(t, "POST", base+"/alerts", `{"count":2,"reason":"max-attempts"}`, hdr); got != http.StatusAccepted {
+			t.Errorf("alert with %v: status %d, want 202", hdr, got)
+		}
+	}
+	mu.Lock()
+	if len(dead) != 4 || dead[3].ID != "evt-3:acme-0" || dead[3].Attempts != 3 {
+		t.Errorf("dead letters %+v, want the 4 sent", dead)
+	}
+	mu.Unlock()
+	if rr := s.ReportsRefused(); rr.Count != 0 {
+		t.Fatalf("refused %+v before any bad report", rr)
+	}
+	if got := controlReq(t, "POST", base+"/dead-letters", `{"reason":"max-attempts"}`, nil); got != http.StatusBadRequest {
+		t.Errorf("dead letter without an id: status %d, want 400", got)
+	}
+	if got := controlReq(t, "POST", base+"/alerts", `{"reason":"max-attempts"}`, nil); got != http.StatusBadRequest {
+		t.Errorf("alert without a count: status %d, want 400", got)
+	}
+	if got := controlReq(t, "POST", base+"/dead-letters", `{"id":"evt-9:acme-0"}`, map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}); got != http.StatusForbidden {
+		t.Errorf("cross-site dead letter: status %d, want 403", got)
+	}
+	rr := s.ReportsRefused()
+	if rr.Count != 3 || !strings.Contains(rr.First, "POST /dead-letters answered 400: id must be") {
+		t.Errorf("refused %+v, want 3, the first a dead letter without an id", rr)
+	}
+}

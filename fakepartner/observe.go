@@ -1,6 +1,7 @@
 package fakepartner
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -87,17 +88,19 @@ func (s *Server) attemptHeader() string {
 // system under drill.
 func (s *Server) handleDeadLetter(w http.ResponseWriter, r *http.Request) {
 	var dl DeadLetter
-	if err := decodeJSON(w, r, MaxDeadLetterBodyBytes, &dl); err != nil {
-		writeJSONError(w, http.StatusBadRequest, err.Error())
+	// Fields beyond id, reason and attempts are the sender's own and are
+	// ignored, as in a dead_letter_command's listing.
+	if err := decodeJSONLoose(w, r, MaxDeadLetterBodyBytes, &dl); err != nil {
+		s.refuseReport(w, r, err.Error())
 		return
 	}
 	dl.ID = strings.TrimSpace(dl.ID)
 	switch {
 	case dl.ID == "" || len(dl.ID) > MaxIDBytes:
-		writeJSONError(w, http.StatusBadRequest, "id must be a delivery id (1 to 512 bytes)")
+		s.refuseReport(w, r, "id must be a delivery id (1 to 512 bytes)")
 		return
 	case dl.Attempts < 0:
-		writeJSONError(w, http.StatusBadRequest, "attempts must not be negative")
+		s.refuseReport(w, r, "attempts must not be negative")
 		return
 	}
 	if len(dl.Reason) > 200 {
@@ -119,4 +122,37 @@ func (s *Server) observe(c *cohort, member int, id string, attempt int, arrived,
 		Held: out.held, Abandoned: out.abandoned, Commit: out.commit, Duplicate: dup,
 		DroppedAnswer: out.dropped, Fault: out.fault, RetryAfter: out.retryAfter, InFlight: inFlight,
 	})
+}
+
+// ReportRefusal counts the requests to /alerts or /dead-letters the
+// server refused: each is a report of the system under drill that the run
+// lost, so a run shows them (a finding in external mode).
+type ReportRefusal struct {
+	Count   int64     `json:"count"`
+	FirstAt time.Time `json:"first_at"`
+	First   string    `json:"first"` // the first refusal: path, status and message
+}
+
+// refuseReport answers 400 to a report the server cannot take, and
+// counts it.
+func (s *Server) refuseReport(w http.ResponseWriter, r *http.Request, msg string) {
+	s.noteReportRefused(r.URL.Path, http.StatusBadRequest, msg)
+	writeJSONError(w, http.StatusBadRequest, msg)
+}
+
+func (s *Server) noteReportRefused(path string, status int, msg string) {
+	s.refusedMu.Lock()
+	defer s.refusedMu.Unlock()
+	if s.refused.Count == 0 {
+		s.refused.FirstAt = s.now()
+		s.refused.First = fmt.Sprintf("POST %s answered %d: %s", clipText(path, 100), status, clipText(msg, 200))
+	}
+	s.refused.Count++
+}
+
+// ReportsRefused returns the refused reports so far.
+func (s *Server) ReportsRefused() ReportRefusal {
+	s.refusedMu.Lock()
+	defer s.refusedMu.Unlock()
+	return s.refused
 }

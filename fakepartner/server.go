@@ -198,6 +198,9 @@ type Server struct {
 	alerts        []ReceivedAlert
 	alertsDropped int64
 
+	refusedMu sync.Mutex
+	refused   ReportRefusal // reports to /alerts and /dead-letters refused
+
 	httpMu    sync.Mutex
 	http      []*http.Server // Serve's, and ServeRefusing's
 	closing   chan struct{}
@@ -309,12 +312,12 @@ func NewServer(specs []Spec, opts ServerOptions) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/p/{cohort}", s.handlePartner)
 	mux.HandleFunc("/p/{cohort}/{member}", s.handlePartner)
-	mux.HandleFunc("POST /alerts", s.guardControl(s.handleAlert))
+	mux.HandleFunc("POST /alerts", s.guardReport(s.handleAlert))
 	mux.HandleFunc("GET /control/partners", s.guardControl(s.handleControlPartners))
 	mux.HandleFunc("POST /control/outage", s.guardControl(s.handleStartOutage))
 	mux.HandleFunc("DELETE /control/outage", s.guardControl(s.handleEndOutage))
 	if opts.OnDeadLetter != nil {
-		mux.HandleFunc("POST /dead-letters", s.guardControl(s.handleDeadLetter))
+		mux.HandleFunc("POST /dead-letters", s.guardReport(s.handleDeadLetter))
 	}
 	s.mux = mux
 	return s, nil
@@ -849,15 +852,15 @@ func (s *Server) handleAlert(w http.ResponseWriter, r *http.Request) {
 		OldestS *float64 `json:"oldest_s"`
 	}
 	if err := decodeJSON(w, r, MaxAlertBodyBytes, &a); err != nil {
-		writeJSONError(w, http.StatusBadRequest, err.Error())
+		s.refuseReport(w, r, err.Error())
 		return
 	}
 	switch {
 	case a.Count == nil || *a.Count < 0:
-		writeJSONError(w, http.StatusBadRequest, "count must be present and not negative")
+		s.refuseReport(w, r, "count must be present and not negative")
 		return
 	case a.OldestS != nil && !(*a.OldestS >= 0):
-		writeJSONError(w, http.StatusBadRequest, "oldest_s must not be negative")
+		s.refuseReport(w, r, "oldest_s must not be negative")
 		return
 	}
 	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: clipText(a.Reason, MaxAlertFieldBytes), Partner: clipText(a.Partner, MaxAlertFieldBytes)}
@@ -1054,8 +1057,19 @@ func parseControlDuration(key, v string) (time.Duration, error) {
 // decodeJSON decodes one JSON object of at most limit bytes, refusing
 // unknown fields and trailing data.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	return decodeJSONBody(w, r, limit, v, true)
+}
+
+// decodeJSONLoose is decodeJSON that ignores unknown fields.
+func decodeJSONLoose(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	return decodeJSONBody(w, r, limit, v, false)
+}
+
+func decodeJSONBody(w http.ResponseWriter, r *http.Request, limit int64, v any, strict bool) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return fmt.Errorf("body is larger than %d bytes", limit)

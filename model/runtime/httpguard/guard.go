@@ -38,6 +38,11 @@ type Policy struct {
 	Token string
 	// Hosts are Host names (or host:port) accepted besides loopback.
 	Hosts []string
+	// AnyContentType lifts the content-type check, for an endpoint that
+	// reads its body as JSON whatever the type and that programs, not
+	// browsers, post to (a system under drill reporting its dead letters);
+	// the Origin and Sec-Fetch-Site checks still refuse a cross-site page.
+	AnyContentType bool
 }
 
 // Refusal returns the status and message that refuse r, or 0 and "".
@@ -61,6 +66,9 @@ func (p Policy) Refusal(r *http.Request) (int, string) {
 	}
 	switch r.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		if p.AnyContentType {
+			break
+		}
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
 			return http.StatusUnsupportedMediaType, "requests with a body need Content-Type: application/json"
