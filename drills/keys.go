@@ -7,6 +7,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // KeyDoc documents one drill key. Key is written with [] for arrays of
@@ -138,7 +139,7 @@ var Keys = []KeyDoc{
 	{"system.ingest_command", "array of strings", "—", "External, command: the program run per event."},
 	{"system.jsonl_path", "string", "the started system's stdin", "External, jsonl: the file events are appended to."},
 	{"system.dead_letters", "string", `"endpoint"`, "External: how dead letters are seen: `endpoint` (the system POSTs `{\"id\",\"reason\",\"attempts\"}` to `${STORMDRILL_DEAD_LETTER_URL}`), `command` (listed by `system.dead_letter_command`, every second once the source is done and at the end) or `none` (unresolved deliveries are reported, `lost` is not claimed)."},
-	{"system.dead_letter_command", "array of strings", "—", "External, command: prints one JSON dead letter per line at the end."},
+	{"system.dead_letter_command", "array of strings", "—", "External, command: lists the system's dead letters, as one JSON array or one JSON object per line, each `{\"id\",\"reason\",\"attempts\"}` with an optional `\"dead_at\"` (RFC 3339; without it the listing's time counts); it runs every second once the source is done and once at the end, and repeats of an id are ignored."},
 	{"system.key_header", "string", `"Idempotency-Key"`, "External: the header that identifies a delivery in every attempt."},
 	{"system.attempt_header", "string", "—", "External: a header carrying the attempt number, if the system sends one."},
 
@@ -149,6 +150,7 @@ var Keys = []KeyDoc{
 	{"slo.delivery_latency", "duration", `"30m"`, "Delivery objective for healthy subscribers: event created to delivered."},
 
 	{"gates", "array of strings", "", "Pass/fail conditions such as `\"lost == 0\"` or `\"healthy.latency.p99 < 30m\"`; a failed gate makes the run exit with 1."},
+	{"expect", "array of strings", "[]", "External: kinds of finding the drill expects, such as `[\"ingest-refused\"]` for a drill of ingest back-pressure; an expected finding is still reported first, but does not fail the run. Kinds: " + findingKindList() + "."},
 
 	{"limits.deliveries", "integer", "50000000", "Ceiling on events × fan-out (expected deliveries). Every limit is also raised from the command line with `--limit KEY=N`."},
 	{"limits.subscribers", "integer", "100000", "Ceiling on the sum of every cohort's count."},
@@ -368,4 +370,13 @@ func typeName(t reflect.Type) string {
 		return "array of " + e + "s"
 	}
 	return t.String()
+}
+
+// findingKindList is reports.FindingKinds' names as `a`, `b` or `c`.
+func findingKindList() string {
+	var names []string
+	for _, n := range reports.FindingKindNames() {
+		names = append(names, "`"+n+"`")
+	}
+	return choices(names...)
 }

@@ -100,6 +100,12 @@ func TestMalformed(t *testing.T) {
 		// Probabilities that add up to more than 1.
 		{"probabilities", validBase + "transient_errors = 0.7\npermanent_errors = 0.5\n",
 			"bad.toml:8: partners[0].permanent_errors:", "at most 1"},
+		// expect names kinds of finding, and only an external drill has
+		// findings.
+		{"expect in sim", "expect = [\"ingest-refused\"]\n" + validBase,
+			"bad.toml:1: expect:", "only to mode = \"external\""},
+		{"unknown finding kind", "expect = [\"ingest-refusal\"]\nmode = \"external\"\n" + validBase + "[system]\ningest_url = \"http://127.0.0.1:9/events\"\n",
+			"bad.toml:1: expect[0]:", "did you mean ingest-refused?"},
 		// Speed is for live mode only.
 		{"speed in sim", "speed = 10.0\n" + validBase,
 			"bad.toml:1: speed:", "only to mode = \"live\""},

@@ -34,7 +34,10 @@ type Drill struct {
 	System     System     `toml:"system"`  // external mode: the system under drill
 	SLO        SLO        `toml:"slo"`
 	Gates      []string   `toml:"gates"`
-	Limits     Limits     `toml:"limits"` // ceilings on total work (limits.go)
+	// Expect names the kinds of finding the drill expects (external
+	// mode): such a finding is reported and does not fail the run.
+	Expect []string `toml:"expect"`
+	Limits Limits   `toml:"limits"` // ceilings on total work (limits.go)
 
 	// PartnerServer is where an external drill's partner server listens.
 	PartnerServer PartnerServer `toml:"partner_server"`

@@ -217,6 +217,12 @@ func validate(d *Drill, has func(string) bool) []problem {
 	validatePartnerServer(d, has, bad)
 	positive("slo.delivery_latency", d.SLO.DeliveryLatency)
 
+	for i, k := range d.Expect {
+		if i == 0 && !d.IsExternal() {
+			bad("expect", "applies only to mode = \"external\" (findings come from a system under drill)")
+		}
+		kind("expect["+strconv.Itoa(i)+"]", k, reports.FindingKindNames()...)
+	}
 	for i, expr := range d.Gates {
 		if _, err := reports.ParseGate(expr); err != nil {
 			bad("gates["+strconv.Itoa(i)+"]", "%v", err)

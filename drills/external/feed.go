@@ -143,6 +143,10 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 	gaps := make([][]float64, MaxBackoffOrdinal+1)
 	var raGaps []float64
 	var duplicates int64
+	// Attempts the harness could not tie to a delivery, by what was wrong:
+	// no key at all, or a key it never issued; and the cohorts they hit.
+	var noKey, badKey unidentified
+	unidentCohorts := map[int]bool{}
 	type edge struct {
 		t int64
 		d int
@@ -170,6 +174,14 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 		if !ok || !known {
 			ext.Unidentified++
 			ext.UnidentifiedByCohort[o.Cohort]++
+			if known {
+				unidentCohorts[l.Subscribers[sub].Cohort] = true
+			}
+			if o.Key == "" {
+				noKey.add(a, "")
+			} else {
+				badKey.add(a, o.Key)
+			}
 			continue
 		}
 		s := &ss[idx]
@@ -209,10 +221,12 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 			s.firstOK = e
 		}
 	}
+	var unknownDead unidentified
 	for _, dl := range dead {
 		idx, ok := byID[dl.ID]
 		if !ok {
 			ext.UnknownDeadLetters++
+			unknownDead.add(ns(dl.At), dl.ID)
 			continue
 		}
 		if s := &ss[idx]; s.deadAt == never {
@@ -223,16 +237,24 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 		}
 	}
 
-	// Every delivery was created at its scheduled arrival; it ended
-	// dead-lettered (the ingest refused it, or the system reported it),
-	// delivered (the partner committed it; its latency runs to the first
-	// 2xx), or unresolved.
+	// A delivery whose event the ingest refused for good, and that no
+	// partner and no dead letter ever showed, was never taken by the
+	// system: it is refused, not created (it ends at its arrival, so that
+	// no level counts it as waiting). Every other delivery was created at
+	// its scheduled arrival; it ended dead-lettered, delivered (the partner
+	// committed it; its latency runs to the first 2xx), or unresolved.
+	var refused, refusedSeen int64
 	for i := range dels {
 		dl, s := &dels[i], &ss[i]
-		t.Created(int(dl.sub), 1)
 		if dl.refused {
-			s.deadAt, s.deadWhy = int64(dl.created), string(model.ReasonQueueFull)
+			if s.attempts == 0 && s.commitAt == never && s.deadAt == never {
+				refused++
+				s.terminal = int64(dl.created)
+				continue
+			}
+			refusedSeen++
 		}
+		t.Created(int(dl.sub), 1)
 		switch {
 		case s.deadAt < s.commitAt:
 			s.terminal = s.deadAt
@@ -430,12 +452,30 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 	if run == nil {
 		return nil, err
 	}
-	run.Summary.External = ext
+	s := run.Summary
+	s.External = ext
+	s.Deliveries.Refused = refused
+	// What the harness could not tie to a delivery leaves amplification
+	// and duplicates unknown: overall, and for each cohort it hit.
+	if ext.Unidentified > 0 {
+		s.Amplification, s.Duplicates = nil, nil
+		for ci := range s.Cohorts {
+			if unidentCohorts[ci] {
+				s.Cohorts[ci].Amplification = nil
+			}
+		}
+	}
 	run.Policy = append(run.Policy, reports.KV{Key: "system", Value: ext.System}, reports.KV{Key: "system.dead_letters", Value: h.sys.DeadLetters},
 		reports.KV{Key: "system.key_header", Value: h.sys.KeyHeader})
-	if st.deadLetterListError != nil {
-		return run, st.deadLetterListError
+	gates, gerr := reports.ParseGates(d.Gates)
+	if gerr != nil {
+		return nil, gerr
 	}
+	reports.EvalGates(s, gates)
+	reports.AddFindings(s, findings(h, st, s, findingCounts{
+		refused: refused, refusedSeen: refusedSeen, noKey: noKey, badKey: badKey, unknownDead: unknownDead,
+		unidentCohorts: unidentCohorts,
+	}), d.Expect)
 	if err != nil {
 		return run, fmt.Errorf("%w (unresolved counts as pending)", err)
 	}

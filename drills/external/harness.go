@@ -400,17 +400,30 @@ func (h *harness) stopSystem(graceful bool) error {
 	return p.kill(graceful)
 }
 
-// exited reports an unexpected exit of the started system.
-func (h *harness) exited() error {
+// crash is an exit of the started system that the drill did not script.
+type crash struct {
+	at     time.Duration // drill time it was seen
+	status string        // "signal: killed", "exit status 1"
+	tail   []string      // its last lines of output
+}
+
+// exited returns the started system's exit if it exited on its own, and
+// forgets the process; nil while it runs.
+func (h *harness) exited(dt time.Duration) *crash {
 	h.procMu.Lock()
+	defer h.procMu.Unlock()
 	p := h.proc
-	h.procMu.Unlock()
 	if p == nil {
 		return nil
 	}
 	select {
 	case <-p.done:
-		return fmt.Errorf("external: the system exited on its own: %v", p.err)
+		h.proc = nil
+		status := "exit status 0"
+		if p.err != nil {
+			status = p.err.Error()
+		}
+		return &crash{at: dt, status: status, tail: p.lastLines()}
 	default:
 		return nil
 	}

@@ -23,6 +23,11 @@ const (
 	stopTimeout   = 15 * time.Second // SIGTERM to exit, before SIGKILL
 	readyPoll     = 50 * time.Millisecond
 	maxOutputLine = 64 << 10
+	// TailLines is how many of the system's last output lines a crash
+	// finding quotes.
+	TailLines = 10
+	// maxTailLineBytes clips each quoted line.
+	maxTailLineBytes = 300
 )
 
 // ErrNeedsProcess is returned for a fault that needs the system's process
@@ -38,6 +43,30 @@ type process struct {
 	err   error          // its exit, once done is closed
 	ready chan struct{}  // closed once it is ready
 	once  sync.Once
+
+	tailMu sync.Mutex
+	tail   []string // its last TailLines lines of output
+}
+
+// addTail keeps line among the last TailLines.
+func (p *process) addTail(line string) {
+	if len(line) > maxTailLineBytes {
+		line = line[:maxTailLineBytes] + "…"
+	}
+	p.tailMu.Lock()
+	defer p.tailMu.Unlock()
+	if len(p.tail) == TailLines {
+		copy(p.tail, p.tail[1:])
+		p.tail = p.tail[:TailLines-1]
+	}
+	p.tail = append(p.tail, line)
+}
+
+// lastLines returns its last lines of output, oldest first.
+func (p *process) lastLines() []string {
+	p.tailMu.Lock()
+	defer p.tailMu.Unlock()
+	return append([]string(nil), p.tail...)
 }
 
 // env is what the system is told: partner and ingest URLs, the run directory.
@@ -104,6 +133,7 @@ func startProcess(e env, dir string, argv []string, withStdin bool, readyURL, re
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(log, "system:", line)
+			p.addTail(line)
 			if readyLog != "" && strings.Contains(line, readyLog) {
 				p.once.Do(func() { close(logSeen) })
 			}

@@ -49,10 +49,13 @@ type injectStats struct {
 	heldSum, heldMax    time.Duration
 	refusedEvents       int64
 	firstRefusal        error
+	firstRefusalAt      time.Duration // drill time of the first refused event's scheduled arrival
 	events, deliveries  int64
 	restarts            []reports.Restart
 	end                 time.Duration
 	deadLetterListError error
+	// crash is the system's own exit, which ended the drill early.
+	crash *crash
 }
 
 // drive runs the drill's clock: injection, faults, and the end.
@@ -99,8 +102,12 @@ func (h *harness) drive(subs []drills.LiveSubscriber) (*injectStats, error) {
 				return nil, err
 			}
 		}
-		if err := h.exited(); err != nil {
-			return nil, err
+		if c := h.exited(dt); c != nil {
+			// A crash is what a failure drill exists to report: the drill
+			// ends here and the report shows what the partners saw.
+			st.crash = c
+			fmt.Fprintf(h.log, "external: the system exited on its own at %v: %s\n", dt.Round(time.Millisecond), c.status)
+			break
 		}
 		if sourceDone {
 			// Dead letters a command lists resolve deliveries too: without
@@ -198,7 +205,7 @@ func (h *harness) inject(ctx context.Context, subs []drills.LiveSubscriber, st *
 				}
 				st.refusedEvents++
 				if st.firstRefusal == nil {
-					st.firstRefusal = err
+					st.firstRefusal, st.firstRefusalAt = err, at
 					fmt.Fprintf(h.log, "external: the ingest refused %s: %v\n", ev.EventID, err)
 				}
 				for _, dl := range ev.Deliveries {

@@ -336,8 +336,8 @@ func (v *verifier) wait(ctx context.Context, deadline time.Time, done func() boo
 	t := time.NewTicker(checkEvery)
 	defer t.Stop()
 	for !done() {
-		if err := v.h.exited(); err != nil {
-			return err
+		if c := v.h.exited(0); c != nil {
+			return fmt.Errorf("external: the system exited on its own: %s", c.status)
 		}
 		if !time.Now().Before(deadline) {
 			return nil
