@@ -1,6 +1,9 @@
 package fakepartner
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // Bad data is a property of a delivery, not of a call: whether a delivery
 // carries data the partner rejects is decided from its id (the idempotency
@@ -94,4 +97,16 @@ func mix64(x uint64) uint64 {
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
 	return x
+}
+
+// withoutRunID returns a delivery id without the run id of
+// ServerOptions.RunID: "evt-RUNID-000123:acme-0" → "evt-000123:acme-0".
+func (s *Server) withoutRunID(id string) string {
+	if s.opts.RunID == "" {
+		return id
+	}
+	if rest, ok := strings.CutPrefix(id, "evt-"+s.opts.RunID+"-"); ok {
+		return "evt-" + rest
+	}
+	return id
 }

@@ -239,3 +239,28 @@ func BenchmarkSimBeginKey(b *testing.B) {
 		p.Finish(&c, now+c.Latency)
 	}
 }
+
+// An external run puts a run id into its delivery ids; the partner decides
+// bad data from the id without it, so the run rejects the deliveries that a
+// run without a run id (a simulation, a live run) of the same seed rejects.
+func TestBadDataIgnoresTheRunID(t *testing.T) {
+	spec := quickSpec("acme")
+	spec.PermanentErrors = 0.5
+	_, plain, _ := startServer(t, []Spec{spec}, ServerOptions{Seed: 7})
+	_, withRun, _ := startServer(t, []Spec{spec}, ServerOptions{Seed: 7, RunID: "ab12cd"})
+	c := client(5 * time.Second)
+	rejected := 0
+	for i := range 40 {
+		a := post(c, plain+"/p/acme/0", fmt.Sprintf("evt-%06d:acme-0", i), "{}")
+		b := post(c, withRun+"/p/acme/0", fmt.Sprintf("evt-ab12cd-%06d:acme-0", i), "{}")
+		if a.err != nil || b.err != nil || a.status != b.status {
+			t.Errorf("delivery %d: %d (%v) without the run id, %d (%v) with it; want the same answer", i, a.status, a.err, b.status, b.err)
+		}
+		if a.status == 422 {
+			rejected++
+		}
+	}
+	if rejected == 0 || rejected == 40 {
+		t.Errorf("%d of 40 rejected: want some, not all, with permanent_errors 0.5", rejected)
+	}
+}

@@ -96,6 +96,11 @@ type ServerOptions struct {
 	// OnDeadLetter, if set, serves POST /dead-letters: the system under
 	// drill reports each dead letter there.
 	OnDeadLetter func(DeadLetter)
+	// RunID is the run id an external harness puts into its delivery ids
+	// ("evt-RUNID-000123:acme-0"). Which deliveries carry bad data is
+	// decided from the id without it, so that an external run picks the
+	// ones a simulation or a live run of the same drill and seed picks.
+	RunID string
 	// Script, if set, is asked once per request before the partner's
 	// behaviour: it can force an answer or drop a committed one (verify).
 	Script func(cohort string, member int, key string) Scripted
@@ -579,7 +584,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	}
 	var d Delivery
 	if id != "" {
-		d = Delivery{Key: KeyHash(id), Keyed: true}
+		d = Delivery{Key: KeyHash(s.withoutRunID(id)), Keyed: true}
 	}
 	sub := c.subscriber(member, s.opts.Seed)
 	clock := s.clock()

@@ -11,6 +11,9 @@ import (
 type External struct {
 	// System is how the system under drill was driven, for the report.
 	System string `json:"system"`
+	// RunID is in every event and delivery id of the run
+	// ("evt-RUNID-000123:acme-0"), random per run.
+	RunID string `json:"run_id"`
 	// DeadLetterSource is endpoint, command or none. With none, deliveries
 	// that end unresolved are reported as unresolved and lost is not
 	// claimed (LostClaimed false).
@@ -79,7 +82,7 @@ func ExternalRows(e *External) [][2]string {
 		}
 		return fmt.Sprintf("%.3gs", *p)
 	}
-	rows := [][2]string{{"system", e.System}, {"dead letters seen by", e.DeadLetterSource}}
+	rows := [][2]string{{"system", e.System}, {"run id (in every delivery id)", e.RunID}, {"dead letters seen by", e.DeadLetterSource}}
 	if !e.LostClaimed {
 		rows = append(rows, [2]string{"lost", "not claimed: no dead-letter source, " + strconv.FormatInt(e.Unresolved, 10) + " unresolved"})
 	} else {

@@ -33,7 +33,7 @@ func seedsRun(t *testing.T, withBaseline bool) *Run {
 		r := plainRun(t)
 		r.Summary.Seed = 7 + uint64(i)
 		r.Summary.HealthyLatencyS.P99 = p99
-		r.Summary.Amplification = 1.03 + 0.01*float64(i)
+		r.Summary.Amplification = new(1.03 + 0.01*float64(i))
 		gates, err := ParseGates(fixtureGates)
 		if err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,9 @@ func TestBrokenSenderVerdicts(t *testing.T) {
 					t.Errorf("findings %+v, amplification %v, dead-lettered %d: want none, measured, and acme's dead letters",
 						s.Findings, reports.RatioText(s.Amplification), s.Deliveries.DeadLettered)
 				}
+				if !regexp.MustCompile(`^[0-9a-f]{6}$`).MatchString(s.External.RunID) {
+					t.Errorf("run id %q: want 6 hex digits", s.External.RunID)
+				}
 			}},
 		{name: "ingest refuses 20%", defect: "refuse-ingest", code: exitGateFail,
 			lines: []string{"broken-sender: FAIL: finding ingest-refused", "  ! ingest-refused: the ingest refused 4 of 24 events (16 deliveries never taken by the system"},
@@ -119,6 +123,11 @@ func TestBrokenSenderVerdicts(t *testing.T) {
 				"attempts could not be identified: their Idempotency-Key named no delivery of this run, as when a system changes the key on retries (at acme)",
 				`key "evt-`},
 			check: func(t *testing.T, s *reports.Summary) {
+				// The keys it never issued are quoted: the run's own ids
+				// (with the run id) changed on retry.
+				if d := s.Findings[0].Detail; len(d) == 0 || !strings.HasPrefix(d[0], `key "evt-`+s.External.RunID+"-") {
+					t.Errorf("finding detail %q: want the keys quoted, each with the run id %s", d, s.External.RunID)
+				}
 				for _, c := range s.Cohorts {
 					if (c.Name == "acme") != (c.Amplification == nil) {
 						t.Errorf("cohort %s amplification %v: want acme's unknown and only acme's", c.Name, reports.RatioText(c.Amplification))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
@@ -41,9 +42,11 @@ dead_letters = "none"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(d, t.TempDir(), Options{DrillDir: dir}); err != nil {
+	run, err := Run(d, t.TempDir(), Options{DrillDir: dir})
+	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	runID := run.Summary.External.RunID
 	specs, err := d.PartnerSpecs()
 	if err != nil {
 		t.Fatal(err)
@@ -66,8 +69,9 @@ dead_letters = "none"
 		for _, dl := range ev.Deliveries {
 			got = append(got, dl.ID)
 		}
+		// The simulation's ids with the run's id in them: evt-RUNID-000001:sub-3.
 		for _, si := range fan.Pick(n, nil) {
-			want = append(want, drills.DeliveryID(n, subs[si].Name))
+			want = append(want, strings.Replace(drills.DeliveryID(n, subs[si].Name), "evt-", "evt-"+runID+"-", 1))
 		}
 		slices.Sort(got)
 		slices.Sort(want)

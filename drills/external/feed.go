@@ -115,6 +115,7 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 	l := t.Layout()
 	ext := &reports.External{
 		System:               systemText(h.sys),
+		RunID:                h.runID,
 		DeadLetterSource:     h.sys.DeadLetters,
 		LostClaimed:          h.sys.DeadLetters != "none",
 		UnidentifiedByCohort: map[string]int64{},

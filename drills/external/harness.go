@@ -3,6 +3,8 @@ package external
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -164,6 +166,8 @@ type harness struct {
 	env     env
 	rec     *record
 	ing     ingester
+	// runID is in every event and delivery id of the run (see eventID).
+	runID string
 
 	listedAt time.Time // the dead-letter command's last run
 
@@ -232,8 +236,11 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.runID, err = newRunID(); err != nil {
+		return nil, err
+	}
 	h.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{
-		Seed: d.Seed, KeyHeader: d.System.KeyHeader, AttemptHeader: d.System.AttemptHeader,
+		Seed: d.Seed, KeyHeader: d.System.KeyHeader, AttemptHeader: d.System.AttemptHeader, RunID: h.runID,
 		Observe: h.rec.observe, OnDeadLetter: h.rec.deadLetter, Script: h.script,
 		ControlToken: token,
 	})
@@ -497,4 +504,28 @@ func (h *harness) pollDeadLetters(force bool) {
 	if err := h.listDeadLetters(); err != nil {
 		fmt.Fprintln(h.log, "external:", err)
 	}
+}
+
+// runIDBytes is the size of a run id: 6 hex digits, a one-in-16-million
+// chance that two runs share one.
+const runIDBytes = 3
+
+// newRunID draws a run id. It is random, not derived from the seed: the
+// point is that two runs of the same drill differ, so that a system whose
+// queue outlives a run and drops ids it has seen (many dedup by id) takes
+// the next run's deliveries as new ones.
+func newRunID() (string, error) {
+	b := make([]byte, runIDBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("external: drawing a run id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// eventID is event n's id: "evt-RUNID-000123"; its deliveries' ids add the
+// subscriber, "evt-RUNID-000123:acme-0". A simulation's and a live run's
+// ids have no run id ("evt-000123:acme-0"): nothing outlives those runs,
+// and the same seed must give the same ids.
+func (h *harness) eventID(n int64) string {
+	return fmt.Sprintf("evt-%s-%06d", h.runID, n)
 }

@@ -181,14 +181,14 @@ func (h *harness) inject(ctx context.Context, subs []drills.LiveSubscriber, st *
 				return ctx.Err()
 			}
 			st.lateness = appendBounded(st.lateness, time.Since(due).Seconds())
-			ev := &Event{EventID: fmt.Sprintf("evt-%06d", st.events), Created: due.UTC(), Payload: payload}
+			ev := &Event{EventID: h.eventID(st.events), Created: due.UTC(), Payload: payload}
 			picked := fan.Pick(st.events, fanBuf)
 			if !fan.All() {
 				fanBuf = picked
 			}
 			for _, si := range picked {
 				s := subs[si]
-				id := drills.DeliveryID(st.events, s.Name)
+				id := ev.EventID + ":" + s.Name
 				ev.Deliveries = append(ev.Deliveries, Delivery{ID: id, URL: h.partnerURL(h.specs[s.Cohort].Name, s.Member)})
 				if !h.rec.add(delivery{id: id, sub: int32(si), created: at}) {
 					return fmt.Errorf("%w: more than %d deliveries", ErrTooMany, MaxDeliveries)
