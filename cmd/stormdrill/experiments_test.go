@@ -10,15 +10,39 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 )
 
 // shortFlagshipSets shortens the flagship drill for a capacity search: a
-// 3-minute outage in a 6-minute drill, drained for up to 15 minutes.
+// 3-minute outage in a 6-minute drill, drained for up to 15 minutes. The
+// full tier searches it with 16 and 32 workers.
 var shortFlagshipSets = []string{
 	"--set", `duration="6m"`,
 	"--set", `drain="15m"`,
 	"--set", `partners[1].outages[0].start="1m"`,
 	"--set", `partners[1].outages[0].for="3m"`,
+}
+
+// smallFlagshipSets cut the flagship down for the quick tier: 20
+// subscribers, a 1-minute outage in a 2-minute drill; searched with 2 and
+// 4 workers, it has the same boundary that moves with the pool, at a
+// hundredth of the attempts per probe, so it runs under -race too.
+var smallFlagshipSets = []string{
+	"--set", `duration="2m"`,
+	"--set", `drain="10m"`,
+	"--set", `partners[0].count=19`,
+	"--set", `partners[1].outages[0].start="30s"`,
+	"--set", `partners[1].outages[0].for="1m"`,
+}
+
+// capacityCase is the drill settings, the two pool sizes and a rate at
+// which more than one worker is needed, for the tier that runs.
+func capacityCase() (sets []string, pools [2]string, rate string) {
+	if testsuite.Full() {
+		return shortFlagshipSets, [2]string{"16", "32"}, `"2/s"`
+	}
+	return smallFlagshipSets, [2]string{"2", "4"}, `"10/s"`
 }
 
 // capacitySummary is the part of a capacity summary.json the tests read.
@@ -54,7 +78,8 @@ func capacityOnShortFlagship(t *testing.T, workers string, extra ...string) capa
 	t.Helper()
 	dir := t.TempDir()
 	// One seed: these tests check the search itself.
-	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--seeds", "1", "--out", dir, "--set", "dispatcher.workers=" + workers}, shortFlagshipSets...)
+	sets, _, _ := capacityCase()
+	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--seeds", "1", "--out", dir, "--set", "dispatcher.workers=" + workers}, sets...)
 	code, out, errOut := stormdrill(t, append(args, extra...)...)
 	if code != exitOK {
 		t.Fatalf("capacity (workers %s): exit %d\n%s%s", workers, code, out, errOut)
@@ -98,8 +123,8 @@ func checkBracket(t *testing.T, s capacitySummary) {
 // capacity on a shortened flagship finds a rate boundary, writes its files,
 // and the boundary rises when the worker pool doubles.
 func TestCapacityFindsBoundaryThatMovesWithWorkers(t *testing.T) {
-	skipUnderRace(t, "a capacity search over five seeds")
-	small := capacityOnShortFlagship(t, "16")
+	_, pools, _ := capacityCase()
+	small := capacityOnShortFlagship(t, pools[0])
 	checkBracket(t, small)
 	if small.Key != "source.rate" || small.Search != "largest" {
 		t.Errorf("default search: key %q, search %q; want source.rate, largest", small.Key, small.Search)
@@ -107,9 +132,9 @@ func TestCapacityFindsBoundaryThatMovesWithWorkers(t *testing.T) {
 	if (*small.Failing-*small.Answer)/(*small.Answer) > 0.02+1e-9 {
 		t.Errorf("bracket %g–%g is wider than the default 2%%", *small.Answer, *small.Failing)
 	}
-	large := capacityOnShortFlagship(t, "32")
+	large := capacityOnShortFlagship(t, pools[1])
 	checkBracket(t, large)
-	t.Logf("largest passing rate: %g/s with 16 workers, %g/s with 32", *small.Answer, *large.Answer)
+	t.Logf("largest passing rate: %g/s with %s workers, %g/s with %s", *small.Answer, pools[0], *large.Answer, pools[1])
 	if !(*large.Answer > *small.Answer) {
 		t.Errorf("doubling the workers did not raise the boundary: %g/s → %g/s", *small.Answer, *large.Answer)
 	}
@@ -118,8 +143,8 @@ func TestCapacityFindsBoundaryThatMovesWithWorkers(t *testing.T) {
 // --vary dispatcher.workers searches the smallest passing pool, to a step
 // of one.
 func TestCapacityVaryWorkersFindsSmallestPool(t *testing.T) {
-	skipUnderRace(t, "a capacity search over five seeds")
-	s := capacityOnShortFlagship(t, "16", "--vary", "dispatcher.workers", "--set", `source.rate="2/s"`)
+	_, pools, rate := capacityCase()
+	s := capacityOnShortFlagship(t, pools[0], "--vary", "dispatcher.workers", "--set", "source.rate="+rate)
 	checkBracket(t, s)
 	if s.Search != "smallest" || *s.Failing != *s.Answer-1 {
 		t.Errorf("want the smallest passing pool to a step of one, got answer %g, failing %g (%s)", *s.Answer, *s.Failing, s.Search)

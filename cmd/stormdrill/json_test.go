@@ -50,13 +50,9 @@ func TestCompareJSON(t *testing.T) {
 // TestCapacityJSON: capacity --json prints its summary.json and nothing
 // else.
 func TestCapacityJSON(t *testing.T) {
-	// Its probes are simulations of the flagship: about 210 s of the 320 s
-	// race pass of this package, with nothing for the detector to find (the
-	// parallel search is under -race in experiments'
-	// TestCapacitySeedsStateACI).
-	skipUnderRace(t, "capacity probes are single-goroutine simulations")
 	dir := t.TempDir()
-	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--json", "--max-probes", "2", "--out", dir, "--set", "dispatcher.workers=16"}, shortFlagshipSets...)
+	sets, pools, _ := capacityCase()
+	args := append([]string{"capacity", "drills/fanout-outage.toml", "--quiet", "--json", "--max-probes", "2", "--out", dir, "--set", "dispatcher.workers=" + pools[0]}, sets...)
 	code, out, errOut := stormdrill(t, args...)
 	if code != exitOK && code != exitGateFail {
 		t.Fatalf("capacity --json: exit %d\n%s%s", code, out, errOut)
