@@ -12,6 +12,7 @@ import (
 
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model/runtime/queue/queuetest"
 )
 
@@ -63,16 +64,11 @@ func TestRiverSenderOnPostgres(t *testing.T) {
 		t.Fatalf("ingest: %d, want 202", resp.StatusCode)
 	}
 	// River's first retry waits 1 s ± 10 %; the deadline only bounds a hang.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testsuite.Poll(60*time.Second, func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n >= 2 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return len(got) >= 2
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(got) != 2 || got[0] != "evt-1:acme-0#1" || got[1] != "evt-1:acme-0#2" {
@@ -80,15 +76,12 @@ func TestRiverSenderOnPostgres(t *testing.T) {
 	}
 	// The job is River's, in PostgreSQL, and River marks it completed.
 	var state string
-	for {
+	testsuite.Poll(60*time.Second, func() bool {
 		if err := db.QueryRowContext(ctx, `SELECT state FROM river_job WHERE kind = $1`, DeliveryArgs{}.Kind()).Scan(&state); err != nil {
 			t.Fatal(err)
 		}
-		if state == string(rivertype.JobStateCompleted) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return state == string(rivertype.JobStateCompleted)
+	})
 	if state != string(rivertype.JobStateCompleted) {
 		t.Errorf("River's job is %q, want completed", state)
 	}
