@@ -13,11 +13,12 @@ ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN go mod download
+COPY cmd/river-sender/go.mod cmd/river-sender/go.sum ./cmd/river-sender/
+RUN go mod download && go -C cmd/river-sender mod download
 COPY . .
 ENV CGO_ENABLED=0
 RUN go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/stormdrill ./cmd/stormdrill \
- && go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/river-sender ./cmd/river-sender \
+ && go -C cmd/river-sender build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/river-sender . \
  && mkdir -p /out/work \
  && find drills -name '*.toml' -not -path '*/testdata/*' -exec cp --parents {} /out/ \;
 

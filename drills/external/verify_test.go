@@ -3,6 +3,7 @@ package external
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +15,18 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 )
 
-// tool is a main package of this module that the tests build once.
+// tool is a main package that the tests build once.
 type tool struct {
-	pkg  string // relative to this package
+	pkg  string // relative to dir
+	dir  string // where go build runs: "" for this package, or a module's directory
 	once sync.Once
 	bin  string
 	err  error
 }
 
 var (
-	riverSenderTool = &tool{pkg: "../../cmd/river-sender"}
+	// cmd/river-sender is a module of its own: built in its directory.
+	riverSenderTool = &tool{pkg: ".", dir: "../../cmd/river-sender"}
 	stormdrillTool  = &tool{pkg: "../../cmd/stormdrill"}
 )
 
@@ -36,15 +39,21 @@ func (tl *tool) build(t *testing.T) string {
 			tl.err = err
 			return
 		}
-		tl.bin = filepath.Join(dir, filepath.Base(tl.pkg))
-		out, err := exec.Command("go", "build", "-o", tl.bin, tl.pkg).CombinedOutput()
-		if err != nil {
-			tl.err = err
-			t.Logf("%s", out)
+		tl.bin = filepath.Join(dir, filepath.Base(filepath.Join(tl.dir, tl.pkg)))
+		cmd := exec.Command("go", "build", "-o", tl.bin, tl.pkg)
+		cmd.Dir = tl.dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tl.err = fmt.Errorf("%v\n%s", err, out)
 		}
 	})
 	if tl.err != nil {
-		t.Fatalf("building %s: %v", tl.pkg, tl.err)
+		// Under CI a tool that does not build is a failure; elsewhere
+		// (no module cache for cmd/river-sender's own module, say) the
+		// test says why it did not run.
+		if os.Getenv("CI") != "" {
+			t.Fatalf("building %s: %v", filepath.Join(tl.dir, tl.pkg), tl.err)
+		}
+		t.Skipf("SKIP: cannot build %s (CI would fail here; run go mod download in it): %v", filepath.Join(tl.dir, tl.pkg), tl.err)
 	}
 	return tl.bin
 }
