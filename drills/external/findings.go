@@ -57,9 +57,12 @@ func findings(h *harness, st *injectStats, s *reports.Summary, c findingCounts) 
 	var out []reports.Finding
 	if cr := st.crash; cr != nil {
 		at := cr.at.Seconds()
+		msg := fmt.Sprintf("the system exited on its own (%s); the drill ended there, with %s deliveries unresolved", cr.status, groupCount(s.Deliveries.Pending))
+		if len(cr.tail) > 0 {
+			msg += "; its last lines below"
+		}
 		out = append(out, reports.Finding{Kind: reports.FindingSystemExited, Count: 1, FirstAtS: &at,
-			Message: fmt.Sprintf("the system exited on its own (%s); the drill ended there, with %s deliveries unresolved; its last lines:",
-				cr.status, groupCount(s.Deliveries.Pending)),
+			Message: msg,
 			Detail: cr.tail})
 	}
 	if st.refusedEvents > 0 {
