@@ -63,7 +63,7 @@ func findings(h *harness, st *injectStats, s *reports.Summary, c findingCounts) 
 		}
 		out = append(out, reports.Finding{Kind: reports.FindingSystemExited, Count: 1, FirstAtS: &at,
 			Message: msg,
-			Detail: cr.tail})
+			Detail:  cr.tail})
 	}
 	if st.refusedEvents > 0 {
 		at := st.firstRefusalAt.Seconds()
