@@ -30,24 +30,8 @@ func TestMetricsCountWhatTheDispatcherDid(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	st := queue.NewMemory()
-	defer st.Close()
 	const n = 40
-	now := time.Now()
-	var ds []queue.Delivery
-	for i := range n {
-		ds = append(ds, queue.Delivery{ID: "d-" + strconv.Itoa(i), Event: "e", Partner: "acme", Cohort: "acme", Created: now, RunAt: now})
-	}
-	if _, err := st.Enqueue(context.Background(), ds); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Defaults()
-	cfg.Store, cfg.Owner, cfg.Metrics = st, "t", m
+	st, reg, cfg := metricsSetup(t, n)
 	// The breaker counts every failure by default, 4xx included, and the
 	// workers record their 422s in whatever order the scheduler finishes
 	// them: five in a row opened it for its 30 s cooldown on a loaded
@@ -143,24 +127,8 @@ func TestMetricsGaugesStaleAfterLastWalk(t *testing.T) {
 			close(release)
 		}
 	}()
-	st := queue.NewMemory()
-	defer st.Close()
 	const n = 4
-	now := time.Now()
-	var ds []queue.Delivery
-	for i := range n {
-		ds = append(ds, queue.Delivery{ID: "d-" + strconv.Itoa(i), Event: "e", Partner: "acme", Cohort: "acme", Created: now, RunAt: now})
-	}
-	if _, err := st.Enqueue(context.Background(), ds); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Defaults()
-	cfg.Store, cfg.Owner, cfg.Metrics = st, "t", m
+	st, reg, cfg := metricsSetup(t, n)
 	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -185,4 +153,28 @@ func TestMetricsGaugesStaleAfterLastWalk(t *testing.T) {
 	if g := gather(t, reg)[inFlight]; g != 0 {
 		t.Errorf("%s = %v after the dispatcher stopped with nothing in flight", inFlight, g)
 	}
+}
+
+// metricsSetup is a memory store holding n deliveries d-0 … d-n-1 to acme,
+// due now, and a dispatcher configuration on it whose metrics go to reg.
+func metricsSetup(t *testing.T, n int) (*queue.Memory, *prometheus.Registry, Config) {
+	t.Helper()
+	st := queue.NewMemory()
+	t.Cleanup(func() { st.Close() })
+	now := time.Now()
+	var ds []queue.Delivery
+	for i := range n {
+		ds = append(ds, queue.Delivery{ID: "d-" + strconv.Itoa(i), Event: "e", Partner: "acme", Cohort: "acme", Created: now, RunAt: now})
+	}
+	if _, err := st.Enqueue(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Defaults()
+	cfg.Store, cfg.Owner, cfg.Metrics = st, "t", m
+	return st, reg, cfg
 }
