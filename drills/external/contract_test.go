@@ -124,15 +124,7 @@ func sameJSON(doc, got any) bool {
 // against reports.FindingKinds, and the environment table against what a
 // started system is given.
 func TestContractExamples(t *testing.T) {
-	d, err := drills.Parse("contract.toml", []byte(contractDrill))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := newHarness(d, t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.close()
+	h := harnessFor(t, "contract.toml", contractDrill)
 	text, blocks := docBlocks(t)
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	sent := 0
@@ -189,6 +181,22 @@ func TestContractExamples(t *testing.T) {
 			t.Errorf("%s does not document $%s", contractDoc, k)
 		}
 	}
+}
+
+// harnessFor parses an external drill's text and makes its harness (its
+// partner server listening), closed when the test ends.
+func harnessFor(t *testing.T, name, text string) *harness {
+	t.Helper()
+	d, err := drills.Parse(name, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := newHarness(d, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	return h
 }
 
 func checkExample(t *testing.T, c *http.Client, base string, req, doc httpMessage) {

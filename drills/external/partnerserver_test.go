@@ -34,15 +34,7 @@ token_env = "PS_TEST_TOKEN"
 func TestPartnerServerToken(t *testing.T) {
 	const tok = "harness-token-0123456789"
 	t.Setenv("PS_TEST_TOKEN", tok)
-	d, err := drills.Parse("ps.toml", []byte(tokenDrill))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := newHarness(d, t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.close()
+	h := harnessFor(t, "ps.toml", tokenDrill)
 	if h.env[fakepartner.TokenEnv] != tok {
 		t.Errorf("the system's environment has %s=%q, want the token", fakepartner.TokenEnv, h.env[fakepartner.TokenEnv])
 	}
