@@ -63,8 +63,41 @@ func (e *Experiment) at(key string) int {
 		if l, ok := e.lines[k]; ok {
 			return l
 		}
+		if l := e.firstLineIgnoringIndex(k); l > 0 {
+			return l
+		}
 	}
 	return 0
+}
+
+// firstLineIgnoringIndex finds a key that TOML's undecoded list names
+// without its array index (axes.lables for axes[0].lables): the first line
+// where a key of that name stands, in whichever element.
+func (e *Experiment) firstLineIgnoringIndex(key string) int {
+	first := 0
+	for k, l := range e.lines {
+		if strings.Contains(k, "[") && withoutIndices(k) == key && (first == 0 || l < first) {
+			first = l
+		}
+	}
+	return first
+}
+
+// withoutIndices drops every [N] from a key path: a.b[2].c → a.b.c.
+func withoutIndices(k string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range k {
+		switch {
+		case r == '[':
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // parentKey strips the last piece or index: a.b[2].c → a.b[2] → a.b → a.
