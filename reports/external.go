@@ -82,7 +82,13 @@ func ExternalRows(e *External) [][2]string {
 		}
 		return fmt.Sprintf("%.3gs", *p)
 	}
-	rows := [][2]string{{"system", e.System}, {"run id (in every delivery id)", e.RunID}, {"dead letters seen by", e.DeadLetterSource}}
+	rows := [][2]string{{"system", e.System}}
+	if e.RunID != "" {
+		// A summary written before run ids has none: no row, rather than an
+		// empty cell that Markdown and HTML render differently.
+		rows = append(rows, [2]string{"run id (in every delivery id)", e.RunID})
+	}
+	rows = append(rows, [2]string{"dead letters seen by", e.DeadLetterSource})
 	if !e.LostClaimed {
 		rows = append(rows, [2]string{"lost", "not claimed: no dead-letter source, " + strconv.FormatInt(e.Unresolved, 10) + " unresolved"})
 	} else {
