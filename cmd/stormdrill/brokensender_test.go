@@ -133,6 +133,13 @@ func TestBrokenSenderVerdicts(t *testing.T) {
 						t.Errorf("cohort %s amplification %v: want acme's unknown and only acme's", c.Name, reports.RatioText(c.Amplification))
 					}
 				}
+				// Re-keyed retries are not counted as retries: the outage's
+				// first-screen line says "retries unknown", never a short count.
+				for _, o := range s.Outages {
+					if o.Partner == "acme" && o.Retries != nil {
+						t.Errorf("outage %s %s retries %d: want unknown (some attempts at acme were not identified)", o.Partner, o.Kind, *o.Retries)
+					}
+				}
 			}},
 		{name: "killed mid-drill", defect: "crash", code: exitGateFail,
 			lines: []string{"broken-sender: FAIL: finding system-exited", "  ! system-exited: the system exited on its own (signal: killed); the drill ended there",

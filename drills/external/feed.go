@@ -463,6 +463,13 @@ func assemble(h *harness, subs []drills.LiveSubscriber, st *injectStats) (*repor
 		for ci := range s.Cohorts {
 			if unidentCohorts[ci] {
 				s.Cohorts[ci].Amplification = nil
+				// An unidentified attempt may be a retry: the retries of
+				// that cohort's outages are unknown too, never a short count.
+				for oi := range s.Outages {
+					if s.Outages[oi].Partner == s.Cohorts[ci].Name {
+						s.Outages[oi].Retries = nil
+					}
+				}
 			}
 		}
 	}
