@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 )
 
 // hygieneScripts writes a tiny system under drill to dir: sys.sh writes
@@ -76,7 +78,7 @@ func TestSignalledRunLeavesNoProcessBehind(t *testing.T) {
 			exited := make(chan error, 1)
 			go func() { exited <- h.Wait() }()
 			t.Cleanup(func() { _ = h.Process.Kill() })
-			until(t, 60*time.Second, "the "+c.phase+" phase", func() bool {
+			testsuite.WaitFor(t, "the "+c.phase+" phase", 60*time.Second, func() bool {
 				select {
 				case err := <-exited:
 					t.Fatalf("the harness exited (%v) before the %s phase:\n%s", err, c.phase, stderr.String())
@@ -99,7 +101,7 @@ func TestSignalledRunLeavesNoProcessBehind(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatalf("the harness did not exit after %v\n%s", c.sig, stderr.String())
 			}
-			until(t, 10*time.Second, "every child to be gone", func() bool {
+			testsuite.WaitFor(t, "every child to be gone", 10*time.Second, func() bool {
 				for _, pid := range started {
 					if alive(pid) {
 						return false
@@ -118,18 +120,6 @@ func testExecutable(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return exe
-}
-
-// until polls cond until it holds, failing the test after timeout.
-func until(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // pidLines reads the pids written one a line to path.

@@ -26,7 +26,7 @@ func testMemGuardExits3PastTheCeiling(t *testing.T) {
 	exit := func(c int) { codes <- c }
 
 	quiet := startMemGuard(held()+1<<30, 5*time.Millisecond, &stderr, exit)
-	time.Sleep(50 * time.Millisecond) // the bubble's clock: ten checks, at once
+	<-time.After(50 * time.Millisecond) // the bubble's clock: ten checks, at once
 	quiet.Stop()
 	select {
 	case c := <-codes:

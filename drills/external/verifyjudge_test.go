@@ -128,7 +128,7 @@ func TestVerifierWaits(t *testing.T) {
 			h.scriptMu.Unlock()
 		}
 		start := time.Now()
-		go func() { time.Sleep(700 * time.Millisecond); call(verifySickMembers) }()
+		time.AfterFunc(700*time.Millisecond, func() { call(verifySickMembers) }) // on the bubble's clock
 		if err := v.wait(ctx, time.Now().Add(verifySickCallWait), v.sickHanging()); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func TestVerifierWaits(t *testing.T) {
 		// the wait ends verifySickQuiet later.
 		h.calls = map[string]int{}
 		start = time.Now()
-		go func() { time.Sleep(300 * time.Millisecond); call(2) }()
+		time.AfterFunc(300*time.Millisecond, func() { call(2) })
 		if err := v.wait(ctx, time.Now().Add(verifySickCallWait), v.sickHanging()); err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestVerifierWaits(t *testing.T) {
 		}
 
 		cctx, cancel := context.WithCancel(ctx)
-		go func() { time.Sleep(time.Second); cancel() }()
+		time.AfterFunc(time.Second, cancel)
 		if err := v.wait(cctx, time.Now().Add(time.Hour), func() bool { return false }); !errors.Is(err, context.Canceled) {
 			t.Errorf("a cancelled wait returned %v", err)
 		}
