@@ -114,45 +114,51 @@ func TestImpureUsesDetector(t *testing.T) {
 // under model/runtime/.
 func TestNoClockNoGlobalRand(t *testing.T) {
 	fset := token.NewFileSet()
-	files := 0
+	// The runtime adapters (the dispatcher runtime, the stores, the
+	// precise wall clock) are the real system under drill: they read the
+	// wall clock by design. Everything else under model/ takes time as
+	// given.
+	paths := goFilesUnderModel(t, "runtime", false)
+	for _, path := range paths {
+		found, err := impureUses(fset, path, nil)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		for _, f := range found {
+			t.Errorf("%s (time and randomness are passed in under model/)", f)
+		}
+	}
+	if len(paths) < 8 {
+		t.Fatalf("checked only %d files: the walk is not seeing model/", len(paths))
+	}
+}
+
+// goFilesUnderModel lists the .go files the go tool sees under model/
+// (testdata, dot and underscore folders left out), without the folder
+// skip when it is not "", and with test files only when tests is true.
+func goFilesUnderModel(t *testing.T, skip string, tests bool) []string {
+	t.Helper()
+	var paths []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			// The go tool ignores these directories too.
-			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-				return filepath.SkipDir
-			}
-			// The runtime adapters (the dispatcher runtime, the stores, the
-			// precise wall clock) are the real system under drill: they
-			// read the wall clock by design. Everything else under model/
-			// takes time as given.
-			if path == "runtime" {
+			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_") || path == skip) {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		files++
-		found, err := impureUses(fset, path, nil)
-		if err != nil {
-			t.Errorf("%s: %v", path, err)
-			return nil
-		}
-		for _, f := range found {
-			t.Errorf("%s (time and randomness are passed in under model/)", f)
+		if strings.HasSuffix(path, ".go") && (tests || !strings.HasSuffix(path, "_test.go")) {
+			paths = append(paths, path)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files < 8 {
-		t.Fatalf("checked only %d files: the walk is not seeing model/", files)
-	}
+	return paths
 }
 
 // forbiddenImport says why the pure core may not import path, or "".
@@ -245,36 +251,19 @@ func TestForbiddenImport(t *testing.T) {
 // the simulator turns tuning on.
 func TestNoTuningUnderModel(t *testing.T) {
 	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != "." && (n == "testdata" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	paths := goFilesUnderModel(t, "", true)
+	for _, path := range paths {
 		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		files++
 		for _, imp := range f.Imports {
 			if p, _ := strconv.Unquote(imp.Path.Value); isTuning(p) {
 				t.Errorf("%s: imports %s; only the simulator (drills/sim) turns tuning on", fset.Position(imp.Pos()), p)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if files < 20 {
-		t.Fatalf("checked only %d files: the walk is not seeing model/", files)
+	if len(paths) < 20 {
+		t.Fatalf("checked only %d files: the walk is not seeing model/", len(paths))
 	}
 }
