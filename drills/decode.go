@@ -1,0 +1,264 @@
+package drills
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// tomlTypeName names a decoded TOML value's type for messages.
+func tomlTypeName(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("a string (%s)", clip(strconv.Quote(v)))
+	case int64:
+		return fmt.Sprintf("an integer (%d)", v)
+	case float64:
+		return fmt.Sprintf("a number (%v)", v)
+	case bool:
+		return fmt.Sprintf("a bool (%v)", v)
+	case map[string]any:
+		return "a table"
+	case []map[string]any, []any:
+		return "an array"
+	case time.Time:
+		return "a date-time"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// clip shortens a value echoed in a message to about 100 characters.
+func clip(s string) string { return clipText(s, 100) }
+
+// schemaPathOf turns a key with indices into its schema form:
+// partners[1].outages[0].for → partners[].outages[].for.
+func schemaPathOf(key string) string {
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		if key[i] == '[' {
+			j := strings.IndexByte(key[i:], ']')
+			if j < 0 {
+				b.WriteString(key[i:])
+				break
+			}
+			b.WriteString("[]")
+			i += j
+			continue
+		}
+		b.WriteByte(key[i])
+	}
+	return b.String()
+}
+
+// decodeTable decodes a TOML table into the struct rv; spath is the table's
+// schema path. Every key must name a field.
+func (ld *loader) decodeTable(m map[string]any, rv reflect.Value, path, spath string) {
+	t := rv.Type()
+	fields := make(map[string]int, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if tag := strings.Split(t.Field(i).Tag.Get("toml"), ",")[0]; tag != "" && tag != "-" {
+			fields[tag] = i
+		}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		p := joinKey(path, k)
+		i, ok := fields[k]
+		if !ok {
+			ld.errAt(p, unknownKeyMsg(spath, k))
+			continue
+		}
+		f := rv.Field(i)
+		sp := joinKey(spath, k)
+		if f.Kind() == reflect.Slice && isTableType(f.Type().Elem()) {
+			sp += "[]"
+		}
+		ld.decodeValue(m[k], f, p, sp)
+	}
+}
+
+// unknownKeyMsg says that k is not a key of the table at spath, and
+// suggests the nearest key of that table, or the same key elsewhere.
+func unknownKeyMsg(spath, k string) string {
+	msg := "unknown key"
+	if spath != "" {
+		msg = "unknown key in " + strings.ReplaceAll(spath, "[]", "")
+	}
+	if s, ok := nearest(k, schema()[spath].Names); ok {
+		return msg + "; did you mean " + s + "?"
+	}
+	// A top-level key written after a [table] header belongs to that table.
+	if sk, ok := schema()[k]; ok && spath != "" && sk.Kind == leafKey {
+		return msg + "; " + k + " is a top-level key: put it before the first [table]"
+	}
+	// A key that belongs in another table: "workers" at the top level.
+	var elsewhere []string
+	for p, sk := range schema() {
+		if sk.Kind == leafKey && (p == k || strings.HasSuffix(p, "."+k)) {
+			elsewhere = append(elsewhere, strings.ReplaceAll(p, "[]", "[N]"))
+		}
+	}
+	if len(elsewhere) > 0 && len(elsewhere) <= 3 {
+		slices.Sort(elsewhere)
+		return msg + "; did you mean " + strings.Join(elsewhere, " or ") + "?"
+	}
+	return msg
+}
+
+// decodeValue decodes one TOML value into f, whose key is path.
+func (ld *loader) decodeValue(v any, f reflect.Value, path, spath string) {
+	t := f.Type()
+	want := func(what string) {
+		ld.typeErrAt(path, fmt.Sprintf("want %s, got %s", what, tomlTypeName(v)))
+	}
+	switch {
+	case t == durationType:
+		s, ok := unitText(v)
+		if !ok {
+			want(`a duration with a unit, like "2s"`)
+			return
+		}
+		d, err := ParseDuration(s)
+		if err != nil {
+			ld.typeErrAt(path, err.Error())
+			return
+		}
+		f.Set(reflect.ValueOf(Duration{D: d, Set: true}))
+	case t == rateType:
+		s, ok := unitText(v)
+		if !ok {
+			want(`a rate, like "12/s"`)
+			return
+		}
+		r, err := ParseRate(s)
+		if err != nil {
+			ld.typeErrAt(path, err.Error())
+			return
+		}
+		f.Set(reflect.ValueOf(Rate{PerSecond: r, Set: true}))
+	case isTableType(t):
+		m, ok := v.(map[string]any)
+		if !ok {
+			want("a table")
+			return
+		}
+		ld.decodeTable(m, f, path, spath)
+	case t.Kind() == reflect.Slice && isTableType(t.Elem()):
+		elems, ok := tableElems(v)
+		if !ok {
+			want("an array of tables")
+			return
+		}
+		f.Set(reflect.MakeSlice(t, len(elems), len(elems)))
+		for i, m := range elems {
+			ld.decodeTable(m, f.Index(i), path+"["+strconv.Itoa(i)+"]", spath)
+		}
+	case t.Kind() == reflect.Slice:
+		a, ok := v.([]any)
+		if !ok {
+			want(typeName(t))
+			return
+		}
+		f.Set(reflect.MakeSlice(t, len(a), len(a)))
+		for i, e := range a {
+			ld.decodeValue(e, f.Index(i), path+"["+strconv.Itoa(i)+"]", spath)
+		}
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		// A table of NAME = value (source.weights), keys in sorted order.
+		m, ok := v.(map[string]any)
+		if !ok {
+			want("a table")
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		f.Set(reflect.MakeMapWithSize(t, len(m)))
+		for _, k := range keys {
+			ev := reflect.New(t.Elem()).Elem()
+			ld.decodeValue(m[k], ev, path+"."+k, spath)
+			f.SetMapIndex(reflect.ValueOf(k), ev)
+		}
+	case t.Kind() == reflect.String:
+		s, ok := v.(string)
+		if !ok {
+			want("a string")
+			return
+		}
+		f.SetString(s)
+	case t.Kind() == reflect.Bool:
+		b, ok := v.(bool)
+		if !ok {
+			want("true or false")
+			return
+		}
+		f.SetBool(b)
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		n, ok := v.(int64)
+		if !ok {
+			want("an integer")
+			return
+		}
+		if f.OverflowInt(n) {
+			ld.typeErrAt(path, fmt.Sprintf("%d is out of range", n))
+			return
+		}
+		f.SetInt(n)
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		n, ok := v.(int64)
+		if !ok {
+			want("an integer")
+			return
+		}
+		if n < 0 || f.OverflowUint(uint64(n)) {
+			ld.typeErrAt(path, fmt.Sprintf("%d is out of range: want 0 or more", n))
+			return
+		}
+		f.SetUint(uint64(n))
+	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
+		var x float64
+		switch n := v.(type) {
+		case float64:
+			x = n
+		case int64:
+			x = float64(n)
+		default:
+			want("a number")
+			return
+		}
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			ld.typeErrAt(path, fmt.Sprintf("want a finite number, got %v", x))
+			return
+		}
+		f.SetFloat(x)
+	default:
+		ld.typeErrAt(path, fmt.Sprintf("cannot decode into %s", t))
+		return
+	}
+	ld.present[path] = true
+}
+
+// unitText gives the text of a value that should be a string with a unit;
+// a bare number is passed on so that the unit parser can say it lacks one.
+func unitText(v any) (string, bool) {
+	switch n := v.(type) {
+	case string:
+		return n, true
+	case int64:
+		return strconv.FormatInt(n, 10), true
+	case float64:
+		return strconv.FormatFloat(n, 'g', -1, 64), true
+	}
+	return "", false
+}
