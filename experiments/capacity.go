@@ -101,6 +101,40 @@ var rateKeys = map[string]bool{"source.rate": true, "source.rate_to": true}
 // interior points at a time) to the precision. The probes of a round run in
 // parallel; the result depends only on the drill, the options and seeds.
 func Capacity(path string, opt CapacityOptions) (*CapacityResult, error) {
+	c, err := prepareCapacity(path, opt)
+	if err != nil {
+		return nil, err
+	}
+	if c.opt.Seeds == 1 {
+		res := c.res
+		s := &search{res: res, opt: c.opt, path: path, seed: c.seed, tried: map[float64]*Probe{}}
+		s.run(c.start)
+		sort.Slice(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
+		return res, nil
+	}
+	// One search per seed: the spread of the per-seed boundaries is the
+	// noise of the answer, and it is stated with it.
+	subs := make([]*CapacityResult, c.opt.Seeds)
+	for k := range subs {
+		subs[k] = c.searchSeed(k)
+	}
+	c.combine(subs)
+	return c.res, nil
+}
+
+// capacitySearch is a search set up: its options with defaults applied,
+// the result's header, the drill's own value of the key and its seed.
+type capacitySearch struct {
+	res   *CapacityResult
+	opt   CapacityOptions
+	path  string
+	start float64
+	seed  uint64
+}
+
+// prepareCapacity checks the options, loads the drill and fills in the
+// result's header; it runs nothing.
+func prepareCapacity(path string, opt CapacityOptions) (*capacitySearch, error) {
 	if opt.Key == "" {
 		opt.Key = "source.rate"
 	}
@@ -135,50 +169,54 @@ func Capacity(path string, opt CapacityOptions) (*CapacityResult, error) {
 	if _, err := drills.Load(path, withOverride(opt.Overrides, opt.Key, literalFor(res, start))); err != nil {
 		return nil, err
 	}
-	if opt.Seeds == 1 {
-		s := &search{res: res, opt: opt, path: path, seed: base.Seed, tried: map[float64]*Probe{}}
-		s.run(start)
-		sort.Slice(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
-		return res, nil
-	}
-	// One search per seed: the spread of the per-seed boundaries is the
-	// noise of the answer, and it is stated with it.
-	one := opt
+	return &capacitySearch{res: res, opt: opt, path: path, start: start, seed: base.Seed}, nil
+}
+
+// searchSeed runs the search of a multi-seed search's k-th seed on its
+// own; the result depends on nothing else, so seeds may be searched on
+// different machines (capacity --shard) and combined.
+func (c *capacitySearch) searchSeed(k int) *CapacityResult {
+	one := c.opt
 	one.Seeds = 1
-	progress := opt.Progress
+	if progress := c.opt.Progress; progress != nil {
+		one.Progress = func(done, bound int) { progress(k*bound+done, c.opt.Seeds*bound) }
+	}
+	sub := *c.res
+	sub.Probes, sub.Found, sub.Bracket, sub.Seeds = nil, false, false, 1
+	s := &search{res: &sub, opt: one, path: c.path, seed: c.seed + uint64(k), tried: map[float64]*Probe{}}
+	s.run(c.start)
+	return &sub
+}
+
+// combine puts the per-seed searches (in seed order) into c.res: the
+// answer is the most conservative per-seed boundary.
+func (c *capacitySearch) combine(subs []*CapacityResult) {
+	res := c.res
 	res.Found, res.Bracket = true, true
+	s := &search{res: res}
 	var worst *CapacityResult
-	for k := range opt.Seeds {
-		sub := *res
-		sub.Probes, sub.Found, sub.Bracket, sub.Seeds = nil, false, false, 1
-		if progress != nil {
-			one.Progress = func(done, bound int) { progress(k*bound+done, opt.Seeds*bound) }
-		}
-		s := &search{res: &sub, opt: one, path: path, seed: base.Seed + uint64(k), tried: map[float64]*Probe{}}
-		s.run(start)
+	for k, sub := range subs {
 		res.Probes = append(res.Probes, sub.Probes...)
 		res.Found = res.Found && sub.Found
 		res.Bracket = res.Bracket && sub.Bracket
 		if !sub.Found {
-			res.Note = fmt.Sprintf("seed %d: %s", base.Seed+uint64(k), sub.Note)
+			res.Note = fmt.Sprintf("seed %d: %s", c.seed+uint64(k), sub.Note)
 			continue
 		}
 		res.SeedAnswers = append(res.SeedAnswers, sub.Answer)
 		if worst == nil || s.better(worst.Answer, sub.Answer) {
-			w := sub
-			worst = &w
+			worst = sub
 		}
 	}
 	if worst != nil && res.Found {
 		res.Answer, res.Failing = worst.Answer, worst.Failing
-		res.Note = worst.Note + fmt.Sprintf("; the least of %d per-seed boundaries", opt.Seeds)
+		res.Note = worst.Note + fmt.Sprintf("; the least of %d per-seed boundaries", len(subs))
 	}
 	if len(res.SeedAnswers) > 0 {
 		st := describe(res.SeedAnswers)
 		res.AnswerMean, res.AnswerCILow, res.AnswerCIHigh = st.Mean, st.Mean-st.CIHalf, st.Mean+st.CIHalf
 	}
 	sort.SliceStable(res.Probes, func(i, j int) bool { return res.Probes[i].Value < res.Probes[j].Value })
-	return res, nil
 }
 
 func withOverride(m map[string]string, k, v string) map[string]string {

@@ -54,6 +54,7 @@ func ParseShard(v string) (Shard, error) {
 // encoding/json writes the shortest decimal that reads back to the same
 // float64, and NaN (a metric that does not apply) is null.
 type shardJSON struct {
+	Kind        string     `json:"kind"` // ShardKindSweep; absent in older files
 	Experiment  string     `json:"experiment"`
 	Fingerprint string     `json:"experiment_sha256"`
 	Shard       int        `json:"shard"`
@@ -92,7 +93,7 @@ func WriteShard(dir string, r *SweepResult) error {
 	if err != nil {
 		return err
 	}
-	out := shardJSON{Experiment: r.Experiment.Name, Fingerprint: fp, Shard: r.Shard.Index, Of: r.Shard.Count,
+	out := shardJSON{Kind: ShardKindSweep, Experiment: r.Experiment.Name, Fingerprint: fp, Shard: r.Shard.Index, Of: r.Shard.Count,
 		Runs: len(r.Runs), Metrics: r.MetricNames, Done: []shardRun{}}
 	for i, run := range r.Runs {
 		if !r.Shard.owns(i) {
@@ -132,8 +133,7 @@ func MergeShards(e *Experiment, dirs []string) (*SweepResult, error) {
 	names := AllMetricNames()
 	res := &SweepResult{Experiment: e, MetricNames: names, Runs: make([]SweepRun, len(cells)*e.Seeds)}
 	seen := make([]bool, len(res.Runs))
-	of := 0
-	shardSeen := map[int]string{}
+	var set shardSet
 	for _, dir := range dirs {
 		path := filepath.Join(dir, ShardFile)
 		var sh shardJSON
@@ -141,22 +141,18 @@ func MergeShards(e *Experiment, dirs []string) (*SweepResult, error) {
 			return nil, err
 		}
 		switch {
+		case sh.Kind != "" && sh.Kind != ShardKindSweep:
+			return nil, fmt.Errorf("%s: not a sweep's shard (kind %q)", path, clipName(sh.Kind))
 		case sh.Fingerprint != fp:
 			return nil, fmt.Errorf("%s: run from another version of %s", path, e.Path)
 		case sh.Runs != len(res.Runs):
 			return nil, fmt.Errorf("%s: %d runs, the experiment has %d", path, sh.Runs, len(res.Runs))
 		case strings.Join(sh.Metrics, ",") != strings.Join(names, ","):
 			return nil, fmt.Errorf("%s: written by another version of stormdrill (its metrics differ)", path)
-		case of != 0 && sh.Of != of:
-			return nil, fmt.Errorf("%s: shard of %d, the others are of %d", path, sh.Of, of)
-		case sh.Of < 2 || sh.Shard < 0 || sh.Shard >= sh.Of:
-			return nil, fmt.Errorf("%s: shard %d/%d is not a shard", path, sh.Shard, sh.Of)
 		}
-		if prev, dup := shardSeen[sh.Shard]; dup {
-			return nil, fmt.Errorf("%s: shard %d/%d is also in %s", path, sh.Shard, sh.Of, prev)
+		if err := set.add(path, sh.Shard, sh.Of); err != nil {
+			return nil, err
 		}
-		shardSeen[sh.Shard] = path
-		of = sh.Of
 		want := Shard{Index: sh.Shard, Count: sh.Of}
 		for _, sr := range sh.Done {
 			if sr.I < 0 || sr.I >= len(res.Runs) || !want.owns(sr.I) || seen[sr.I] || len(sr.Values) != len(names) {
@@ -173,17 +169,8 @@ func MergeShards(e *Experiment, dirs []string) (*SweepResult, error) {
 			res.Runs[sr.I] = run
 		}
 	}
-	if len(dirs) == 0 {
-		return nil, errors.New("no shard directories")
-	}
-	var missing []string
-	for i := 0; i < of; i++ {
-		if _, ok := shardSeen[i]; !ok {
-			missing = append(missing, strconv.Itoa(i))
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("shards missing: %s of %d", strings.Join(missing, ", "), of)
+	if err := set.complete(); err != nil {
+		return nil, err
 	}
 	for i, ok := range seen {
 		if !ok {
@@ -194,7 +181,7 @@ func MergeShards(e *Experiment, dirs []string) (*SweepResult, error) {
 	return res, nil
 }
 
-func readShard(path string, sh *shardJSON) error {
+func readShard(path string, sh any) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
