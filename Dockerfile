@@ -2,8 +2,11 @@
 # `... run ...`, `... dispatch ...`; river-sender (cmd/river-sender, a
 # webhook sender on River) is beside it as a system to drill.
 #
-#   docker build -t stormdrill .
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t stormdrill .
 #   docker run --rm stormdrill version
+#
+# The build context has no .git (.dockerignore), so the version comes in
+# as a build argument and is stamped with -X main.version.
 #
 # Static binaries (CGO_ENABLED=0: SQLite is modernc.org/sqlite, pure Go) on
 # an empty base, run as a numeric non-root user.
@@ -11,13 +14,14 @@
 ARG GO_VERSION=1.26
 
 FROM golang:${GO_VERSION} AS build
+ARG VERSION=(devel)
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY cmd/river-sender/go.mod cmd/river-sender/go.sum ./cmd/river-sender/
 RUN go mod download && go -C cmd/river-sender mod download
 COPY . .
 ENV CGO_ENABLED=0
-RUN go build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/stormdrill ./cmd/stormdrill \
+RUN go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}" -o /out/stormdrill ./cmd/stormdrill \
  && go -C cmd/river-sender build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/river-sender . \
  && mkdir -p /out/work \
  && find drills -name '*.toml' -not -path '*/testdata/*' -exec cp --parents {} /out/ \;

@@ -119,7 +119,7 @@ func TestCommandLineChecksBeforeRunning(t *testing.T) {
 		{[]string{"run", drill, "--out", "/proc/x"}, "--out /proc/x: cannot"},
 		{[]string{"run", drill, "--out", filepath.Join(notDir, "sub")}, "cannot create"},
 		{[]string{"run", drill, "--out", ""}, "--out: empty value"},
-		{[]string{"run", drill, "--seed", ""}, "--seed: empty value"},
+		{[]string{"run", drill, "--seed", ""}, `invalid argument "" for "-s, --seed" flag`}, // a typed flag: pflag refuses the empty number
 		{[]string{"run", drill, "--baseline", ""}, "--baseline: empty value"},
 		{[]string{"run", drill, "--fail-on", "healthy.latency.p99=+10%"}, "--fail-on needs --baseline"},
 		{[]string{"run", drill, same, "--out", filepath.Join(dir, "two")}, `both named "demo-healthy"`},

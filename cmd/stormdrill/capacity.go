@@ -30,8 +30,8 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	seeds := fs.Int("seeds", experiments.DefaultCapacitySeeds, "seeds: the drill's seed, seed+1, …; the search runs once per seed and the answer, the least per-seed boundary, comes with the 95% CI of the per-seed boundaries")
 	maxProbes := fs.Int("max-probes", experiments.DefaultMaxProbes, "bound on the number of probes")
 	precision := fs.Float64("precision", experiments.DefaultRatePrecision, "rates: stop when the bracket is within this fraction")
-	outDir := fs.String("out", "", "output directory (default out/<drill name>-capacity)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	outDir := fs.StringP("out", "o", "", "output directory (default out/<drill name>-capacity)")
+	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
 	asJSON := fs.Bool("json", false, "print the result as JSON (the report's summary.json) instead of Markdown")
 	var sets, limits multiFlag
 	fs.Var(&sets, "set", "override a drill key for every probe, KEY=VALUE as TOML (repeatable)")

@@ -2,13 +2,15 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/stormdrill/stormdrill/drills"
 )
@@ -19,16 +21,16 @@ import (
 
 // checkNoEmptyFlags refuses a flag given with an empty value (--out "",
 // --seed ""): it would otherwise silently mean "the default".
-func checkNoEmptyFlags(fs *flag.FlagSet) error {
+func checkNoEmptyFlags(fs *pflag.FlagSet) error {
 	var bad []string
-	fs.Visit(func(f *flag.Flag) {
+	fs.Visit(func(f *pflag.Flag) {
 		switch v := f.Value.(type) {
 		case *multiFlag:
 			if slices.Contains(*v, "") {
 				bad = append(bad, "--"+f.Name)
 			}
-		case flag.Getter:
-			if s, ok := v.Get().(string); ok && strings.TrimSpace(s) == "" {
+		default:
+			if v.Type() == "string" && strings.TrimSpace(v.String()) == "" {
 				bad = append(bad, "--"+f.Name)
 			}
 		}
@@ -154,3 +156,25 @@ func outDirFor(out, name string) string {
 	}
 	return out
 }
+
+// durationFlag is a duration written as drills write theirs ("90s",
+// "10m", "1h30m").
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string {
+	if *d == 0 {
+		return ""
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *durationFlag) Set(v string) error {
+	x, err := drills.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(x)
+	return nil
+}
+
+func (d *durationFlag) Type() string { return "duration" }

@@ -2,20 +2,24 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"regexp"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/stormdrill/stormdrill/drills"
 )
 
-// The command tree is cobra's, for what cobra does well: `help CMD`, shell
-// completion scripts and the command table. Each subcommand keeps its own
-// flag handling (cmdX with the standard flag package: --flag, flags after
-// positional arguments, usage errors with exit status 2), so cobra passes
-// its arguments through untouched (DisableFlagParsing).
+// The command tree is cobra's: `help CMD`, --version/-v, shell completion
+// scripts and the command table. Each subcommand declares and parses its
+// flags with cobra's flag library, pflag (newFlags: --name and -n, typed
+// values, flags after positional arguments, usage errors with exit status
+// 2), in the one function that uses them, so cobra hands it its arguments
+// untouched (DisableFlagParsing) and completion asks it for its flag set.
 
 // execute runs one command line through the cobra tree.
 func execute(args []string, stdout, stderr io.Writer) error {
@@ -76,9 +80,11 @@ func newRootCommand(stdout, stderr io.Writer, delegated *bool) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "stormdrill",
 		Short:         "failure drills and capacity planning for retrying delivery pipelines",
+		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	defaultHelp := new(cobra.Command).HelpFunc()
@@ -136,13 +142,13 @@ func delegate(c command, stdout, stderr io.Writer, delegated *bool) *cobra.Comma
 		},
 		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if !strings.HasPrefix(toComplete, "-") {
-				// A drill file, a run directory or a flag's value.
-				return nil, cobra.ShellCompDirectiveDefault
+				// A drill (file or bundled), a run directory or a flag's value.
+				return completeDrills(c.name, toComplete), cobra.ShellCompDirectiveDefault
 			}
 			var out []cobra.Completion
 			for _, f := range commandFlags(c, args) {
 				if name := "--" + f.Name; strings.HasPrefix(name, toComplete) {
-					_, usage := flag.UnquoteUsage(f)
+					_, usage := pflag.UnquoteUsage(f)
 					out = append(out, cobra.CompletionWithDesc(name, usage))
 				}
 			}
@@ -159,18 +165,48 @@ func delegate(c command, stdout, stderr io.Writer, delegated *bool) *cobra.Comma
 	return cc
 }
 
+// drillCommands take drills as arguments: completion offers the bundled
+// drills' names and the drill files that match what is typed.
+var drillCommands = map[string]bool{"run": true, "validate": true, "plan": true, "capacity": true, "partner": true, "verify": true, "init": true}
+
+// completeDrills returns the bundled drills and *.toml files (and
+// directories, to descend into) starting with prefix.
+func completeDrills(cmd, prefix string) []cobra.Completion {
+	if !drillCommands[cmd] {
+		return nil
+	}
+	var out []cobra.Completion
+	for _, b := range drills.BundledDrills() {
+		if strings.HasPrefix(b.Name, prefix) {
+			out = append(out, cobra.CompletionWithDesc(b.Name, "bundled drill"))
+		}
+	}
+	matches, _ := filepath.Glob(prefix + "*")
+	for _, m := range matches[:min(len(matches), maxFileCompletions)] {
+		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+			out = append(out, m+string(filepath.Separator))
+		} else if strings.HasSuffix(m, ".toml") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// maxFileCompletions bounds the files one completion lists.
+const maxFileCompletions = 500
+
 // flagCollector is a stdout that newFlags recognises: it records the flag
 // sets a command defines, so that completion can offer their names without
 // a second declaration of every flag.
 type flagCollector struct {
 	io.Writer
-	sets []*flag.FlagSet
+	sets []*pflag.FlagSet
 }
 
 // commandFlags returns the flags of command c given the arguments typed so
 // far (for dlq, the subcommand decides the flags).
-func commandFlags(c command, args []string) []*flag.Flag {
-	collect := func(args []string) *flag.FlagSet {
+func commandFlags(c command, args []string) []*pflag.Flag {
+	collect := func(args []string) *pflag.FlagSet {
 		fc := &flagCollector{Writer: io.Discard}
 		_ = c.run(args, fc, io.Discard)
 		if len(fc.sets) == 0 {
@@ -185,36 +221,7 @@ func commandFlags(c command, args []string) []*flag.Flag {
 	if fs == nil {
 		return nil
 	}
-	var out []*flag.Flag
-	fs.VisitAll(func(f *flag.Flag) { out = append(out, f) })
+	var out []*pflag.Flag
+	fs.VisitAll(func(f *pflag.Flag) { out = append(out, f) })
 	return out
-}
-
-// printFlags lists fs's flags the way users type them: --name VALUE.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		fmt.Fprintln(w, line)
-		usage = strings.ReplaceAll(usage, "\n", "\n        ")
-		if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "[]" {
-			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
-				def = fmt.Sprintf("%q", def)
-			}
-			usage += " (default " + def + ")"
-		}
-		fmt.Fprintf(w, "        %s\n", usage)
-	})
-}
-
-// flagInError finds the flag names in the flag package's error messages,
-// which it writes with one dash.
-var flagInError = regexp.MustCompile(`(defined:|argument:|for flag|value "[^"]*" for) -([A-Za-z])`)
-
-// doubleDash rewrites a flag package error so it names flags as --flag.
-func doubleDash(msg string) string {
-	return flagInError.ReplaceAllString(msg, "$1 --$2")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -24,7 +25,8 @@ func TestHelpCommandPrintsThatCommandsHelp(t *testing.T) {
 		}
 	}
 	_, out, _ := stormdrill(t, "help", "run")
-	for _, want := range []string{"\n  --out string\n", "\n  --quiet\n", "\n  --fail-on value\n"} {
+	// Typed flags, short forms of the common ones, defaults in the help.
+	for _, want := range []string{"\n  -o, --out string ", "\n  -q, --quiet ", "\n  -s, --seed uint ", "\n      --fail-on strings ", "(default 1)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("help run lacks %q:\n%s", want, out)
 		}
@@ -72,8 +74,8 @@ func TestCompletionScriptsForEveryShell(t *testing.T) {
 }
 
 func TestFlagErrorsNameFlagsWithTwoDashes(t *testing.T) {
-	code, _, errOut := stormdrill(t, "run", "-no-such-flag", "x.toml")
-	if code != exitUsage || !strings.Contains(errOut, "not defined: --no-such-flag") {
+	code, _, errOut := stormdrill(t, "run", "--no-such-flag", "x.toml")
+	if code != exitUsage || !strings.Contains(errOut, "unknown flag: --no-such-flag") {
 		t.Errorf("exit %d, stderr %q; want 2 naming --no-such-flag", code, errOut)
 	}
 	code, _, errOut = stormdrill(t, "compare", "a", "b", "--fail-on")
@@ -88,6 +90,39 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	// is that the line comes from the build info (it names the toolchain).
 	if code != exitOK || !strings.HasPrefix(out, "stormdrill ") || !strings.Contains(out, " go1.") {
 		t.Errorf("version: exit %d, %q", code, out)
+	}
+}
+
+// TestRootVersionFlags: --version and -v print the version line, as
+// `version` does.
+func TestRootVersionFlags(t *testing.T) {
+	_, want, _ := stormdrill(t, "version")
+	for _, flag := range []string{"--version", "-v"} {
+		code, out, errOut := stormdrill(t, flag)
+		if code != exitOK || out != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0 and %q", flag, code, out, errOut, want)
+		}
+	}
+	code, out, _ := stormdrill(t, "version", "--json")
+	var b buildInfo
+	if err := json.Unmarshal([]byte(out), &b); code != exitOK || err != nil || b.Version == "" || !strings.HasPrefix(b.GoVersion, "go1.") {
+		t.Errorf("version --json: exit %d, %v: %q", code, err, out)
+	}
+	if code, _, errOut := stormdrill(t, "--no-such-flag"); code != exitUsage || !strings.Contains(errOut, "unknown flag") {
+		t.Errorf("--no-such-flag: exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+// TestCompletionOffersBundledDrills: a drill argument completes to the
+// bundled drills' names.
+func TestCompletionOffersBundledDrills(t *testing.T) {
+	_, out, _ := stormdrill(t, "__complete", "run", "fanout-o")
+	if !strings.Contains(out, "fanout-outage\tbundled drill") {
+		t.Errorf("completing run fanout-o: %q lacks the bundled fanout-outage", out)
+	}
+	_, out, _ = stormdrill(t, "__complete", "run", "drills/fanout-o")
+	if !strings.Contains(out, "drills/fanout-outage.toml\n") {
+		t.Errorf("completing run drills/fanout-o: %q lacks the drill file", out)
 	}
 }
 
@@ -113,5 +148,15 @@ func TestKeysMarkdownIsTheDocsReference(t *testing.T) {
 	}
 	if code, _, errOut := stormdrill(t, "keys", "--markdown", "retry"); code != exitUsage || !strings.Contains(errOut, "no FILTER") {
 		t.Errorf("keys --markdown retry: exit %d, stderr %q; want 2", code, errOut)
+	}
+}
+
+// TestStampedVersionWins: a version stamped with -ldflags "-X
+// main.version=…" (release archives, the image) is the one printed.
+func TestStampedVersionWins(t *testing.T) {
+	defer func(v string) { version = v }(version)
+	version = "v9.8.7"
+	if got := versionString(); !strings.HasPrefix(got, "stormdrill v9.8.7 ") {
+		t.Errorf("versionString() = %q, want the stamped v9.8.7", got)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
@@ -44,7 +43,8 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	reason := fs.String("reason", "", "only this dead-letter reason (permanent, max-attempts, window-expired, ...)")
 	partner := fs.String("partner", "", "only this partner (subscriber), e.g. acme-0")
 	cohort := fs.String("cohort", "", "only this cohort (the drill's partner name), e.g. acme")
-	olderThan := fs.String("older-than", "", "only entries dead-lettered at least this long ago on the wall clock, e.g. 10m")
+	var older durationFlag
+	fs.Var(&older, "older-than", "only entries dead-lettered at least this long ago on the wall clock, e.g. 10m")
 	limit := fs.Int("limit", 0, "at most this many entries (0: no limit beyond the store's)")
 	asJSON := fs.Bool("json", false, "JSON output for scripts")
 	var batch *int
@@ -84,12 +84,6 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	if *limit < 0 {
 		return usagef("stormdrill dlq: --limit %d: must not be negative", *limit)
 	}
-	var older time.Duration
-	if *olderThan != "" {
-		if older, err = drills.ParseDuration(*olderThan); err != nil {
-			return usagef("stormdrill dlq: --older-than: %v", err)
-		}
-	}
 	st, err := openStore("dlq "+sub, *store)
 	if err != nil {
 		return err
@@ -107,7 +101,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	}
 	f := queue.DLQFilter{Reason: *reason, Partner: *partner, Cohort: *cohort, Limit: *limit}
 	now := dlqNow()
-	f.Now, f.OlderThan = clock.At(now), clock.At(now).Sub(clock.At(now.Add(-older)))
+	f.Now, f.OlderThan = clock.At(now), clock.At(now).Sub(clock.At(now.Add(-time.Duration(older))))
 	switch sub {
 	case "list":
 		return dlqList(ctx, st, clock, f, *asJSON, stdout)

@@ -69,3 +69,44 @@ func TestCapacityJSON(t *testing.T) {
 		t.Errorf("capacity --json prints something other than its summary.json")
 	}
 }
+
+// TestEveryReportingCommandPrintsOneJSONDocument: run, validate and sweep
+// with --json print one JSON document on stdout (the file they wrote, where
+// they write one) and their log lines on stderr.
+func TestEveryReportingCommandPrintsOneJSONDocument(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := stormdrill(t, "run", "drills/demo-healthy.toml", "--out", dir, "--json", "-q")
+	if code != exitOK {
+		t.Fatalf("run --json: exit %d\n%s%s", code, out, errOut)
+	}
+	if file, _ := os.ReadFile(filepath.Join(dir, "summary.json")); string(file) != out {
+		t.Errorf("run --json prints something other than its summary.json:\n%.300s", out)
+	}
+	if !strings.Contains(errOut, "demo-healthy") {
+		t.Errorf("run --json: the run's line is not on stderr: %q", errOut)
+	}
+
+	code, out, errOut = stormdrill(t, "validate", "--json", "drills/demo-healthy.toml", "cmd/stormdrill/testdata/typo.toml")
+	var vs []validation
+	if err := json.Unmarshal([]byte(out), &vs); err != nil || code != exitUsage || len(vs) != 2 {
+		t.Fatalf("validate --json: exit %d, %v, %d entries; want 2 and two entries\n%s%s", code, err, len(vs), out, errOut)
+	}
+	if !vs[0].OK || vs[0].Name != "demo-healthy" || vs[1].OK || len(vs[1].Errors) != 1 || vs[1].Errors[0].Line != 11 || vs[1].Errors[0].Key != "policy.retry.max_attemps" {
+		t.Errorf("validate --json: %+v", vs)
+	}
+	if !strings.Contains(errOut, "1 of 2 drills refused") {
+		t.Errorf("validate --json: stderr %q does not say how many were refused", errOut)
+	}
+
+	sweepDir := t.TempDir()
+	code, out, errOut = stormdrill(t, "sweep", "cmd/stormdrill/testdata/tiny-experiment.toml", "--out", sweepDir, "--quiet", "--json")
+	if code != exitOK {
+		t.Fatalf("sweep --json: exit %d\n%s%s", code, out, errOut)
+	}
+	if file, _ := os.ReadFile(filepath.Join(sweepDir, "summary.json")); string(file) != out || !json.Valid([]byte(out)) {
+		t.Errorf("sweep --json prints something other than its summary.json:\n%.300s", out)
+	}
+	if !strings.Contains(errOut, "tiny: 4 cells × 2 seeds") {
+		t.Errorf("sweep --json: stderr %q lacks the report line", errOut)
+	}
+}

@@ -2,12 +2,13 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/stormdrill/stormdrill/drills/children"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
@@ -34,6 +35,10 @@ type runError struct{ err error }
 
 func (e runError) Error() string { return e.err.Error() }
 func (e runError) Unwrap() error { return e.err }
+
+// errHelpShown ends a command whose --help printed its usage: exit 0.
+// It is not pflag.ErrHelp, on which cobra would print the help again.
+var errHelpShown = errors.New("help shown")
 
 // gateFailed is exit status 1 with nothing more to print.
 var errGateFailed = errors.New("a gate failed")
@@ -106,7 +111,7 @@ func exitCode(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, errHelpShown) {
 		return exitOK
 	}
 	if errors.Is(err, errGateFailed) {
@@ -143,17 +148,19 @@ Exit status: 0 all gates hold; 1 a gate failed; 2 invalid drill or command
 line; 3 the run itself failed.`)
 }
 
-// newFlags returns a flag set whose --help prints usage and examples to
-// stdout and whose errors are usage errors.
-func newFlags(name, synopsis, examples string, stdout io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+// newFlags returns a pflag set (cobra's flag library: --name and -n,
+// typed values, defaults in the help) whose --help/-h prints usage and
+// examples to stdout and whose errors are usage errors.
+func newFlags(name, synopsis, examples string, stdout io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	fs.SortFlags = false
 	if c, ok := stdout.(*flagCollector); ok {
 		c.sets = append(c.sets, fs)
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: stormdrill %s %s\n\nFlags:\n", name, synopsis)
-		printFlags(stdout, fs)
+		fmt.Fprint(stdout, fs.FlagUsagesWrapped(100))
 		if examples != "" {
 			fmt.Fprintf(stdout, "\nExamples:\n%s\n", strings.TrimRight(examples, "\n"))
 		}
@@ -161,37 +168,23 @@ func newFlags(name, synopsis, examples string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, allowing flags after positional arguments; after
-// "--" everything is positional. The usage goes to stdout for --help only:
-// the flag package would also print it on every bad flag, where the error
-// alone belongs, on stderr.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+// parseFlags parses args (flags may follow positional arguments; after
+// "--" everything is positional) and returns the positional arguments.
+// The usage goes to stdout for --help only: on a bad flag the error alone
+// belongs on stderr.
+func parseFlags(fs *pflag.FlagSet, args []string) ([]string, error) {
 	usage := fs.Usage
 	fs.Usage = func() {}
 	defer func() { fs.Usage = usage }()
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				usage()
-				return nil, flag.ErrHelp
-			}
-			return nil, usagef("stormdrill %s: %s (see --help)", fs.Name(), doubleDash(err.Error()))
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			usage()
+			return nil, errHelpShown
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			if err := checkNoEmptyFlags(fs); err != nil {
-				return nil, err
-			}
-			return pos, nil
-		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			if err := checkNoEmptyFlags(fs); err != nil {
-				return nil, err
-			}
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+		return nil, usagef("stormdrill %s: %s (see --help)", fs.Name(), err.Error())
 	}
+	if err := checkNoEmptyFlags(fs); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
 }

@@ -10,9 +10,10 @@ import (
 )
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("validate", "DRILL.toml... [--limit KEY=N]", "  stormdrill validate drills/*.toml\n  stormdrill validate big.toml --limit deliveries=200000000", stdout)
+	fs := newFlags("validate", "DRILL.toml... [--limit KEY=N] [--json]", "  stormdrill validate drills/*.toml\n  stormdrill validate big.toml --limit deliveries=200000000\n  stormdrill validate drills/*.toml --json | jq '.[] | select(.ok | not)'", stdout)
 	var limits multiFlag
 	fs.Var(&limits, "limit", limitUsage)
+	asJSON := fs.Bool("json", false, "print one JSON array: per drill file, ok, its name, its warnings and its errors (file, line, key, message)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -25,6 +26,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return validateJSON(files, ov, stdout)
+	}
 	loaded, err := loadDrills(files, ov)
 	for i, d := range loaded {
 		if d != nil {
@@ -33,6 +37,55 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// validation is one drill file's entry in validate --json.
+type validation struct {
+	File     string            `json:"file"`
+	OK       bool              `json:"ok"`
+	Name     string            `json:"name,omitempty"`
+	Mode     string            `json:"mode,omitempty"`
+	Warnings []string          `json:"warnings"`
+	Errors   []validationError `json:"errors"`
+}
+
+type validationError struct {
+	File    string `json:"file"`
+	Line    int    `json:"line,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Message string `json:"message"`
+}
+
+// validateJSON checks every file and prints one JSON array; the exit
+// status is 2 when a drill was refused, as without --json.
+func validateJSON(files []string, ov map[string]string, stdout io.Writer) error {
+	out := make([]validation, 0, len(files))
+	refused := 0
+	for _, f := range files {
+		v := validation{File: f, Warnings: []string{}, Errors: []validationError{}}
+		d, err := drills.Load(f, ov)
+		if es, ok := drills.AsErrors(err); ok {
+			for _, e := range es {
+				v.Errors = append(v.Errors, validationError{File: e.File, Line: e.Line, Key: e.Key, Message: e.Msg})
+			}
+		} else if err != nil {
+			v.Errors = append(v.Errors, validationError{File: f, Message: err.Error()})
+		}
+		if d != nil && err == nil {
+			v.OK, v.Name, v.Mode, v.Warnings = true, d.Name, d.Mode, planWarnings(d)
+		}
+		if !v.OK {
+			refused++
+		}
+		out = append(out, v)
+	}
+	if err := writeJSON(stdout, out); err != nil {
+		return err
+	}
+	if refused > 0 {
+		return usagef("stormdrill validate: %d of %d drills refused", refused, len(files))
+	}
+	return nil
 }
 
 // loadDrills loads every file in order. It collects the drill errors of all
@@ -125,10 +178,17 @@ func keyOfRow(line string) (string, bool) {
 // live speed's warnings, on stderr; they are advice, so the exit status
 // does not change.
 func warnPlan(stderr io.Writer, file string, d *drills.Drill) {
+	for _, w := range planWarnings(d) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
+	}
+}
+
+// planWarnings are the plan's warning for an overloaded drill and the
+// live speed's warnings.
+func planWarnings(d *drills.Drill) []string {
+	ws := []string{}
 	if w := experiments.PlanWarning(d); w != "" {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
+		ws = append(ws, w)
 	}
-	for _, w := range d.SpeedWarnings() {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", file, w)
-	}
+	return append(ws, d.SpeedWarnings()...)
 }

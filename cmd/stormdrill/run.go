@@ -1,13 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,158 +28,181 @@ const runExamples = `  stormdrill run drills/fanout-outage.toml
   stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%
   stormdrill run drills/live-restart.toml --store 'postgres://u:pw@127.0.0.1:5432/db'  # live, on PostgreSQL`
 
+// runFlags is run's command line.
+type runFlags struct {
+	outDir, baseline, store, metricsAddr, summaryMD string
+	seed                                            *uint64 // nil: the drill's
+	seeds                                           int
+	quiet, asJSON                                   bool
+	failOn, limits                                  multiFlag
+}
+
+// runPlan is what run does, known before the first drill starts: every
+// drill loaded, every output directory checked.
+type runPlan struct {
+	files  []string
+	loaded []*drills.Drill
+	dirs   []string
+	base   *reports.Summary
+	tols   []reports.Tolerance
+}
+
 func cmdRun(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("run", "DRILL.toml... [flags]", runExamples, stdout)
-	outDir := fs.String("out", "", "output directory (default out/<drill name>; with several drills, the parent of their directories, default out)")
-	seed := fs.String("seed", "", "override the drill's seed")
-	quiet := fs.Bool("quiet", false, "no progress bar; one line per finished run")
-	seeds := fs.Int("seeds", 1, "run each drill with this many seeds (seed, seed+1, …) in parallel and report the mean and 95% CI of every figure (simulation only)")
-	baseline := fs.String("baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
-	store := fs.String("store", "", "live drills: the durable queue, sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB (empty); overrides the drill's store")
-	metricsAddr := fs.String("metrics", "", "one live drill: serve Prometheus metrics of its partner server on this loopback address while it runs, e.g. 127.0.0.1:9465")
-	summaryMD := fs.String("summary-md", os.Getenv("GITHUB_STEP_SUMMARY"), "append each run's terminal summary as Markdown to this file (default $GITHUB_STEP_SUMMARY when set, so a GitHub Actions job shows it)")
-	var failOn, limits multiFlag
-	fs.Var(&failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
-	fs.Var(&limits, "limit", limitUsage)
-	pos, err := parseFlags(fs, args)
+	rf, files, err := parseRunFlags(args, stdout)
 	if err != nil {
 		return err
 	}
-	files, err := drillFiles("run", pos)
+	p, err := planRun(rf, files, stderr)
 	if err != nil {
 		return err
 	}
-	if err := checkFailOn("run", failOn, *baseline); err != nil {
-		return err
-	}
-	ov, err := limitOverrides("run", limits, nil)
-	if err != nil {
-		return err
-	}
-	var seedOverride *uint64
-	if *seed != "" {
-		v, err := strconv.ParseUint(*seed, 10, 64)
-		if err != nil {
-			return usagef("stormdrill run: --seed %q: want a non-negative integer", *seed)
-		}
-		seedOverride = &v
-	}
-	if *seeds < 1 || *seeds > reports.MaxSeeds {
-		return usagef("stormdrill run: --seeds %d: want 1 to %d", *seeds, reports.MaxSeeds)
-	}
-	if len(failOn) > 0 && *baseline == "" {
-		return usagef("stormdrill run: --fail-on needs --baseline DIR to compare against")
-	}
-	tols, err := reports.ParseTolerances(failOn)
-	if err != nil {
-		return usagef("stormdrill run: --fail-on: %v", err)
-	}
-	var base *reports.Summary
-	if *baseline != "" {
-		base, err = reports.ReadSummary(*baseline)
-		if err != nil {
-			return usagef("stormdrill run: --baseline: %v", err)
-		}
-	}
-	// Load every drill first: a typo in the third drill should not cost the
-	// time of running the first two.
-	loaded, err := loadDrills(files, ov)
-	if err != nil {
-		return err
-	}
-	if err := checkDistinctNames(files, loaded); err != nil {
-		return err
-	}
-	if seedOverride != nil {
-		for _, d := range loaded {
-			d.Seed = *seedOverride
-		}
-	}
-	if *store != "" {
-		switch scheme, rest, _ := strings.Cut(*store, ":"); {
-		case scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql", rest == "":
-			return usagef("stormdrill run: --store: want sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB")
-		}
-		for _, d := range loaded {
-			if d.Mode == "live" {
-				d.Store = *store
-			}
-		}
-	}
-	if *seeds > 1 {
-		for i, d := range loaded {
-			if d.Mode != "sim" {
-				return usagef("stormdrill run: %s: --seeds runs simulations only; %s is mode = %q", files[i], d.Name, d.Mode)
-			}
-		}
-	}
-	for i, d := range loaded {
-		warnPlan(stderr, files[i], d)
-	}
-	if *metricsAddr != "" {
-		if len(loaded) != 1 || loaded[0].Mode != "live" {
+	if rf.metricsAddr != "" {
+		if len(p.loaded) != 1 || p.loaded[0].Mode != "live" {
 			return usagef("stormdrill run: --metrics: for one live drill (mode = \"live\")")
 		}
 		liveMetrics = prometheus.NewRegistry()
 		defer func() { liveMetrics = nil }()
-		ms, err := serveMetrics("run", *metricsAddr, stderr, liveMetrics)
+		ms, err := serveMetrics("run", rf.metricsAddr, stderr, liveMetrics)
 		if err != nil {
 			return err
 		}
 		defer ms.Close()
 	}
-	interactive := !*quiet && term.IsTerminal(int(os.Stderr.Fd()))
-	multi := len(loaded) > 1
-	dirs := make([]string, len(loaded))
-	for i, d := range loaded {
-		if multi {
-			dirs[i] = filepath.Join(outDirFor(*outDir, ""), d.Name)
-		} else {
-			dirs[i] = outDirFor(*outDir, d.Name)
-		}
-		// A report that cannot be written is known before the run.
-		if err := checkOutDir("run", dirs[i]); err != nil {
-			return err
+	return p.run(rf, stdout, stderr)
+}
+
+// parseRunFlags parses run's command line and checks what it can alone.
+func parseRunFlags(args []string, stdout io.Writer) (*runFlags, []string, error) {
+	rf := &runFlags{}
+	fs := newFlags("run", "DRILL.toml... [flags]", runExamples, stdout)
+	fs.StringVarP(&rf.outDir, "out", "o", "", "output directory (default out/<drill name>; with several drills, the parent of their directories, default out)")
+	seed := fs.Uint64P("seed", "s", 0, "override the drill's seed")
+	fs.BoolVarP(&rf.quiet, "quiet", "q", false, "no progress bar; one line per finished run")
+	fs.BoolVar(&rf.asJSON, "json", false, "print summary.json on stdout (an array of them for several drills); progress and log lines go to stderr")
+	fs.IntVar(&rf.seeds, "seeds", 1, "run each drill with this many seeds (seed, seed+1, …) in parallel and report the mean and 95% CI of every figure (simulation only)")
+	fs.StringVar(&rf.baseline, "baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
+	fs.StringVar(&rf.store, "store", "", "live drills: the durable queue, sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB (empty); overrides the drill's store")
+	fs.StringVar(&rf.metricsAddr, "metrics", "", "one live drill: serve Prometheus metrics of its partner server on this loopback address while it runs, e.g. 127.0.0.1:9465")
+	fs.StringVar(&rf.summaryMD, "summary-md", os.Getenv("GITHUB_STEP_SUMMARY"), "append each run's terminal summary as Markdown to this file (default $GITHUB_STEP_SUMMARY when set, so a GitHub Actions job shows it)")
+	fs.Var(&rf.failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
+	fs.Var(&rf.limits, "limit", limitUsage)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if fs.Changed("seed") {
+		rf.seed = seed
+	}
+	files, err := drillFiles("run", pos)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkFailOn("run", rf.failOn, rf.baseline); err != nil {
+		return nil, nil, err
+	}
+	if rf.seeds < 1 || rf.seeds > reports.MaxSeeds {
+		return nil, nil, usagef("stormdrill run: --seeds %d: want 1 to %d", rf.seeds, reports.MaxSeeds)
+	}
+	if len(rf.failOn) > 0 && rf.baseline == "" {
+		return nil, nil, usagef("stormdrill run: --fail-on needs --baseline DIR to compare against")
+	}
+	if rf.store != "" {
+		if scheme, rest, _ := strings.Cut(rf.store, ":"); scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql" || rest == "" {
+			return nil, nil, usagef("stormdrill run: --store: want sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB")
 		}
 	}
+	return rf, files, nil
+}
+
+// planRun loads every drill and the baseline and checks every output
+// directory: a typo in the third drill should not cost the time of
+// running the first two.
+func planRun(rf *runFlags, files []string, stderr io.Writer) (*runPlan, error) {
+	p := &runPlan{files: files}
+	ov, err := limitOverrides("run", rf.limits, nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.tols, err = reports.ParseTolerances(rf.failOn); err != nil {
+		return nil, usagef("stormdrill run: --fail-on: %v", err)
+	}
+	if rf.baseline != "" {
+		if p.base, err = reports.ReadSummary(rf.baseline); err != nil {
+			return nil, usagef("stormdrill run: --baseline: %v", err)
+		}
+	}
+	if p.loaded, err = loadDrills(files, ov); err != nil {
+		return nil, err
+	}
+	if err := checkDistinctNames(files, p.loaded); err != nil {
+		return nil, err
+	}
+	for i, d := range p.loaded {
+		if rf.seed != nil {
+			d.Seed = *rf.seed
+		}
+		if rf.store != "" && d.Mode == "live" {
+			d.Store = rf.store
+		}
+		if rf.seeds > 1 && d.Mode != "sim" {
+			return nil, usagef("stormdrill run: %s: --seeds runs simulations only; %s is mode = %q", files[i], d.Name, d.Mode)
+		}
+		warnPlan(stderr, files[i], d)
+	}
+	multi := len(p.loaded) > 1
+	p.dirs = make([]string, len(p.loaded))
+	for i, d := range p.loaded {
+		if multi {
+			p.dirs[i] = filepath.Join(outDirFor(rf.outDir, ""), d.Name)
+		} else {
+			p.dirs[i] = outDirFor(rf.outDir, d.Name)
+		}
+		// A report that cannot be written is known before the run.
+		if err := checkOutDir("run", p.dirs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// run runs the drills one after the other and writes their reports, the
+// index of several and, with --json, their summaries on stdout.
+func (p *runPlan) run(rf *runFlags, stdout, stderr io.Writer) error {
+	interactive := !rf.quiet && term.IsTerminal(int(os.Stderr.Fd()))
+	multi := len(p.loaded) > 1
+	lines := stdout // the terminal summary or one line per run
+	if rf.asJSON {
+		lines = stderr
+	}
 	var index []reports.IndexEntry
+	var summaries []*reports.Summary
 	worst := exitOK
-	for i, d := range loaded {
-		dir := dirs[i]
-		code, run, err := runOne(d, files[i], dir, *seeds, *baseline, base, tols, interactive, stdout, stderr, !multi && !*quiet)
+	for i, d := range p.loaded {
+		code, run, err := runOne(d, p.files[i], p.dirs[i], rf.seeds, rf.baseline, p.base, p.tols, interactive, lines, stderr, !multi && !rf.quiet && !rf.asJSON)
 		if err != nil {
 			return err
 		}
 		worst = max(worst, code)
-		if run != nil && *summaryMD != "" {
-			if err := appendSummaryMD(*summaryMD, run); err != nil {
+		if run == nil {
+			continue
+		}
+		if rf.summaryMD != "" {
+			if err := appendSummaryMD(rf.summaryMD, run); err != nil {
 				return runError{fmt.Errorf("--summary-md: %w", err)}
 			}
 		}
-		if run != nil {
-			index = append(index, reports.IndexEntry{Name: d.Name, Dir: dir, Pass: run.Summary.Pass && code == exitOK, Verdict: verdictLine(run.Summary)})
-		}
+		index = append(index, reports.IndexEntry{Name: d.Name, Dir: p.dirs[i], Pass: run.Summary.Pass && code == exitOK, Verdict: verdictLine(run.Summary)})
+		summaries = append(summaries, run.Summary)
 	}
 	if multi {
-		parent := *outDir
-		if parent == "" {
-			parent = "out"
+		if err := writeRunIndex(rf.outDir, index, lines); err != nil {
+			return err
 		}
-		for i := range index {
-			index[i].Dir = d2rel(parent, index[i].Dir)
-		}
-		f, err := os.Create(filepath.Join(parent, "index.html"))
-		if err != nil {
+	}
+	if rf.asJSON {
+		if err := writeSummariesJSON(stdout, summaries, multi); err != nil {
 			return runError{err}
 		}
-		werr := reports.WriteIndex(f, index)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return runError{werr}
-		}
-		fmt.Fprintf(stdout, "index: %s\n", filepath.Join(parent, "index.html"))
 	}
 	switch worst {
 	case exitGateFail:
@@ -187,6 +211,55 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return runError{errors.New("at least one run failed")}
 	}
 	return nil
+}
+
+// writeRunIndex writes the index.html that links several drills' reports.
+func writeRunIndex(outDir string, index []reports.IndexEntry, w io.Writer) error {
+	parent := outDir
+	if parent == "" {
+		parent = "out"
+	}
+	for i := range index {
+		index[i].Dir = d2rel(parent, index[i].Dir)
+	}
+	f, err := os.Create(filepath.Join(parent, "index.html"))
+	if err != nil {
+		return runError{err}
+	}
+	werr := reports.WriteIndex(f, index)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return runError{werr}
+	}
+	fmt.Fprintf(w, "index: %s\n", filepath.Join(parent, "index.html"))
+	return nil
+}
+
+// writeSummariesJSON writes run --json's one document: the summary.json
+// of the drill, or for several drills the array of theirs.
+func writeSummariesJSON(w io.Writer, summaries []*reports.Summary, multi bool) error {
+	if !multi && len(summaries) == 1 {
+		return reports.WriteSummaryJSON(w, summaries[0])
+	}
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i, s := range summaries {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if err := reports.WriteSummaryJSON(&b, s); err != nil {
+			return err
+		}
+	}
+	b.WriteString("]\n")
+	var out bytes.Buffer
+	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+		return err
+	}
+	_, err := w.Write(out.Bytes())
+	return err
 }
 
 func d2rel(parent, dir string) string {
@@ -301,10 +374,13 @@ func runSeeds(d *drills.Drill, n int, progress func(done, total int)) (*reports.
 	return reports.CombineSeeds(runs), firstErr
 }
 
+// multiFlag is a repeatable flag: each use adds one value, taken whole
+// (a TOML value or a tolerance may hold a comma).
 type multiFlag []string
 
-func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Type() string       { return "strings" }
 
 // drillFiles expands the drill arguments of a command; there must be at
 // least one.

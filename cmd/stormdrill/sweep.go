@@ -20,9 +20,10 @@ const sweepExamples = `  stormdrill sweep experiments/jitter.toml
 
 func cmdSweep(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sweep", "EXPERIMENT.toml [flags]", sweepExamples, stdout)
-	outDir := fs.String("out", "", "output directory (default out/<experiment name>)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	outDir := fs.StringP("out", "o", "", "output directory (default out/<experiment name>)")
+	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
 	shardFlag := fs.String("shard", "", "run only share I of N of the cells × seeds (I counts from 0) and write DIR/shard.json for merge")
+	asJSON := fs.Bool("json", false, "print the report's summary.json (with --shard, the shard.json) on stdout; the line saying where the report is goes to stderr")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -59,14 +60,38 @@ func cmdSweep(args []string, stdout, stderr io.Writer) error {
 		}
 		return runError{err}
 	}
+	lines := stdout
+	if *asJSON {
+		lines = stderr
+	}
 	if shard.Count > 1 {
 		if err := experiments.WriteShard(dir, res); err != nil {
 			return runError{fmt.Errorf("writing the shard: %w", err)}
 		}
-		fmt.Fprintf(stdout, "%s: shard %s; runs: %s\n", e.Name, shard, filepath.Join(dir, experiments.ShardFile))
+		fmt.Fprintf(lines, "%s: shard %s; runs: %s\n", e.Name, shard, filepath.Join(dir, experiments.ShardFile))
+		return copyJSONOut(*asJSON, filepath.Join(dir, experiments.ShardFile), stdout)
+	}
+	err = writeSweepReport(e, res, dir, lines)
+	if cerr := copyJSONOut(*asJSON, filepath.Join(dir, "summary.json"), stdout); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// copyJSONOut copies a JSON file a command wrote to stdout, for --json.
+func copyJSONOut(asJSON bool, path string, stdout io.Writer) error {
+	if !asJSON {
 		return nil
 	}
-	return writeSweepReport(e, res, dir, stdout)
+	f, err := os.Open(path)
+	if err != nil {
+		return runError{err}
+	}
+	defer f.Close()
+	if _, err := io.Copy(stdout, f); err != nil {
+		return runError{err}
+	}
+	return nil
 }
 
 // writeSweepReport writes a whole sweep's report and says where it is.
@@ -92,7 +117,7 @@ const mergeExamples = `  stormdrill merge experiments/jitter.toml shards/0 shard
 // byte for byte those of the sweep run whole.
 func cmdMerge(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("merge", "EXPERIMENT.toml SHARD_DIR... [--out DIR]", mergeExamples, stdout)
-	outDir := fs.String("out", "", "output directory (default out/<experiment name>)")
+	outDir := fs.StringP("out", "o", "", "output directory (default out/<experiment name>)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

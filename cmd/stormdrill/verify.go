@@ -18,10 +18,10 @@ const verifyExamples = `  # the release checklist against the River-based sender
 
 func cmdVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", "DRILL.toml [--out DIR] [flags]", verifyExamples, stdout)
-	out := fs.String("out", "", "output directory (default out/verify-<drill name>); junit.xml and system.log go there")
+	out := fs.StringP("out", "o", "", "output directory (default out/verify-<drill name>); junit.xml and system.log go there")
 	timeout := fs.Duration("timeout", external.DefaultVerifyTimeout, "how long each phase may wait for the system")
 	perCase := fs.Int("deliveries", external.DefaultVerifyPerCase, "deliveries per scenario")
-	quiet := fs.Bool("quiet", false, "no progress lines on stderr (one as each scenario starts and ends)")
+	quiet := fs.BoolP("quiet", "q", false, "no progress lines on stderr (one as each scenario starts and ends)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err

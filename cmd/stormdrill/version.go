@@ -1,19 +1,70 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 )
 
 const versionExamples = `  stormdrill version
-  go version -m $(command -v stormdrill)   # the same, from outside`
+  stormdrill --version                     # the same line; -v too
+  stormdrill version --json
+  go version -m $(command -v stormdrill)   # the build information, from outside`
 
-// cmdVersion prints what the Go toolchain stamped into the binary: the
-// module version (a tag under go install …@v1.2.3 or a release build), the
-// commit and whether the tree was modified.
+// version is stamped by release builds and the image:
+// go build -ldflags "-X main.version=v1.2.3". Left empty, the main
+// module's version from the build information stands in (a tag under
+// go install …@v1.2.3, "(devel)" in a checkout).
+var version string
+
+// buildInfo is what `version --json` prints and stormdrill_build_info
+// carries.
+type buildInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	Time      string `json:"time,omitempty"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+}
+
+// readBuildInfo combines the stamped version with what the Go toolchain
+// recorded: the commit, whether the tree was modified, the toolchain.
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		if b.Version == "" {
+			b.Version = "(unknown)"
+		}
+		return b
+	}
+	if b.Version == "" {
+		b.Version = bi.Main.Version
+	}
+	if b.Version == "" {
+		b.Version = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.time":
+			b.Time = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	return b
+}
+
+// cmdVersion prints the version and build information.
 func cmdVersion(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "", versionExamples, stdout)
+	fs := newFlags("version", "[--json]", versionExamples, stdout)
+	asJSON := fs.Bool("json", false, "print the build information as one JSON object")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -21,51 +72,40 @@ func cmdVersion(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return usagef("stormdrill version: unexpected argument %q", pos[0])
 	}
-	fmt.Fprintln(stdout, versionLine())
+	if *asJSON {
+		return writeJSON(stdout, readBuildInfo())
+	}
+	fmt.Fprintln(stdout, versionString())
 	return nil
 }
 
-// versionLine is "stormdrill VERSION (commit REV[, modified], BUILT) GOVERSION OS/ARCH".
-func versionLine() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "stormdrill (no build information)"
-	}
-	version := bi.Main.Version
-	if version == "" {
-		version = "(devel)"
-	}
-	var rev, when, modified, goos, goarch string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			when = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
-		case "GOOS":
-			goos = s.Value
-		case "GOARCH":
-			goarch = s.Value
-		}
-	}
-	line := "stormdrill " + version
-	if rev != "" {
+// versionString is "stormdrill VERSION (commit REV[, modified], TIME) GOVERSION OS/ARCH".
+func versionString() string {
+	b := readBuildInfo()
+	line := "stormdrill " + b.Version
+	if rev := b.Commit; rev != "" {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		line += " (commit " + rev + modified
-		if when != "" {
-			line += ", " + when
+		line += " (commit " + rev
+		if b.Modified {
+			line += ", modified"
+		}
+		if b.Time != "" {
+			line += ", " + b.Time
 		}
 		line += ")"
 	}
-	line += " " + bi.GoVersion
-	if goos != "" {
-		line += " " + goos + "/" + goarch
+	return line + " " + b.GoVersion + " " + b.OS + "/" + b.Arch
+}
+
+// writeJSON writes v as one indented JSON document: what every --json
+// prints on stdout.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return runError{err}
 	}
-	return line
+	return nil
 }
