@@ -95,7 +95,8 @@ type CapacityResult struct {
 // as an integer.
 var rateKeys = map[string]bool{"source.rate": true, "source.rate_to": true}
 
-// Capacity searches one parameter of the drill at path for the boundary at
+// Capacity searches one parameter of the drill at path (or of the drill a
+// bundled experiment of that name sweeps) for the boundary at
 // which every gate still holds: bracketing outward from the drill's own
 // value by factors of two (three probes at a time), then bisection (three
 // interior points at a time) to the precision. The probes of a round run in
@@ -151,7 +152,12 @@ func prepareCapacity(path string, opt CapacityOptions) (*capacitySearch, error) 
 	if opt.Min < 0 || opt.Max < 0 || (opt.Max > 0 && opt.Min > opt.Max) {
 		return nil, fmt.Errorf("want 0 ≤ min ≤ max (got min %g, max %g)", opt.Min, opt.Max)
 	}
-	base, err := drills.Load(path, opt.Overrides)
+	path, ov, err := resolveDrillArg(path, opt.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	opt.Overrides = ov
+	base, err := loadDrill(path, opt.Overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +172,7 @@ func prepareCapacity(path string, opt CapacityOptions) (*capacitySearch, error) 
 	}
 	res.Baseline = start
 	// Check that the key takes the kind of value we will give it.
-	if _, err := drills.Load(path, withOverride(opt.Overrides, opt.Key, literalFor(res, start))); err != nil {
+	if _, err := loadDrill(path, withOverride(opt.Overrides, opt.Key, literalFor(res, start))); err != nil {
 		return nil, err
 	}
 	return &capacitySearch{res: res, opt: opt, path: path, start: start, seed: base.Seed}, nil
@@ -374,7 +380,7 @@ func runForCapacity(path string, ov map[string]string, seed uint64, names []stri
 	for i := range r.Values {
 		r.Values[i] = math.NaN()
 	}
-	d, err := drills.Load(path, ov)
+	d, err := loadDrill(path, ov)
 	if err != nil {
 		r.Err = err.Error()
 		return r, nil

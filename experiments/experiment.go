@@ -156,8 +156,12 @@ type rawAxis struct {
 // types and impossible values are refused as drills.Errors, each
 // "FILE:LINE: key: what is wrong". Every cell's drill is loaded once, so a
 // bad override is reported before anything runs.
+//
+// A bare name such as "retry-storm" (no path separator, no .toml) loads the
+// bundled experiment of that name when no file of that name exists; its
+// path is then the one it has in the source tree, "experiments/retry-storm.toml".
 func LoadExperiment(path string) (*Experiment, error) {
-	data, err := readSmallFile(path, MaxExperimentBytes)
+	path, data, err := readExperimentFile(path)
 	if err != nil {
 		return nil, drills.Errors{{File: path, Msg: err.Error()}}
 	}
@@ -371,6 +375,9 @@ func checkDrillFile(path, drill string) error {
 		return errors.New("names this experiment file; name the drill it sweeps")
 	}
 	fi, err := os.Stat(drill)
+	if _, _, ok := bundledDrill(drill); ok && errors.Is(err, os.ErrNotExist) {
+		return nil // read from the binary
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return errors.New("no such file (a relative name is taken from the experiment file's directory)")
@@ -639,7 +646,7 @@ func (e *Experiment) loadCells() ([]Cell, error) {
 	var errs drills.Errors
 	seen := map[string]bool{}
 	for i := range cells {
-		d, err := drills.Load(cells[i].Drill, cells[i].Overrides)
+		d, err := loadDrill(cells[i].Drill, cells[i].Overrides)
 		if err != nil {
 			es, ok := drills.AsErrors(err)
 			if !ok {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/montanaflynn/stats"
 
-	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/sim"
 )
 
@@ -151,7 +150,7 @@ func runOneSeed(path string, overrides map[string]string, seed uint64, names []s
 	for i := range r.Values {
 		r.Values[i] = math.NaN()
 	}
-	d, err := drills.Load(path, overrides)
+	d, err := loadDrill(path, overrides)
 	if err != nil {
 		r.Err = err.Error()
 		return r

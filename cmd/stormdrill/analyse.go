@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/experiments"
 	"github.com/stormdrill/stormdrill/reports"
@@ -80,7 +79,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	d, err := drills.Load(pos[0], ov)
+	d, err := experiments.LoadDrill(pos[0], ov)
 	if err != nil {
 		return usageError{err}
 	}

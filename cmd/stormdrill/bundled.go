@@ -12,13 +12,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/experiments"
 )
 
 const drillsExamples = `  stormdrill drills
   stormdrill run fanout-outage          # a bundled drill, by name
-  stormdrill init fanout-outage         # copy it out to edit`
+  stormdrill init fanout-outage         # copy it out to edit
+  stormdrill sweep retry-storm          # a bundled experiment, by name`
 
-// cmdDrills lists the drills that ship in the binary.
+// cmdDrills lists the drills and experiments that ship in the binary.
 func cmdDrills(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("drills", "", drillsExamples, stdout)
 	pos, err := parseFlags(fs, args)
@@ -29,14 +31,18 @@ func cmdDrills(args []string, stdout, stderr io.Writer) error {
 		return usagef("stormdrill drills: unexpected argument %q", pos[0])
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRILL\tDESCRIPTION")
+	fmt.Fprintln(tw, "NAME\tKIND\tDESCRIPTION")
 	for _, b := range drills.BundledDrills() {
-		fmt.Fprintf(tw, "%s\t%s\n", b.Name, oneLineText(b.Description))
+		fmt.Fprintf(tw, "%s\tdrill\t%s\n", b.Name, oneLineText(b.Description))
+	}
+	for _, b := range experiments.BundledExperiments() {
+		fmt.Fprintf(tw, "%s\texperiment\t%s\n", b.Name, oneLineText(b.Description))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "\nRun one by name (stormdrill run NAME); a file of that name in the current directory is run instead.")
+	fmt.Fprintln(stdout, "\nRun a drill by name (stormdrill run NAME), sweep an experiment by name (stormdrill sweep NAME);")
+	fmt.Fprintln(stdout, "plan and capacity take either. A file of that name in the current directory is taken instead.")
 	return nil
 }
 
@@ -46,10 +52,13 @@ func oneLineText(s string) string {
 }
 
 const initExamples = `  stormdrill init fanout-outage               # writes ./fanout-outage.toml
-  stormdrill init demo-healthy drills/        # and drills/include/demo-common.toml, which it includes`
+  stormdrill init demo-healthy drills/        # and drills/include/demo-common.toml, which it includes
+  stormdrill init retry-storm                 # experiments/retry-storm.toml and the drill it sweeps`
 
 // cmdInit copies a bundled drill, and the files it includes, out into a
 // directory, refusing to overwrite a file that differs from the bundled one.
+// A bundled experiment is copied with the drills it sweeps, laid out as in
+// the source tree (experiments/NAME.toml, experiments/drills/, drills/).
 func cmdInit(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("init", "NAME [DIR]", initExamples, stdout)
 	pos, err := parseFlags(fs, args)
@@ -57,13 +66,16 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) == 0 || len(pos) > 2 {
-		return usagef("stormdrill init: name one bundled drill and at most one directory (see --help)")
+		return usagef("stormdrill init: name one bundled drill or experiment and at most one directory (see --help)")
 	}
 	dir := "."
 	if len(pos) == 2 {
 		dir = pos[1]
 	}
 	order, files, err := drills.BundledFiles(pos[0])
+	if _, isExperiment := experiments.BundledExperimentName(pos[0]); err != nil && isExperiment {
+		order, files, err = experiments.BundledExperimentFiles(pos[0])
+	}
 	if err != nil {
 		return usageError{err}
 	}

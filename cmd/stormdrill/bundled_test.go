@@ -101,6 +101,7 @@ func TestBundledDrillsFromAnEmptyDirectory(t *testing.T) {
 	if code, _, stderr := cli("init", "demo-healthy"); code != exitUsage || !strings.Contains(stderr, "not overwritten") {
 		t.Errorf("init over an existing file: exit %d, stderr %q; want 2", code, stderr)
 	}
+	checkBundledExperiments(t, cli, empty, list)
 	// The copy on disk now wins over the bundled drill of the same name.
 	if err := os.WriteFile(filepath.Join(empty, "edi-partner"), []byte("name = 1\n"), 0o644); err != nil {
 		t.Fatal(err)

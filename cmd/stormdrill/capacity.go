@@ -69,7 +69,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	if opt.Max, err = boundValue("--max", *maxV, *vary); err != nil {
 		return err
 	}
-	d, err := drills.Load(pos[0], opt.Overrides)
+	d, err := experiments.LoadDrill(pos[0], opt.Overrides)
 	if err != nil {
 		return usageError{err}
 	}
