@@ -1,21 +1,16 @@
 package dispatcher
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/stormdrill/stormdrill/model"
@@ -55,12 +50,6 @@ const (
 	clientSlack = time.Second
 )
 
-// Headers every attempt carries.
-const (
-	HeaderIdempotencyKey = "Idempotency-Key" // the delivery id
-	HeaderAttempt        = "X-Attempt"       // the attempt's ordinal, 1, 2, …
-)
-
 // Event line kinds the dispatcher writes to Config.Events, one per line,
 // tab-separated.
 const (
@@ -93,121 +82,6 @@ type endpoint struct {
 // claimedUnstarted marks an Item (in its caller-owned Epoch field) that was
 // claimed and has not been handed out by the core yet.
 const claimedUnstarted = 1
-
-type job struct {
-	it      *dispatchcore.Item
-	url     string
-	body    []byte
-	started time.Time // drill clock
-}
-
-type result struct {
-	it      *dispatchcore.Item
-	o       model.Outcome
-	errText string
-	started time.Time
-	ended   time.Time
-}
-
-// heldRow is a delivery this dispatcher has claimed and keeps in memory,
-// with what its row holds once the queued transitions are stored: a lease
-// renewal rewrites exactly these values (KindHold), so it changes nothing
-// but lease_until, even while an attempt is in flight whose outcome is
-// not stored yet.
-type heldRow struct {
-	id         string
-	attempt    int
-	runAt      time.Time
-	prevDelay  time.Duration
-	lastErr    string
-	updated    time.Time
-	leaseUntil time.Time
-	// idx is the row's place in the dispatcher's leases heap.
-	idx int
-}
-
-// leaseHeap orders the held rows by lease expiry (a binary min-heap), so
-// a renewal pass looks only at the rows whose lease is due for renewal,
-// not at every row held: its cost does not grow with what is held.
-type leaseHeap []*heldRow
-
-func (h leaseHeap) less(i, j int) bool { return h[i].leaseUntil.Before(h[j].leaseUntil) }
-
-func (h leaseHeap) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].idx, h[j].idx = i, j
-}
-
-func (h leaseHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
-		}
-		h.swap(i, p)
-		i = p
-	}
-}
-
-func (h leaseHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			m = r
-		}
-		if !h.less(m, i) {
-			return
-		}
-		h.swap(i, m)
-		i = m
-	}
-}
-
-func (h *leaseHeap) push(r *heldRow) {
-	r.idx = len(*h)
-	*h = append(*h, r)
-	h.up(r.idx)
-}
-
-func (h *leaseHeap) remove(r *heldRow) {
-	s := *h
-	i, last := r.idx, len(s)-1
-	if i != last {
-		s.swap(i, last)
-	}
-	s[last] = nil
-	*h = s[:last]
-	if i != last {
-		h.fix(i)
-	}
-	r.idx = -1
-}
-
-// fix restores the order after the lease of the row at i changed.
-func (h leaseHeap) fix(i int) {
-	r := h[i]
-	h.up(i)
-	h.down(r.idx)
-}
-
-type alertKey struct{ partner, reason string }
-
-type alertAgg struct {
-	count   int
-	oldestC int64 // created (drill ns) of the oldest delivery
-}
-
-// Alert is the JSON body of one DLQ alert.
-type Alert struct {
-	Count   int     `json:"count"`
-	Reason  string  `json:"reason"`
-	Partner string  `json:"partner"` // the Config.Partners entry's name
-	OldestS float64 `json:"oldest_s"`
-}
 
 type dispatcher struct {
 	cfg    Config
@@ -271,57 +145,6 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		return Stats{}, err
 	}
 	return ds.run(ctx)
-}
-
-// EndpointURL is one endpoint: its name, the index of its entry in
-// Config.Partners, and the URL its attempts go to.
-type EndpointURL struct {
-	Name  string
-	Group int
-	URL   string
-}
-
-// EndpointURLs lists the endpoints cfg's partners stand for, in order, with
-// their URLs resolved against PartnersURL. Call it on a validated Config.
-func (c *Config) EndpointURLs() []EndpointURL {
-	base := ""
-	if c.PartnersURL != "" {
-		base, _ = LoopbackURL(c.PartnersURL)
-		base = strings.TrimRight(base, "/")
-	}
-	var out []EndpointURL
-	for g := range c.Partners {
-		p := &c.Partners[g]
-		u := p.URL
-		if strings.HasPrefix(u, "/") {
-			u = base + u
-		}
-		u, _ = LoopbackURL(u)
-		if p.Members == 0 {
-			out = append(out, EndpointURL{Name: p.Name, Group: g, URL: u})
-			continue
-		}
-		for m := 0; m < p.Members; m++ {
-			ms := strconv.Itoa(m)
-			out = append(out, EndpointURL{Name: p.Name + "-" + ms, Group: g, URL: strings.NewReplacer("{member}", ms, "%7Bmember%7D", ms).Replace(u)})
-		}
-	}
-	return out
-}
-
-// Endpoints lists the endpoint names cfg's partners stand for, in order.
-func (c *Config) Endpoints() []string {
-	var names []string
-	for _, p := range c.Partners {
-		if p.Members == 0 {
-			names = append(names, p.Name)
-			continue
-		}
-		for m := 0; m < p.Members; m++ {
-			names = append(names, p.Name+"-"+strconv.Itoa(m))
-		}
-	}
-	return names
 }
 
 func newDispatcher(cfg Config) (*dispatcher, error) {
@@ -388,25 +211,6 @@ func newDispatcher(cfg Config) (*dispatcher, error) {
 	}
 	ds.client = newHTTPClient(cfg.Workers, max(ds.wallTO, alertTimeout)+clientSlack)
 	return ds, nil
-}
-
-// newHTTPClient returns a client with a bounded number of connections per
-// host. Requests carry a body without GetBody, so the transport never
-// resends one on its own after a connection error: every resend is a
-// decision of the policy, and the partner's duplicate count means what it
-// says. Every request also carries its own context deadline (the attempt
-// timeout, or alertTimeout); timeout is the client-wide backstop.
-func newHTTPClient(workers int, timeout time.Duration) *http.Client {
-	tr := &http.Transport{
-		Proxy:               nil, // loopback only, never through a proxy
-		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxConnsPerHost:     workers,
-		MaxIdleConns:        workers,
-		MaxIdleConnsPerHost: workers,
-		IdleConnTimeout:     60 * time.Second,
-		DisableCompression:  true,
-	}
-	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 func (ds *dispatcher) event(fields ...string) {
@@ -679,17 +483,6 @@ func (ds *dispatcher) stored(p storeResp, limit int, wallNow time.Time) error {
 	return nil
 }
 
-// unhold drops a delivery whose turn ended from held (see leftHeld).
-func (ds *dispatcher) unhold(id string) {
-	if h := ds.held[id]; h != nil {
-		ds.leases.remove(h)
-	}
-	delete(ds.held, id)
-	if ds.storeBusy {
-		ds.leftHeld[id] = struct{}{}
-	}
-}
-
 func resetTimer(t *time.Timer, d time.Duration) {
 	t.Stop()
 	select {
@@ -697,99 +490,6 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	default:
 	}
 	t.Reset(d)
-}
-
-// enoughClaimed reports whether the dispatcher holds enough for now: as
-// many deliveries as HeldLimit allows, or, while every worker is busy, a
-// claim batch of claimed deliveries not started yet. Under overload it
-// claims what it can start, not the whole backlog, so what it holds (and
-// renews, and the store keeps leased) stays about one batch beyond its
-// workers; the rest waits in the store, where another dispatcher may
-// take it. With a worker idle it claims on, so deliveries that wait in
-// memory for a breaker or a partner slot do not hold the others back.
-func (ds *dispatcher) enoughClaimed() bool {
-	if len(ds.held) >= ds.cfg.HeldLimit {
-		return true
-	}
-	return ds.unstarted >= ds.cfg.ClaimBatch && ds.core.InFlight() >= ds.cfg.Workers
-}
-
-// claimed hands the newly claimed rows to the core; now is when they
-// arrived.
-func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
-	fresh := 0
-	for i := range rows {
-		r := &rows[i]
-		if h, ok := ds.held[r.ID]; ok {
-			// Already ours (its lease had run out while we kept it): the
-			// claim renewed the lease and nothing else changes.
-			h.leaseUntil, h.updated = r.LeaseUntil, now
-			ds.leases.fix(h.idx)
-			continue
-		}
-		if _, ok := ds.leftHeld[r.ID]; ok {
-			// Ours, and ended while the claim ran: the transition queued
-			// for it is stored with the next batch (the lease is ours).
-			continue
-		}
-		si, ok := ds.byName[r.Partner]
-		if !ok {
-			ds.pending = append(ds.pending, queue.Completion{ID: r.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter,
-				At: now, Attempt: r.Attempt, Reason: string(model.ReasonPermanent), LastError: "no partner " + clip(r.Partner) + " in the configuration"})
-			continue
-		}
-		it := &dispatchcore.Item{
-			ID: r.ID, Partner: si, Attempts: r.Attempt, FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
-			PrevDelay: r.PrevDelay, Cohort: int32(ds.eps[si].group), Payload: r.Payload, Slot: -1,
-		}
-		if r.Created.IsZero() {
-			it.FirstSeen = r.RunAt.UnixNano()
-		}
-		h := &heldRow{id: r.ID, attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
-			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil}
-		ds.held[r.ID] = h
-		ds.leases.push(h)
-		it.Epoch = claimedUnstarted
-		ds.unstarted++
-		ds.core.Requeue(it, now)
-		fresh++
-	}
-	ds.stats.Claimed += int64(fresh)
-}
-
-// renew queues a lease renewal (KindHold with the row's stored values and
-// a lease from now) for every held delivery with less than two thirds of
-// a lease left, soonest expiry first, at most MaxRenewBatch; more reports
-// that some were left for the next batch. The renewals go to the store
-// with the next flush, after the transitions queued before them. It takes
-// them off the top of the lease heap: the rows it looks at are the ones it
-// renews (and one more), however many are held.
-func (ds *dispatcher) renew(now time.Time) (more bool) {
-	if len(ds.pending) > MaxPendingCompletions/2 {
-		return false // the store is not taking writes; renewals would only pile up
-	}
-	lease := ds.cfg.LeaseTimeout
-	horizon := now.Add(lease - lease/3)
-	until := now.Add(lease)
-	n := 0
-	for len(ds.leases) > 0 {
-		h := ds.leases[0]
-		ds.renewLooked++
-		if h.leaseUntil.After(horizon) {
-			break
-		}
-		if n >= MaxRenewBatch {
-			more = true
-			break
-		}
-		ds.pending = append(ds.pending, queue.Completion{ID: h.id, Owner: ds.cfg.Owner, Kind: queue.KindHold, At: h.updated,
-			Attempt: h.attempt, RunAt: h.runAt, PrevDelay: h.prevDelay, LastError: h.lastErr, LeaseUntil: until})
-		h.leaseUntil = until
-		ds.leases.down(0)
-		n++
-	}
-	ds.stats.Renewed += int64(n)
-	return more
 }
 
 // pump starts every attempt the core wants started now.
@@ -818,89 +518,6 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 		// channel's capacity plus what the workers hold: this never blocks.
 		jobs <- job{it: it, url: ds.eps[it.Partner].url, body: body, started: now}
 	}
-}
-
-// call makes one attempt.
-func (ds *dispatcher) call(j job) result {
-	res := result{it: j.it, started: j.started}
-	ctx, cancel := context.WithTimeout(context.Background(), ds.wallTO)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.url, bytes.NewReader(j.body))
-	if err != nil {
-		res.o, res.errText = model.Outcome{Err: model.ErrRefused}, clip(err.Error())
-		res.ended = ds.cfg.Clock.Now()
-		return res
-	}
-	req.GetBody = nil // not rewindable: the transport cannot resend it
-	req.Header.Set(HeaderIdempotencyKey, j.it.ID)
-	req.Header.Set(HeaderAttempt, strconv.Itoa(j.it.Attempts))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := ds.client.Do(req)
-	if err != nil {
-		res.ended = ds.cfg.Clock.Now()
-		res.o = model.Outcome{Err: classifyError(err)}
-		res.errText = res.o.Err.String() + ": " + clip(err.Error())
-		return res
-	}
-	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
-	resp.Body.Close()
-	res.ended = ds.cfg.Clock.Now()
-	if err != nil {
-		// The answer is not whole (a body cut short, or one still coming
-		// when the attempt timed out): whatever its status, the partner's
-		// answer was not received, so the attempt failed like a broken
-		// connection (or a timeout).
-		res.o = model.Outcome{Err: classifyError(err)}
-		res.errText = res.o.Err.String() + ": reading the HTTP " + strconv.Itoa(resp.StatusCode) + " body: " + clip(err.Error())
-		return res
-	}
-	res.o = model.Outcome{Status: resp.StatusCode, RetryAfter: ds.retryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		res.errText = "HTTP " + strconv.Itoa(resp.StatusCode)
-	}
-	return res
-}
-
-// retryAfter turns a Retry-After off the wire, which is wall time (the
-// partner cannot know this dispatcher's clock runs fast), into drill
-// delta-seconds for the policy: delta-seconds are multiplied by the speed,
-// an HTTP-date is measured from the wall clock now. At speed 1 it passes
-// unchanged.
-func (ds *dispatcher) retryAfter(v string, wallNow time.Time) string {
-	v = strings.TrimSpace(v)
-	if v == "" || ds.speed == 1 {
-		return v
-	}
-	d, ok := model.ParseRetryAfter(v, wallNow)
-	if !ok {
-		return v // the policy refuses it again and counts it
-	}
-	secs := (ds.cfg.Clock.Drill(d) + time.Second - 1) / time.Second
-	return strconv.FormatInt(int64(secs), 10)
-}
-
-// classifyError maps a transport error to what the policy knows.
-func classifyError(err error) model.ErrKind {
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
-		return model.ErrTimeout
-	case errors.As(err, &ne) && ne.Timeout():
-		return model.ErrTimeout
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return model.ErrRefused
-	}
-	// Resets, EOF on a connection the partner closed (before any answer,
-	// or inside a body cut short), a malformed response, broken pipes and
-	// anything else the transport reports: the connection failed.
-	return model.ErrReset
-}
-
-func clip(s string) string {
-	if len(s) > maxErrorText {
-		return s[:maxErrorText]
-	}
-	return s
 }
 
 // complete hands an attempt's result to the core and queues the transition.
@@ -984,70 +601,4 @@ func (ds *dispatcher) flush() error {
 	clear(ds.pending)
 	ds.pending = ds.pending[:0]
 	return nil
-}
-
-// flushAlerts hands the aggregated alerts to the poster. The loop calls it
-// once per alert_interval; if the poster is still busy with the previous
-// batch, the alerts keep aggregating until the next call (rate limit).
-// final (the dispatcher is stopping) waits for the poster instead.
-func (ds *dispatcher) flushAlerts(final bool) {
-	if len(ds.alerts) == 0 || ds.cfg.AlertURL == "" {
-		return
-	}
-	if !final && (ds.alertBusy.Load() || time.Now().UnixNano() < ds.alertReadyNS.Load()) {
-		return
-	}
-	now := ds.cfg.Clock.Now().UnixNano()
-	batch := make([]Alert, 0, len(ds.alerts))
-	for k, a := range ds.alerts {
-		batch = append(batch, Alert{Count: a.count, Reason: k.reason, Partner: k.partner, OldestS: max(0, float64(now-a.oldestC)/1e9)})
-	}
-	ds.alertBusy.Store(true)
-	if final {
-		t := time.NewTimer(alertTimeout)
-		defer t.Stop()
-		select {
-		case ds.alertCh <- batch:
-		case <-t.C:
-			return
-		}
-	} else {
-		select {
-		case ds.alertCh <- batch:
-		default:
-			return // cannot happen while alertBusy was clear
-		}
-	}
-	clear(ds.alerts)
-}
-
-func (ds *dispatcher) postAlerts(batch []Alert) {
-	for _, a := range batch {
-		body, _ := json.Marshal(a)
-		ctx, cancel := context.WithTimeout(context.Background(), alertTimeout)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, ds.cfg.AlertURL, bytes.NewReader(body))
-		if err != nil {
-			cancel()
-			ds.logf("alert: %v", err)
-			return
-		}
-		req.GetBody = nil
-		req.Header.Set("Content-Type", "application/json")
-		if ds.cfg.AlertToken != "" {
-			req.Header.Set("Authorization", "Bearer "+ds.cfg.AlertToken)
-		}
-		resp, err := ds.client.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBytes))
-			resp.Body.Close()
-			if resp.StatusCode/100 == 2 {
-				ds.eventsMu.Lock()
-				ds.stats.AlertsSent++
-				ds.eventsMu.Unlock()
-			}
-		} else {
-			ds.logf("alert: %v", err)
-		}
-		cancel()
-	}
 }
