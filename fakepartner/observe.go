@@ -156,3 +156,79 @@ func (s *Server) ReportsRefused() ReportRefusal {
 	defer s.refusedMu.Unlock()
 	return s.refused
 }
+
+// ReceivedAlert is one alert posted to /alerts.
+type ReceivedAlert struct {
+	At      time.Time `json:"at"`
+	Count   int       `json:"count"`
+	Reason  string    `json:"reason"`
+	Partner string    `json:"partner"`
+	OldestS float64   `json:"oldest_s"`
+}
+
+// Alerts returns the alerts received so far, oldest first.
+func (s *Server) Alerts() []ReceivedAlert {
+	s.alertsMu.Lock()
+	defer s.alertsMu.Unlock()
+	return append([]ReceivedAlert(nil), s.alerts...)
+}
+
+// AlertsDropped is how many alerts arrived after MaxAlerts were kept.
+func (s *Server) AlertsDropped() int64 {
+	s.alertsMu.Lock()
+	defer s.alertsMu.Unlock()
+	return s.alertsDropped
+}
+
+func (s *Server) handleAlert(w http.ResponseWriter, r *http.Request) {
+	var a struct {
+		Count   *int     `json:"count"`
+		Reason  string   `json:"reason"`
+		Partner string   `json:"partner"`
+		OldestS *float64 `json:"oldest_s"`
+	}
+	if err := decodeJSON(w, r, MaxAlertBodyBytes, &a); err != nil {
+		s.refuseReport(w, r, err.Error())
+		return
+	}
+	switch {
+	case a.Count == nil || *a.Count < 0:
+		s.refuseReport(w, r, "count must be present and not negative")
+		return
+	case a.OldestS != nil && !(*a.OldestS >= 0):
+		s.refuseReport(w, r, "oldest_s must not be negative")
+		return
+	}
+	ra := ReceivedAlert{At: s.now(), Count: *a.Count, Reason: clipText(a.Reason, MaxAlertFieldBytes), Partner: clipText(a.Partner, MaxAlertFieldBytes)}
+	if a.OldestS != nil {
+		ra.OldestS = *a.OldestS
+	}
+	s.alertsMu.Lock()
+	if len(s.alerts) < MaxAlerts {
+		s.alerts = append(s.alerts, ra)
+	} else {
+		s.alertsDropped++
+	}
+	s.alertsMu.Unlock()
+	writeJSON(w, http.StatusAccepted, map[string]any{"ok": true})
+}
+
+// Attempt is one request to a partner as the server saw it.
+type Attempt struct {
+	Cohort   string
+	Member   int
+	ID       string // Idempotency-Key ("" if none)
+	Ordinal  int    // X-Attempt (0 if none)
+	Arrived  time.Time
+	Answered time.Time // when the server answered, reset or gave up on it
+	Status   int       // HTTP status answered; 0 if none
+	Reset    bool      // the connection was reset, closed or broken on purpose (reset, empty, garbage, truncated, lost-ack)
+	AckLost  bool      // lost-ack: the delivery was recorded and its answer dropped
+	// Refused: the caller's connection was refused. The partner never
+	// sees such an attempt; the caller reports it (a live run reads the
+	// dispatcher's refused events into these records).
+	Refused   bool
+	Held      bool // a timeout outage held it and never answered
+	Abandoned bool // the caller left before the answer
+	Duplicate bool // a success for a delivery id already accepted
+}
