@@ -128,7 +128,7 @@ func CapacityShard(path string, opt CapacityOptions, shard Shard, dir string) er
 	if err := seedShares(shard, c.opt.Seeds); err != nil {
 		return err
 	}
-	base, err := drills.Load(path, c.opt.Overrides)
+	base, err := loadDrill(c.path, c.opt.Overrides)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func MergeCapacityShards(path string, dirs []string) (*CapacityResult, error) {
 			if err != nil {
 				return nil, err
 			}
-			base, err := drills.Load(path, o.Overrides)
+			base, err := loadDrill(c.path, c.opt.Overrides)
 			if err != nil {
 				return nil, err
 			}

@@ -20,7 +20,8 @@ import (
 const capacityExamples = `  stormdrill capacity drills/fanout-outage.toml                      # largest source.rate that passes
   stormdrill capacity drills/fanout-outage.toml --seeds 10 --min 1 --max 8     # a tighter CI
   stormdrill capacity drills/fanout-outage.toml --vary dispatcher.workers   # smallest pool that passes
-  stormdrill capacity drills/fanout-outage.toml --set dispatcher.workers=32 --out out/cap-32`
+  stormdrill capacity drills/fanout-outage.toml --set dispatcher.workers=32 --out out/cap-32
+  stormdrill capacity drills/fanout-outage.toml --seeds 6 --shard 0/3 --out shards/0   # on machines 0, 1, 2; then merge`
 
 func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("capacity", "DRILL.toml [flags]", capacityExamples, stdout)
@@ -33,6 +34,7 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	outDir := fs.StringP("out", "o", "", "output directory (default out/<drill name>-capacity)")
 	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
 	asJSON := fs.Bool("json", false, "print the result as JSON (the report's summary.json) instead of Markdown")
+	shardFlag := fs.String("shard", "", "with --seeds N: search only seeds I, I+N, … (I counts from 0) and write DIR/shard.json for `stormdrill merge`")
 	var sets, limits multiFlag
 	fs.Var(&sets, "set", "override a drill key for every probe, KEY=VALUE as TOML (repeatable)")
 	fs.Var(&limits, "limit", limitUsage)
@@ -69,9 +71,16 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	if opt.Max, err = boundValue("--max", *maxV, *vary); err != nil {
 		return err
 	}
+	shard, err := parseShardFlag("capacity", *shardFlag)
+	if err != nil {
+		return err
+	}
 	d, err := experiments.LoadDrill(pos[0], opt.Overrides)
 	if err != nil {
 		return usageError{err}
+	}
+	if shard.Count > 1 {
+		return capacityShard(pos[0], d.Name, opt, shard, *outDir, *quiet, stdout, stderr)
 	}
 	dir := *outDir
 	if dir == "" {
@@ -90,10 +99,17 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 		}
 		return usagef("stormdrill capacity: %v", err)
 	}
+	return writeCapacityReport(res, dir, *asJSON, stdout)
+}
+
+// writeCapacityReport writes a finished search's report into dir and
+// prints it (Markdown, or summary.json with asJSON); exit 1 when no value
+// passes.
+func writeCapacityReport(res *experiments.CapacityResult, dir string, asJSON bool, stdout io.Writer) error {
 	if err := experiments.WriteCapacity(dir, res); err != nil {
 		return runError{fmt.Errorf("writing the report: %w", err)}
 	}
-	if *asJSON {
+	if asJSON {
 		js, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 		if err != nil {
 			return runError{err}
@@ -110,6 +126,26 @@ func cmdCapacity(args []string, stdout, stderr io.Writer) error {
 	if !res.Found {
 		return errGateFailed
 	}
+	return nil
+}
+
+// capacityShard is capacity --seeds N --shard I/N.
+func capacityShard(file, name string, opt experiments.CapacityOptions, s experiments.Shard, out string, quiet bool, stdout, stderr io.Writer) error {
+	dir := shardDir(out, name+"-capacity", s)
+	if err := checkOutDir("capacity", dir); err != nil {
+		return err
+	}
+	bar := newCountBar(stderr, !quiet && term.IsTerminal(int(os.Stderr.Fd())), name+" capacity shard "+s.String(), "probes")
+	opt.Progress = bar.update
+	err := experiments.CapacityShard(file, opt, s, dir)
+	bar.finish()
+	if err != nil {
+		if _, ok := drills.AsErrors(err); ok {
+			return usageError{err}
+		}
+		return usagef("stormdrill capacity: %v", err)
+	}
+	fmt.Fprintf(stdout, "%s: capacity shard %s; searches: %s\n", name, s, filepath.Join(dir, experiments.ShardFile))
 	return nil
 }
 

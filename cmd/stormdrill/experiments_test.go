@@ -435,3 +435,50 @@ func skipUnderRace(t *testing.T, what string) {
 		t.Skipf("%s; run by the plain pass, skipped under -race", what)
 	}
 }
+
+// TestRunSeedsAndCapacityShardsThroughMerge: run --seeds and capacity take
+// --shard I/N like sweep, and merge (given the drill file) writes the
+// summary.json of the whole run. The experiments package compares every
+// file; this checks the command line around it.
+func TestRunSeedsAndCapacityShardsThroughMerge(t *testing.T) {
+	const drill = "cmd/stormdrill/testdata/fanout-one.toml"
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"run", []string{"run", drill, "--seeds", "4", "--quiet"}},
+		{"capacity", []string{"capacity", drill, "--seeds", "2", "--max-probes", "4", "--precision", "0.3", "--vary", "dispatcher.workers", "--quiet"}},
+	}
+	for _, c := range cases {
+		whole := t.TempDir()
+		if code, out, errOut := stormdrill(t, append(c.args, "--out", whole)...); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s%s", c.name, code, out, errOut)
+		}
+		var shards []string
+		for i := range 2 {
+			dir := filepath.Join(t.TempDir(), strconv.Itoa(i))
+			if code, out, errOut := stormdrill(t, append(c.args, "--shard", fmt.Sprintf("%d/2", i), "--out", dir)...); code != exitOK {
+				t.Fatalf("%s shard %d: exit %d\n%s%s", c.name, i, code, out, errOut)
+			}
+			shards = append(shards, dir)
+		}
+		if code, _, errOut := stormdrill(t, "merge", drill, shards[1], "--out", t.TempDir()); code != exitUsage || !strings.Contains(errOut, "shards missing: 0 of 2") {
+			t.Errorf("%s: merge without shard 0: exit %d, stderr %q; want 2", c.name, code, errOut)
+		}
+		merged := t.TempDir()
+		if code, out, errOut := stormdrill(t, "merge", drill, shards[1], shards[0], "--out", merged); code != exitOK {
+			t.Fatalf("%s merge: exit %d\n%s%s", c.name, code, out, errOut)
+		}
+		a, _ := os.ReadFile(filepath.Join(whole, "summary.json"))
+		b, err := os.ReadFile(filepath.Join(merged, "summary.json"))
+		if err != nil || len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: summary.json of the merged shards differs from the whole run's (%v)", c.name, err)
+		}
+	}
+	if code, _, errOut := stormdrill(t, "run", drill, "--shard", "0/2", "--out", t.TempDir()); code != exitUsage || !strings.Contains(errOut, "--seeds") {
+		t.Errorf("run --shard without --seeds: exit %d, stderr %q; want 2", code, errOut)
+	}
+	if code, _, errOut := stormdrill(t, "capacity", drill, "--seeds", "2", "--shard", "0/3", "--out", t.TempDir()); code != exitUsage || !strings.Contains(errOut, "at least one seed") {
+		t.Errorf("capacity: 3 shards of 2 seeds: exit %d, stderr %q; want 2", code, errOut)
+	}
+}

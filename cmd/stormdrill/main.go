@@ -57,7 +57,7 @@ func commands() []command {
 		{"plan", "analytic capacity plan for a drill", cmdPlan},
 		{"capacity", "search the largest load (or smallest pool) that passes every gate", cmdCapacity},
 		{"sweep", "run an experiment: every cell × seed, side by side", cmdSweep},
-		{"merge", "merge the shards of a sweep (sweep --shard I/N) into its report", cmdMerge},
+		{"merge", "merge the shards of a sweep, capacity search or multi-seed run (--shard I/N) into its report", cmdMerge},
 		{"partner", "serve a drill's fake partners over HTTP (loopback, or anywhere with a token)", cmdPartner},
 		{"dispatch", "run the dispatcher on a durable queue (live mode)", cmdDispatch},
 		{"dlq", "list, show and replay dead letters", cmdDLQ},

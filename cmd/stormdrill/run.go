@@ -25,12 +25,14 @@ const runExamples = `  stormdrill run drills/fanout-outage.toml
   stormdrill run drills/fanout-outage.toml --out out/seed-7 --seed 7
   stormdrill run 'drills/demo-*.toml' --quiet        # several drills; out/index.html links them
   stormdrill run drills/fanout-outage.toml --seeds 10 --out out/base     # mean and 95% CI of every figure
+  stormdrill run drills/fanout-outage.toml --seeds 10 --shard 0/3 --out shards/0   # on machines 0, 1, 2; then merge
   stormdrill run drills/fanout-outage.toml --baseline out/baseline --fail-on healthy.latency.p99=+10%
   stormdrill run drills/live-restart.toml --store 'postgres://u:pw@127.0.0.1:5432/db'  # live, on PostgreSQL`
 
 // runFlags is run's command line.
 type runFlags struct {
 	outDir, baseline, store, metricsAddr, summaryMD string
+	shard                                           string  // --shard I/N of --seeds
 	seed                                            *uint64 // nil: the drill's
 	seeds                                           int
 	quiet, asJSON                                   bool
@@ -55,6 +57,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	p, err := planRun(rf, files, stderr)
 	if err != nil {
 		return err
+	}
+	if shard, err := parseShardFlag("run", rf.shard); err != nil || shard.Count > 1 {
+		if err != nil {
+			return err
+		}
+		if len(p.loaded) != 1 || rf.seeds < 2 || rf.baseline != "" || rf.asJSON {
+			return usagef("stormdrill run: --shard: for one drill with --seeds N, without --baseline or --json (merge writes the report)")
+		}
+		return runSeedsShard(p.loaded[0], rf.seeds, shard, rf.outDir, rf.quiet, stdout, stderr)
 	}
 	if rf.metricsAddr != "" {
 		if len(p.loaded) != 1 || p.loaded[0].Mode != "live" {
@@ -83,6 +94,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, []string, error)
 	fs.StringVar(&rf.baseline, "baseline", "", "compare against this run directory (or summary.json) and put the comparison in the report")
 	fs.StringVar(&rf.store, "store", "", "live drills: the durable queue, sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB (empty); overrides the drill's store")
 	fs.StringVar(&rf.metricsAddr, "metrics", "", "one live drill: serve Prometheus metrics of its partner server on this loopback address while it runs, e.g. 127.0.0.1:9465")
+	fs.StringVar(&rf.shard, "shard", "", "with --seeds N: simulate only seeds I, I+N, … (I counts from 0) and write DIR/shard.json for `stormdrill merge`")
 	fs.StringVar(&rf.summaryMD, "summary-md", os.Getenv("GITHUB_STEP_SUMMARY"), "append each run's terminal summary as Markdown to this file (default $GITHUB_STEP_SUMMARY when set, so a GitHub Actions job shows it)")
 	fs.Var(&rf.failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
 	fs.Var(&rf.limits, "limit", limitUsage)

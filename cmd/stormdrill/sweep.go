@@ -111,19 +111,32 @@ func writeSweepReport(e *experiments.Experiment, res *experiments.SweepResult, d
 }
 
 const mergeExamples = `  stormdrill merge experiments/jitter.toml shards/0 shards/1 shards/2 --out out/jitter
-  stormdrill merge experiments/jitter.toml shards/* --out out/jitter`
+  stormdrill merge experiments/jitter.toml shards/* --out out/jitter
+  stormdrill merge drills/fanout-outage.toml shards/* --out out/base   # run --seeds or capacity shards: the drill file`
 
-// cmdMerge puts the shards of one sweep together: the files it writes are
-// byte for byte those of the sweep run whole.
+// cmdMerge puts the shards of one sweep, capacity search or multi-seed
+// run together: the files it writes are byte for byte those of the whole
+// run.
 func cmdMerge(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("merge", "EXPERIMENT.toml SHARD_DIR... [--out DIR]", mergeExamples, stdout)
+	fs := newFlags("merge", "EXPERIMENT.toml|DRILL.toml SHARD_DIR... [--out DIR]", mergeExamples, stdout)
 	outDir := fs.StringP("out", "o", "", "output directory (default out/<experiment name>)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 2 {
-		return usagef("stormdrill merge: want the experiment file and at least one shard directory (see --help)")
+		return usagef("stormdrill merge: want the experiment (or drill) file and at least one shard directory (see --help)")
+	}
+	dirs, err := expandGlobs(pos[1:])
+	if err != nil {
+		return err
+	}
+	kind, err := experiments.ReadShardKind(dirs[0])
+	if err != nil {
+		return usagef("stormdrill merge: %v", err)
+	}
+	if kind != experiments.ShardKindSweep {
+		return mergeShards(kind, pos[0], dirs, *outDir, stdout)
 	}
 	e, err := experiments.LoadExperiment(pos[0])
 	if err != nil {
@@ -131,10 +144,6 @@ func cmdMerge(args []string, stdout, stderr io.Writer) error {
 			return usageError{err}
 		}
 		return usagef("stormdrill merge: %v", err)
-	}
-	dirs, err := expandGlobs(pos[1:])
-	if err != nil {
-		return err
 	}
 	res, err := experiments.MergeShards(e, dirs)
 	if err != nil {
