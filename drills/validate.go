@@ -70,169 +70,223 @@ func choices(kinds ...string) string {
 func validate(d *Drill, has func(string) bool) []problem {
 	// Ceilings first: a drill above one is refused however else it is
 	// wrong, and the rest of validation is then cheap.
-	ps := validateLimits(d)
-	bad := func(key, format string, args ...any) {
-		ps = append(ps, problem{key, fmt.Sprintf(format, args...)})
+	c := &checker{d: d, has: has, ps: validateLimits(d)}
+	c.drillKeys()
+	c.store()
+	names := c.sourceAndPartners()
+	c.policy()
+	c.dispatcher()
+	c.faults()
+	c.ps = append(c.ps, validateActions(d, has, names)...)
+	validateSystem(d, has, c.bad, c.kind)
+	validatePartnerServer(d, has, c.bad)
+	c.positive("slo.delivery_latency", d.SLO.DeliveryLatency)
+	c.expectAndGates()
+	c.ps = append(c.ps, checkRanges(d)...)
+	if len(c.ps) == 0 {
+		c.ps = append(c.ps, runnerChecks(d)...)
 	}
-	kind := func(key, v string, kinds ...string) bool {
-		if oneOf(v, kinds...) {
-			return true
-		}
-		if near, ok := nearest(v, kinds); ok {
-			bad(key, "%q is not one of %s; did you mean %s?", clip(v), choices(kinds...), near)
-		} else {
-			bad(key, "%q is not one of %s", clip(v), choices(kinds...))
-		}
-		return false
-	}
-	positive := func(key string, v Duration) {
-		if v.D <= 0 {
-			bad(key, "must be greater than 0 (got %v)", v.D)
-		}
-	}
+	return c.ps
+}
 
+// checker collects the problems of one drill, section by section.
+type checker struct {
+	d   *Drill
+	has func(string) bool // nil: unknown (a drill built in Go)
+	ps  []problem
+}
+
+func (c *checker) bad(key, format string, args ...any) {
+	c.ps = append(c.ps, problem{key, fmt.Sprintf(format, args...)})
+}
+
+// kind checks that v is one of kinds, suggesting the nearest when not.
+func (c *checker) kind(key, v string, kinds ...string) bool {
+	if oneOf(v, kinds...) {
+		return true
+	}
+	if near, ok := nearest(v, kinds); ok {
+		c.bad(key, "%q is not one of %s; did you mean %s?", clip(v), choices(kinds...), near)
+	} else {
+		c.bad(key, "%q is not one of %s", clip(v), choices(kinds...))
+	}
+	return false
+}
+
+func (c *checker) positive(key string, v Duration) {
+	if v.D <= 0 {
+		c.bad(key, "must be greater than 0 (got %v)", v.D)
+	}
+}
+
+// given reports whether key was written in the file; when that is unknown,
+// whether its value differs from the default (changed).
+func (c *checker) given(key string, changed bool) bool {
+	if c.has == nil {
+		return changed
+	}
+	return c.has(key)
+}
+
+// drillKeys checks the top-level keys: name, duration, mode, sample
+// interval and speed.
+func (c *checker) drillKeys() {
+	d := c.d
 	switch {
 	case d.Name == "":
-		bad("name", "required")
+		c.bad("name", "required")
 	case !safeName.MatchString(d.Name):
-		bad("name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (it names the output directory)", clip(d.Name))
+		c.bad("name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (it names the output directory)", clip(d.Name))
 	}
 	if !d.Duration.Set || d.Duration.D <= 0 {
-		bad("duration", "must be set and greater than 0 (how long the source produces events)")
+		c.bad("duration", "must be set and greater than 0 (how long the source produces events)")
 	} else if d.Duration.D > limDrillDuration {
-		bad("duration", "at most %v (got %v)", limDrillDuration, d.Duration.D)
+		c.bad("duration", "at most %v (got %v)", limDrillDuration, d.Duration.D)
 	}
-	kind("mode", d.Mode, "sim", "live", "external")
-	positive("sample_interval", d.SampleInterval)
+	c.kind("mode", d.Mode, "sim", "live", "external")
+	c.positive("sample_interval", d.SampleInterval)
 	if !(d.Speed > 0) || d.Speed > 1e6 {
-		bad("speed", "must be greater than 0 and at most 1e6 (got %v)", d.Speed)
-	} else if d.Mode == "sim" && ((has != nil && has("speed")) || (has == nil && d.Speed != 1)) {
-		bad("speed", "applies only to mode = \"live\" (external systems run in wall time)")
+		c.bad("speed", "must be greater than 0 and at most 1e6 (got %v)", d.Speed)
+	} else if d.Mode == "sim" && c.given("speed", d.Speed != 1) {
+		c.bad("speed", "applies only to mode = \"live\" (external systems run in wall time)")
 	}
-	if d.Store != "" {
-		scheme, _, _ := strings.Cut(d.Store, ":")
-		switch {
-		case d.Mode != "live":
-			bad("store", "applies only to mode = \"live\"")
-		case scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql":
-			bad("store", "want \"sqlite:PATH\" or \"postgres://USER:PASS@127.0.0.1:PORT/DB\" (got a %q store)", clip(scheme))
-		case scheme == "sqlite" && d.Store == "sqlite:":
-			bad("store", "sqlite needs a file path, like \"sqlite:out/queue.db\"")
-		case scheme != "sqlite" && queue.InlineSecret(d.Store):
-			bad("store", "holds a password: a drill file is no place for one; write postgres://USER@127.0.0.1:PORT/DB and set PGPASSWORD in the environment")
-		case scheme != "sqlite":
-			if err := queue.CheckPostgresDSN(d.Store); err != nil {
-				bad("store", "%s", strings.TrimPrefix(err.Error(), "queue: "))
-			}
+}
+
+// store checks the live mode's durable queue.
+func (c *checker) store() {
+	d := c.d
+	if d.Store == "" {
+		return
+	}
+	scheme, _, _ := strings.Cut(d.Store, ":")
+	switch {
+	case d.Mode != "live":
+		c.bad("store", "applies only to mode = \"live\"")
+	case scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql":
+		c.bad("store", "want \"sqlite:PATH\" or \"postgres://USER:PASS@127.0.0.1:PORT/DB\" (got a %q store)", clip(scheme))
+	case scheme == "sqlite" && d.Store == "sqlite:":
+		c.bad("store", "sqlite needs a file path, like \"sqlite:out/queue.db\"")
+	case scheme != "sqlite" && queue.InlineSecret(d.Store):
+		c.bad("store", "holds a password: a drill file is no place for one; write postgres://USER@127.0.0.1:PORT/DB and set PGPASSWORD in the environment")
+	case scheme != "sqlite":
+		if err := queue.CheckPostgresDSN(d.Store); err != nil {
+			c.bad("store", "%s", strings.TrimPrefix(err.Error(), "queue: "))
 		}
 	}
+}
 
-	// Source.
+// sourceAndPartners checks [source], the partners and whom the source
+// sends to, and returns the cohort names with their index.
+func (c *checker) sourceAndPartners() map[string]int {
+	d := c.d
 	s := &d.Source
-	if kind("source.arrival", s.Arrival, ArrivalKindNames()...) {
-		ps = append(ps, arrivalKind(s.Arrival).Check(d)...)
+	if c.kind("source.arrival", s.Arrival, ArrivalKindNames()...) {
+		c.ps = append(c.ps, arrivalKind(s.Arrival).Check(d)...)
 	}
 	if s.Rate.PerSecond > limRatePerSecond {
-		bad("source.rate", "at most %d/s", limRatePerSecond)
+		c.bad("source.rate", "at most %d/s", limRatePerSecond)
 	}
 	if s.RateTo.PerSecond > limRatePerSecond {
-		bad("source.rate_to", "at most %d/s", limRatePerSecond)
+		c.bad("source.rate_to", "at most %d/s", limRatePerSecond)
 	}
 	if s.Payload < 0 || s.Payload > limPayloadBytes {
-		bad("source.payload_bytes", "must be between 0 and %d (got %d)", limPayloadBytes, s.Payload)
+		c.bad("source.payload_bytes", "must be between 0 and %d (got %d)", limPayloadBytes, s.Payload)
 	}
 
-	// Partners.
 	if len(d.Partners) == 0 {
-		bad("partners", "a drill needs at least one partner ([[partners]])")
+		c.bad("partners", "a drill needs at least one partner ([[partners]])")
 	}
 	names := map[string]int{}
 	for i := range d.Partners {
-		ps = append(ps, validatePartner(d, i, names)...)
+		c.ps = append(c.ps, validatePartner(d, i, names)...)
 	}
 	seenTo := map[string]bool{}
 	for i, to := range s.To {
 		key := "source.to[" + strconv.Itoa(i) + "]"
 		if _, ok := names[to]; !ok {
-			bad(key, "%q names no partner cohort", clip(to))
+			c.bad(key, "%q names no partner cohort", clip(to))
 		}
 		if seenTo[to] {
-			bad(key, "%q is listed twice", clip(to))
+			c.bad(key, "%q is listed twice", clip(to))
 		}
 		seenTo[to] = true
 	}
-	validateFanout(d, names, bad)
+	validateFanout(d, names, c.bad)
+	return names
+}
 
-	// Policy: each table's one validation.
-	ps = append(ps, settingProblems("policy.retry.", d.Policy.Retry.Problems())...)
-	ps = append(ps, settingProblems("policy.breaker.", d.Policy.Breaker.Problems())...)
-	ps = append(ps, settingProblems("policy.budget.", d.Policy.Budget.Problems())...)
-	if b := &d.Policy.Breaker; b.Trip == model.NoBreaker && (has != nil && has("policy.breaker.count") || has == nil && len(b.Count) > 0) {
-		bad("policy.breaker.count", "applies to a breaker; trip = \"none\" has none")
+// policy checks [policy]: each table's one validation.
+func (c *checker) policy() {
+	p := &c.d.Policy
+	c.ps = append(c.ps, settingProblems("policy.retry.", p.Retry.Problems())...)
+	c.ps = append(c.ps, settingProblems("policy.breaker.", p.Breaker.Problems())...)
+	c.ps = append(c.ps, settingProblems("policy.budget.", p.Budget.Problems())...)
+	if b := &p.Breaker; b.Trip == model.NoBreaker && c.given("policy.breaker.count", len(b.Count) > 0) {
+		c.bad("policy.breaker.count", "applies to a breaker; trip = \"none\" has none")
 	}
+}
 
-	// Dispatcher.
-	w := &d.Dispatcher
+// dispatcher checks [dispatcher].
+func (c *checker) dispatcher() {
+	w := &c.d.Dispatcher
 	if w.Workers < 1 || w.Workers > limWorkers {
-		bad("dispatcher.workers", "must be between 1 and %d (got %d)", limWorkers, w.Workers)
+		c.bad("dispatcher.workers", "must be between 1 and %d (got %d)", limWorkers, w.Workers)
 	}
 	if w.PerPartnerConcurrency < 0 {
-		bad("dispatcher.per_partner_concurrency", "must be 0 (no limit) or more (got %d)", w.PerPartnerConcurrency)
+		c.bad("dispatcher.per_partner_concurrency", "must be 0 (no limit) or more (got %d)", w.PerPartnerConcurrency)
 	}
 	if w.QueueCapacity < 1 || w.QueueCapacity > limQueueCapacity {
-		bad("dispatcher.queue_capacity", "must be between 1 and %d (got %d)", limQueueCapacity, w.QueueCapacity)
+		c.bad("dispatcher.queue_capacity", "must be between 1 and %d (got %d)", limQueueCapacity, w.QueueCapacity)
 	}
-	kind("dispatcher.on_full", w.OnFull, "block", "reject")
-	positive("dispatcher.attempt_timeout", w.AttemptTimeout)
-	positive("dispatcher.lease_timeout", w.LeaseTimeout)
+	c.kind("dispatcher.on_full", w.OnFull, "block", "reject")
+	c.positive("dispatcher.attempt_timeout", w.AttemptTimeout)
+	c.positive("dispatcher.lease_timeout", w.LeaseTimeout)
 	if w.ClaimBatch < 1 || w.ClaimBatch > limClaimBatch {
-		bad("dispatcher.claim_batch", "must be between 1 and %d (got %d)", limClaimBatch, w.ClaimBatch)
+		c.bad("dispatcher.claim_batch", "must be between 1 and %d (got %d)", limClaimBatch, w.ClaimBatch)
 	}
 	if w.Processes < 1 || w.Processes > limProcesses {
-		bad("dispatcher.processes", "must be between 1 and %d (got %d)", limProcesses, w.Processes)
+		c.bad("dispatcher.processes", "must be between 1 and %d (got %d)", limProcesses, w.Processes)
 	}
 	// Keys only the live dispatcher reads would be silently ignored.
 	for _, k := range []string{"dispatcher.processes", "dispatcher.alert_interval"} {
-		if d.Mode == "sim" && has != nil && has(k) {
-			bad(k, "applies only to mode = \"live\" (dispatcher processes on a durable queue)")
+		if c.d.Mode == "sim" && c.has != nil && c.has(k) {
+			c.bad(k, "applies only to mode = \"live\" (dispatcher processes on a durable queue)")
 		}
 	}
+}
 
-	// Pipeline faults.
+// faults checks the pipeline faults, [[faults]].
+func (c *checker) faults() {
+	d := c.d
+	procs := max(d.Dispatcher.Processes, 1)
 	for i, f := range d.Faults {
 		key := "faults[" + strconv.Itoa(i) + "]"
-		kind(key+".kind", f.Kind, FaultKindNames()...)
+		c.kind(key+".kind", f.Kind, FaultKindNames()...)
 		if !f.At.Set {
-			bad(key+".at", "required: when the fault happens")
+			c.bad(key+".at", "required: when the fault happens")
 		} else if d.Duration.D > 0 && f.At.D >= d.Duration.D {
-			bad(key+".at", "%v is not before duration (%v)", f.At.D, d.Duration.D)
+			c.bad(key+".at", "%v is not before duration (%v)", f.At.D, d.Duration.D)
 		}
-		if f.Process < 0 || f.Process > max(w.Processes, 1) {
-			bad(key+".process", "must be 0 (every process) or a process number from 1 to dispatcher.processes (%d) (got %d)", max(w.Processes, 1), f.Process)
+		if f.Process < 0 || f.Process > procs {
+			c.bad(key+".process", "must be 0 (every process) or a process number from 1 to dispatcher.processes (%d) (got %d)", procs, f.Process)
 		}
 	}
+}
 
-	ps = append(ps, validateActions(d, has, names)...)
-	validateSystem(d, has, bad, kind)
-	validatePartnerServer(d, has, bad)
-	positive("slo.delivery_latency", d.SLO.DeliveryLatency)
-
+// expectAndGates checks the findings a drill expects and its gates.
+func (c *checker) expectAndGates() {
+	d := c.d
 	for i, k := range d.Expect {
 		if i == 0 && !d.IsExternal() {
-			bad("expect", "applies only to mode = \"external\" (findings come from a system under drill)")
+			c.bad("expect", "applies only to mode = \"external\" (findings come from a system under drill)")
 		}
-		kind("expect["+strconv.Itoa(i)+"]", k, reports.FindingKindNames()...)
+		c.kind("expect["+strconv.Itoa(i)+"]", k, reports.FindingKindNames()...)
 	}
 	for i, expr := range d.Gates {
 		if _, err := reports.ParseGate(expr); err != nil {
-			bad("gates["+strconv.Itoa(i)+"]", "%v", err)
+			c.bad("gates["+strconv.Itoa(i)+"]", "%v", err)
 		}
 	}
-	ps = append(ps, checkRanges(d)...)
-	if len(ps) == 0 {
-		ps = append(ps, runnerChecks(d)...)
-	}
-	return ps
 }
 
 // runnerChecks builds what the runners build from a valid drill (the
@@ -327,12 +381,22 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 	case !p.NetworkDelay.isZero():
 		ps = append(ps, validateLatency(pre+"network_delay", &p.NetworkDelay)...)
 	}
+	ps = append(ps, validateOutages(p, pre)...)
+	return ps
+}
+
+// validateOutages checks a partner's scripted outages. The values of an
+// outage are checked by the fake partner's own validation, the one the
+// runners and the control API use; only the kind's name and the presence
+// of for are the drill format's.
+func validateOutages(p *Partner, pre string) []problem {
+	var ps []problem
+	bad := func(key, format string, args ...any) {
+		ps = append(ps, problem{pre + key, fmt.Sprintf(format, args...)})
+	}
 	if len(p.Outages) > limOutagesPerPeer {
 		bad("outages", "at most %d outages (got %d)", limOutagesPerPeer, len(p.Outages))
 	}
-	// The values of an outage are checked by the fake partner's own
-	// validation, the one the runners and the control API use; only the
-	// kind's name and the presence of for are the drill format's.
 	kinds := fakepartner.OutageKindNames()
 	for j := range p.Outages {
 		o := &p.Outages[j]
@@ -429,82 +493,12 @@ func validateLatency(key string, l *Latency) []problem {
 	bad := func(k, format string, args ...any) {
 		ps = append(ps, problem{key + "." + k, fmt.Sprintf(format, args...)})
 	}
-	// needs lists the keys the kind uses; any other key given is a mistake.
-	var uses []string
-	switch l.Dist {
-	case "constant":
-		uses = []string{"value"}
-		if !l.Value.Set {
-			bad("value", "constant latency needs value")
-		}
-	case "uniform":
-		uses = []string{"min", "max"}
-		if !l.Min.Set || !l.Max.Set {
-			bad("max", "uniform latency needs min and max")
-		} else if l.Min.D >= l.Max.D {
-			bad("max", "%v must be above min (%v)", l.Max.D, l.Min.D)
-		}
-	case "normal", "abs-normal":
-		uses = []string{"mean", "stddev"}
-		if !l.Mean.Set || !l.Stddev.Set {
-			bad("stddev", "%s latency needs mean and stddev", l.Dist)
-		} else if l.Stddev.D <= 0 {
-			bad("stddev", "must be greater than 0")
-		}
-	case "lognormal":
-		uses = []string{"p50", "p99"}
-		switch {
-		case !l.P50.Set || !l.P99.Set:
-			bad("p99", "lognormal latency needs p50 and p99")
-		case l.P50.D <= 0:
-			bad("p50", "must be greater than 0")
-		case l.P99.D <= l.P50.D:
-			bad("p99", "%v must be above p50 (%v)", l.P99.D, l.P50.D)
-		}
-	case "pareto":
-		uses = []string{"alpha", "min", "p50", "max"}
-		if !(l.Alpha > 0) {
-			bad("alpha", "pareto latency needs alpha greater than 0 (got %v)", l.Alpha)
-		}
-		switch {
-		case l.Min.D > 0 && l.P50.D > 0:
-			bad("p50", "give either min (the scale) or p50, not both")
-		case l.Min.D <= 0 && l.P50.D <= 0:
-			bad("min", "pareto latency needs min (the scale) or p50, greater than 0")
-		case l.Max.Set && l.Max.D < max(l.Min.D, l.P50.D):
-			bad("max", "%v is below the scale", l.Max.D)
-		}
-	case "empirical":
-		uses = []string{"quantiles"}
-		qs := l.Quantiles
-		if len(qs) < 2 {
-			bad("quantiles", "empirical latency needs at least 2 quantiles (got %d)", len(qs))
-			break
-		}
-		for i, q := range qs {
-			qk := "quantiles[" + strconv.Itoa(i) + "]"
-			switch {
-			case i == 0 && !(q.Q >= 0):
-				bad(qk+".q", "the first q must be at least 0 (got %v)", q.Q)
-			case i > 0 && !(q.Q > qs[i-1].Q):
-				bad(qk+".q", "%v must be above the previous q (%v)", q.Q, qs[i-1].Q)
-			case i > 0 && q.Value.D < qs[i-1].Value.D:
-				bad(qk+".value", "%v must not be below the previous value (%v)", q.Value.D, qs[i-1].Value.D)
-			}
-			if !q.Value.Set {
-				bad(qk+".value", "required")
-			}
-		}
-		if last := qs[len(qs)-1]; last.Q != 1 {
-			bad("quantiles["+strconv.Itoa(len(qs)-1)+"].q", "the last q must be 1 (got %v)", last.Q)
-		}
-	case "":
-		bad("dist", "required: constant, uniform, normal, lognormal, pareto or empirical")
-		return ps
-	default:
-		bad("dist", "%q is not one of constant, uniform, normal, abs-normal, lognormal, pareto or empirical", clip(l.Dist))
+	uses, known := checkLatencyDist(l, bad)
+	if !known {
 		return ps
 	}
+	// uses lists the keys the distribution uses; any other key given is a
+	// mistake.
 	given := []struct {
 		name string
 		set  bool
@@ -519,4 +513,95 @@ func validateLatency(key string, l *Latency) []problem {
 		}
 	}
 	return ps
+}
+
+// checkLatencyDist checks the keys l's distribution needs and returns
+// them; known is false when dist names no distribution.
+func checkLatencyDist(l *Latency, bad func(k, format string, args ...any)) (uses []string, known bool) {
+	switch l.Dist {
+	case "constant":
+		if !l.Value.Set {
+			bad("value", "constant latency needs value")
+		}
+		return []string{"value"}, true
+	case "uniform":
+		if !l.Min.Set || !l.Max.Set {
+			bad("max", "uniform latency needs min and max")
+		} else if l.Min.D >= l.Max.D {
+			bad("max", "%v must be above min (%v)", l.Max.D, l.Min.D)
+		}
+		return []string{"min", "max"}, true
+	case "normal", "abs-normal":
+		if !l.Mean.Set || !l.Stddev.Set {
+			bad("stddev", "%s latency needs mean and stddev", l.Dist)
+		} else if l.Stddev.D <= 0 {
+			bad("stddev", "must be greater than 0")
+		}
+		return []string{"mean", "stddev"}, true
+	case "lognormal":
+		checkLognormal(l, bad)
+		return []string{"p50", "p99"}, true
+	case "pareto":
+		checkPareto(l, bad)
+		return []string{"alpha", "min", "p50", "max"}, true
+	case "empirical":
+		checkEmpirical(l.Quantiles, bad)
+		return []string{"quantiles"}, true
+	case "":
+		bad("dist", "required: constant, uniform, normal, lognormal, pareto or empirical")
+	default:
+		bad("dist", "%q is not one of constant, uniform, normal, abs-normal, lognormal, pareto or empirical", clip(l.Dist))
+	}
+	return nil, false
+}
+
+func checkLognormal(l *Latency, bad func(k, format string, args ...any)) {
+	switch {
+	case !l.P50.Set || !l.P99.Set:
+		bad("p99", "lognormal latency needs p50 and p99")
+	case l.P50.D <= 0:
+		bad("p50", "must be greater than 0")
+	case l.P99.D <= l.P50.D:
+		bad("p99", "%v must be above p50 (%v)", l.P99.D, l.P50.D)
+	}
+}
+
+func checkPareto(l *Latency, bad func(k, format string, args ...any)) {
+	if !(l.Alpha > 0) {
+		bad("alpha", "pareto latency needs alpha greater than 0 (got %v)", l.Alpha)
+	}
+	switch {
+	case l.Min.D > 0 && l.P50.D > 0:
+		bad("p50", "give either min (the scale) or p50, not both")
+	case l.Min.D <= 0 && l.P50.D <= 0:
+		bad("min", "pareto latency needs min (the scale) or p50, greater than 0")
+	case l.Max.Set && l.Max.D < max(l.Min.D, l.P50.D):
+		bad("max", "%v is below the scale", l.Max.D)
+	}
+}
+
+// checkEmpirical checks an empirical distribution's quantiles: q rises
+// from at least 0 to 1, and the values never fall.
+func checkEmpirical(qs []Quantile, bad func(k, format string, args ...any)) {
+	if len(qs) < 2 {
+		bad("quantiles", "empirical latency needs at least 2 quantiles (got %d)", len(qs))
+		return
+	}
+	for i, q := range qs {
+		qk := "quantiles[" + strconv.Itoa(i) + "]"
+		switch {
+		case i == 0 && !(q.Q >= 0):
+			bad(qk+".q", "the first q must be at least 0 (got %v)", q.Q)
+		case i > 0 && !(q.Q > qs[i-1].Q):
+			bad(qk+".q", "%v must be above the previous q (%v)", q.Q, qs[i-1].Q)
+		case i > 0 && q.Value.D < qs[i-1].Value.D:
+			bad(qk+".value", "%v must not be below the previous value (%v)", q.Value.D, qs[i-1].Value.D)
+		}
+		if !q.Value.Set {
+			bad(qk+".value", "required")
+		}
+	}
+	if last := qs[len(qs)-1]; last.Q != 1 {
+		bad("quantiles["+strconv.Itoa(len(qs)-1)+"].q", "the last q must be 1 (got %v)", last.Q)
+	}
 }
