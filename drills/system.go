@@ -74,25 +74,51 @@ func systemDefaults(s *System, absent func(key string, zero bool) bool) {
 	}
 }
 
-// validateSystem checks the system table; has reports keys in the file.
-func validateSystem(d *Drill, has func(string) bool, bad func(key, format string, args ...any), kind func(key, v string, kinds ...string) bool) {
-	s := &d.System
-	present := func(k string) bool { return has != nil && has(k) }
+// system checks the system table, [system], of an external drill; in any
+// other mode its keys are refused.
+func (c *checker) system() {
+	d, s := c.d, &c.d.System
 	if !d.IsExternal() {
 		for _, k := range []string{"system", "system.start", "system.ingest", "system.build"} {
-			if present(k) {
-				bad(k, "applies only to mode = \"external\"")
+			if c.present(k) {
+				c.bad(k, "applies only to mode = \"external\"")
 				return
 			}
 		}
 		return
 	}
+	c.systemCommands()
+	c.systemReadiness()
+	if len(s.Start) == 0 {
+		c.unstartedAddresses()
+	}
+	if c.present("system.key_header") && s.KeyHeader == "" {
+		c.bad("system.key_header", "empty: name the header that carries each attempt's idempotency key, or leave the key out for %s", DefaultKeyHeader)
+	}
+	c.systemIngest()
+	c.systemDeadLetters()
+	for _, h := range []struct{ key, v string }{{"system.key_header", s.KeyHeader}, {"system.attempt_header", s.AttemptHeader}} {
+		if h.v != "" && (!validHeaderName(h.v) || len(h.v) > 100) {
+			c.bad(h.key, "%q is not an HTTP header name", clip(h.v))
+		}
+	}
+	c.systemWallTime()
+}
+
+// present reports whether key was written in the file (false when that is
+// unknown).
+func (c *checker) present(key string) bool { return c.has != nil && c.has(key) }
+
+// systemCommands checks the commands the harness runs: build, start and
+// the ingest and dead-letter commands.
+func (c *checker) systemCommands() {
+	s := &c.d.System
 	argv := func(key string, v []string) {
 		if len(v) > limSystemArgs {
-			bad(key, "at most %d arguments (got %d)", limSystemArgs, len(v))
+			c.bad(key, "at most %d arguments (got %d)", limSystemArgs, len(v))
 		}
 		if len(v) > 0 && strings.TrimSpace(v[0]) == "" {
-			bad(key, "the first element is the program to run; it is empty")
+			c.bad(key, "the first element is the program to run; it is empty")
 		}
 	}
 	argv("system.build", s.Build)
@@ -100,52 +126,64 @@ func validateSystem(d *Drill, has func(string) bool, bad func(key, format string
 	argv("system.ingest_command", s.IngestCommand)
 	argv("system.dead_letter_command", s.DeadLetterCommand)
 	if len(s.Build) > 0 && len(s.Start) == 0 {
-		bad("system.build", "needs system.start: the harness builds only what it starts")
+		c.bad("system.build", "needs system.start: the harness builds only what it starts")
 	}
+}
+
+// systemReadiness checks how the harness tells a started system is ready.
+func (c *checker) systemReadiness() {
+	s := &c.d.System
 	if s.ReadyTimeout.D <= 0 {
-		bad("system.ready_timeout", "must be greater than 0 (got %v)", s.ReadyTimeout.D)
+		c.bad("system.ready_timeout", "must be greater than 0 (got %v)", s.ReadyTimeout.D)
 	}
 	if (s.ReadyURL != "" || s.ReadyLog != "") && len(s.Start) == 0 {
-		bad("system.ready_url", "readiness applies to a started system: set system.start")
+		c.bad("system.ready_url", "readiness applies to a started system: set system.start")
 	}
 	if s.ReadyURL != "" && s.ReadyLog != "" {
-		bad("system.ready_log", "give one readiness check: system.ready_url or system.ready_log, not both")
+		c.bad("system.ready_log", "give one readiness check: system.ready_url or system.ready_log, not both")
 	}
 	if s.ReadyURL != "" {
 		if u, err := url.Parse(placeholders(s.ReadyURL)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("system.ready_url", "%q is not an http:// or https:// URL the harness can poll", clip(s.ReadyURL))
+			c.bad("system.ready_url", "%q is not an http:// or https:// URL the harness can poll", clip(s.ReadyURL))
 		}
 	}
-	if len(s.Start) == 0 {
-		// Without a started system the harness picks no ingest address.
-		for _, u := range []struct{ key, v string }{{"system.ingest_url", s.IngestURL}, {"system.ready_url", s.ReadyURL}} {
-			if s.Ingest == "http" && u.key == "system.ingest_url" || u.key != "system.ingest_url" {
-				if v := startedOnly(u.v); v != "" {
-					key := u.key
-					if present("system.start") {
-						key = "system.start"
-					}
-					bad(key, "no system is started, so the harness sets no ${%s}, which %s uses (by default, if not written): give system.ingest_url, where the running system takes events, or system.start", v, u.key)
-				}
+}
+
+// unstartedAddresses refuses the variables the harness sets only for a
+// system it starts: without one, it picks no ingest address.
+func (c *checker) unstartedAddresses() {
+	s := &c.d.System
+	for _, u := range []struct{ key, v string }{{"system.ingest_url", s.IngestURL}, {"system.ready_url", s.ReadyURL}} {
+		if u.key == "system.ingest_url" && s.Ingest != "http" {
+			continue
+		}
+		if v := startedOnly(u.v); v != "" {
+			key := u.key
+			if c.present("system.start") {
+				key = "system.start"
 			}
+			c.bad(key, "no system is started, so the harness sets no ${%s}, which %s uses (by default, if not written): give system.ingest_url, where the running system takes events, or system.start", v, u.key)
 		}
 	}
-	if present("system.key_header") && s.KeyHeader == "" {
-		bad("system.key_header", "empty: name the header that carries each attempt's idempotency key, or leave the key out for %s", DefaultKeyHeader)
-	}
-	if kind("system.ingest", s.Ingest, "http", "command", "jsonl") {
+}
+
+// systemIngest checks how events reach the system: the ingest kind and
+// what it requires, the ingest headers and the body template.
+func (c *checker) systemIngest() {
+	s := &c.d.System
+	if c.kind("system.ingest", s.Ingest, "http", "command", "jsonl") {
 		switch s.Ingest {
 		case "http":
 			if s.IngestURL == "" {
-				bad("system.ingest_url", "required with ingest = \"http\"")
+				c.bad("system.ingest_url", "required with ingest = \"http\"")
 			}
 		case "command":
 			if len(s.IngestCommand) == 0 {
-				bad("system.ingest_command", "required with ingest = \"command\": the program that takes one event on its stdin")
+				c.bad("system.ingest_command", "required with ingest = \"command\": the program that takes one event on its stdin")
 			}
 		case "jsonl":
 			if s.JSONLPath == "" && len(s.Start) == 0 {
-				bad("system.jsonl_path", "required with ingest = \"jsonl\" unless the harness starts the system (then events go to its stdin)")
+				c.bad("system.jsonl_path", "required with ingest = \"jsonl\" unless the harness starts the system (then events go to its stdin)")
 			}
 		}
 	}
@@ -154,41 +192,50 @@ func validateSystem(d *Drill, has func(string) bool, bad func(key, format string
 		name, val, ok := strings.Cut(h, ":")
 		switch {
 		case !ok || strings.TrimSpace(name) == "" || textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name)) == "":
-			bad(key, "%q is not \"Name: value\"", clip(h))
+			c.bad(key, "%q is not \"Name: value\"", clip(h))
 		case !validHeaderName(strings.TrimSpace(name)):
-			bad(key, "%q is not an HTTP header name", clip(strings.TrimSpace(name)))
+			c.bad(key, "%q is not an HTTP header name", clip(strings.TrimSpace(name)))
 		case !validHeaderValue(strings.TrimSpace(val)):
-			bad(key, "the value of %s holds a control character (CR, LF or NUL): no HTTP request could carry it", clip(strings.TrimSpace(name)))
+			c.bad(key, "the value of %s holds a control character (CR, LF or NUL): no HTTP request could carry it", clip(strings.TrimSpace(name)))
 		}
 	}
 	if len(s.BodyTemplate) > limSystemTemplate {
-		bad("system.body_template", "at most %d bytes", limSystemTemplate)
+		c.bad("system.body_template", "at most %d bytes", limSystemTemplate)
 	} else if s.BodyTemplate != "" {
 		if _, err := RenderSample(s.BodyTemplate); err != nil {
-			bad("system.body_template", "%v", err)
+			c.bad("system.body_template", "%v", err)
 		}
 	}
-	if kind("system.dead_letters", s.DeadLetters, "endpoint", "command", "none") && s.DeadLetters == "command" && len(s.DeadLetterCommand) == 0 {
-		bad("system.dead_letter_command", "required with dead_letters = \"command\"")
+}
+
+// systemDeadLetters checks where dead letters are read from, and refuses a
+// gate on lost when they are not read at all.
+func (c *checker) systemDeadLetters() {
+	s := &c.d.System
+	if c.kind("system.dead_letters", s.DeadLetters, "endpoint", "command", "none") && s.DeadLetters == "command" && len(s.DeadLetterCommand) == 0 {
+		c.bad("system.dead_letter_command", "required with dead_letters = \"command\"")
 	}
-	if s.DeadLetters == "none" {
-		for i, g := range d.Gates {
-			if strings.HasPrefix(strings.TrimSpace(g), "lost") {
-				bad("gates["+itoa(i)+"]", "lost is not measured without a dead-letter source (system.dead_letters = \"none\"): unresolved deliveries may be pending or lost")
-			}
+	if s.DeadLetters != "none" {
+		return
+	}
+	for i, g := range c.d.Gates {
+		if strings.HasPrefix(strings.TrimSpace(g), "lost") {
+			c.bad("gates["+itoa(i)+"]", "lost is not measured without a dead-letter source (system.dead_letters = \"none\"): unresolved deliveries may be pending or lost")
 		}
 	}
-	for _, h := range []struct{ key, v string }{{"system.key_header", s.KeyHeader}, {"system.attempt_header", s.AttemptHeader}} {
-		if h.v != "" && (!validHeaderName(h.v) || len(h.v) > 100) {
-			bad(h.key, "%q is not an HTTP header name", clip(h.v))
-		}
-	}
+}
+
+// systemWallTime checks what an external system, running in wall time in
+// a process of its own, cannot do: another speed, or faults on a process
+// the harness did not start.
+func (c *checker) systemWallTime() {
+	d := c.d
 	if d.Speed != 1 {
-		bad("speed", "an external system runs in wall time: speed must be 1 (shorten the drill instead)")
+		c.bad("speed", "an external system runs in wall time: speed must be 1 (shorten the drill instead)")
 	}
 	for i, f := range d.Faults {
-		if len(s.Start) == 0 {
-			bad("faults["+itoa(i)+"].kind", "%s needs the system's process: set system.start so the harness starts (and can kill) it", f.Kind)
+		if len(d.System.Start) == 0 {
+			c.bad("faults["+itoa(i)+"].kind", "%s needs the system's process: set system.start so the harness starts (and can kill) it", f.Kind)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func validate(d *Drill, has func(string) bool) []problem {
 	c.dispatcher()
 	c.faults()
 	c.ps = append(c.ps, validateActions(d, has, names)...)
-	validateSystem(d, has, c.bad, c.kind)
+	c.system()
 	validatePartnerServer(d, has, c.bad)
 	c.positive("slo.delivery_latency", d.SLO.DeliveryLatency)
 	c.expectAndGates()
