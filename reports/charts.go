@@ -61,7 +61,7 @@ func (v chartValue) MarshalJSON() ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
 	}
-	return json.Marshal(roundFloat(f))
+	return json.Marshal(RoundFloat(f))
 }
 
 // interactiveCharts builds the time-series charts of report.html from the
@@ -99,7 +99,7 @@ func interactiveCharts(run *Run) []chartSpec {
 			Outages: marks.outages, Manual: marks.manual, Replays: marks.replays, Restarts: marks.restarts}
 		c.X = make([]float64, len(idx))
 		for j, i := range idx {
-			c.X[j] = roundFloat(plotFinite(ts.Samples[i].T) / axis.divS)
+			c.X[j] = RoundFloat(plotFinite(ts.Samples[i].T) / axis.divS)
 		}
 		for k, vs := range cols {
 			out := make([]chartValue, len(idx))
@@ -184,7 +184,7 @@ func interactiveCharts(run *Run) []chartSpec {
 		ageTitle += " by cohort"
 	}
 	if c := add("chart-oldest-age", ageTitle, "age ("+unit.unit+")", labels, colors, cols); c != nil && s.SLOS > 0 {
-		ref := roundFloat(s.SLOS / unit.divS)
+		ref := RoundFloat(s.SLOS / unit.divS)
 		c.YRef, c.YRefLabel = &ref, "SLO "+legendSeconds(s.SLOS)
 	}
 
@@ -194,7 +194,7 @@ func interactiveCharts(run *Run) []chartSpec {
 		c := add("chart-healthy-latency", "Healthy-subscriber latency per interval", "latency (s)",
 			[]string{"p50", "p99"}, []color.Color{plotPalette[0], plotPalette[3]}, [][]float64{p50, p99})
 		if c != nil && s.SLOS > 0 {
-			ref := roundFloat(s.SLOS)
+			ref := RoundFloat(s.SLOS)
 			c.YRef, c.YRefLabel = &ref, "SLO "+legendSeconds(s.SLOS)
 		}
 	}
@@ -326,7 +326,7 @@ func timeMarks(s *Summary, divS float64) timeMarkSet {
 		if end <= start {
 			continue
 		}
-		w := [2]float64{roundFloat(start / divS), roundFloat(end / divS)}
+		w := [2]float64{RoundFloat(start / divS), RoundFloat(end / divS)}
 		if o.Manual {
 			m.manual = append(m.manual, w)
 		} else {
@@ -334,10 +334,10 @@ func timeMarks(s *Summary, divS float64) timeMarkSet {
 		}
 	}
 	for _, w := range replayWindows(s) {
-		m.replays = append(m.replays, [2]float64{roundFloat(w[0] / divS), roundFloat(w[1] / divS)})
+		m.replays = append(m.replays, [2]float64{RoundFloat(w[0] / divS), RoundFloat(w[1] / divS)})
 	}
 	for _, r := range s.Restarts {
-		m.restarts = append(m.restarts, roundFloat(plotFinite(r.AtS)/divS))
+		m.restarts = append(m.restarts, RoundFloat(plotFinite(r.AtS)/divS))
 	}
 	return m
 }

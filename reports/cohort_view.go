@@ -40,7 +40,7 @@ func cohortSides(s *Summary) (sides []sideView, faultyOmitted int) {
 			faultyOmitted++
 			continue
 		}
-		sides = append(sides, cohortSide(s, oneLine(c.Name)+" (faulty)", []Cohort{c}))
+		sides = append(sides, cohortSide(s, OneLine(c.Name)+" (faulty)", []Cohort{c}))
 	}
 	if len(healthy) > 0 && faulty > 0 {
 		sides = append(sides, cohortSide(s, "healthy", healthy))
@@ -53,7 +53,7 @@ func cohortSides(s *Summary) (sides []sideView, faultyOmitted int) {
 		Drain:         "—",
 		OldestAge:     FormatDuration(max(s.OldestReadyAgeMaxS, s.OldestDelayedAgeMaxS)),
 		P99:           "—",
-		Attempts:      groupDigits(s.Attempts.Total),
+		Attempts:      GroupDigits(s.Attempts.Total),
 		StatusCodes:   "—",
 	}
 	var subs int
@@ -65,7 +65,7 @@ func cohortSides(s *Summary) (sides []sideView, faultyOmitted int) {
 		}
 	}
 	if subs > 0 {
-		pipe.Subscribers = groupDigits(int64(subs))
+		pipe.Subscribers = GroupDigits(int64(subs))
 	}
 	if len(codes) > 0 {
 		pipe.StatusCodes = statusCodeText(codes)
@@ -119,13 +119,13 @@ func cohortSide(s *Summary, label string, cs []Cohort) sideView {
 	}
 	v := sideView{
 		Label:         label,
-		Subscribers:   groupDigits(int64(subs)),
+		Subscribers:   GroupDigits(int64(subs)),
 		Amplification: "—",
 		DeadLetters:   deadLetterText(reasons, dlq),
 		Drain:         "—",
 		OldestAge:     "—",
 		P99:           p99,
-		Attempts:      groupDigits(attempts),
+		Attempts:      GroupDigits(attempts),
 		StatusCodes:   "—",
 	}
 	switch {
@@ -168,7 +168,7 @@ func drainText(s *Summary) string {
 	if d, ok, _ := s.Metric("drain_time"); ok {
 		return FormatDuration(d)
 	}
-	return notApplicable(s, "drain_time")
+	return NotApplicable(s, "drain_time")
 }
 
 // deadLetterText is a dead-letter total split by reason, largest first:
@@ -192,9 +192,9 @@ func deadLetterText(byReason map[string]int64, total int64) string {
 		parts = append(parts, fmt.Sprintf("%d more reasons", omitted))
 	}
 	if len(parts) == 0 {
-		return groupDigits(total)
+		return GroupDigits(total)
 	}
-	return groupDigits(total) + " (" + strings.Join(parts, ", ") + ")"
+	return GroupDigits(total) + " (" + strings.Join(parts, ", ") + ")"
 }
 
 // maxStatusCodes bounds the status codes named in one cell.
@@ -220,7 +220,7 @@ func statusCodeText(codes map[string]int64) string {
 			parts = append(parts, fmt.Sprintf("%d more", len(keys)-i))
 			break
 		}
-		parts = append(parts, oneLine(k)+": "+groupDigits(codes[k]))
+		parts = append(parts, OneLine(k)+": "+GroupDigits(codes[k]))
 	}
 	return strings.Join(parts, " · ")
 }

@@ -3,7 +3,6 @@ package reports
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 )
@@ -210,12 +209,12 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 		if bok {
 			row.Base = bv
 		} else {
-			row.BaseNA = notApplicable(base, name)
+			row.BaseNA = NotApplicable(base, name)
 		}
 		if cok {
 			row.Candidate = cv
 		} else {
-			row.CandidateNA = notApplicable(cand, name)
+			row.CandidateNA = NotApplicable(cand, name)
 		}
 		if bok && cok {
 			row.Change = cv - bv
@@ -244,7 +243,7 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 				exceeded = true
 			}
 			row.Exceeded = row.Exceeded || exceeded
-			v := row.view()
+			v := row.View()
 			tr := ToleranceResult{Expr: t.Expr, Base: v.Base, Candidate: v.Candidate, Change: v.Change, Pass: !exceeded}
 			if v.Percent != "—" {
 				tr.Change += " (" + v.Percent + ")"
@@ -263,7 +262,7 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 		tr, ok := verdicts[t.Expr]
 		if !ok {
 			// Neither run has the figure: nothing moved.
-			tr = ToleranceResult{Expr: t.Expr, Base: notApplicable(base, t.Metric), Candidate: notApplicable(cand, t.Metric), Change: "—", Pass: true}
+			tr = ToleranceResult{Expr: t.Expr, Base: NotApplicable(base, t.Metric), Candidate: NotApplicable(cand, t.Metric), Change: "—", Pass: true}
 		}
 		c.Tolerances = append(c.Tolerances, tr)
 	}
@@ -276,8 +275,8 @@ func formatP(p float64) string {
 	return FormatProbability(p)
 }
 
-// compareRowView is a CompareRow as display text.
-type compareRowView struct {
+// CompareRowView is a CompareRow as display text.
+type CompareRowView struct {
 	Metric, Base, Candidate, Change, Percent, Verdict string
 	// CI is the 95% confidence interval of the change and P the p-value,
 	// for multi-seed comparisons; "—" otherwise.
@@ -285,8 +284,10 @@ type compareRowView struct {
 	Exceeded bool
 }
 
-func (r CompareRow) view() compareRowView {
-	v := compareRowView{Metric: r.Metric, Exceeded: r.Exceeded}
+// View is the row as display text: the reports and the tolerance verdicts
+// of summary.json quote the same words.
+func (r CompareRow) View() CompareRowView {
+	v := CompareRowView{Metric: r.Metric, Exceeded: r.Exceeded}
 	v.Base, v.Candidate = r.BaseNA, r.CandidateNA
 	if v.Base == "" {
 		v.Base = FormatValue(r.Kind, r.Base)
@@ -299,19 +300,19 @@ func (r CompareRow) view() compareRowView {
 		v.Change = formatChange(r.Kind, r.Change)
 	}
 	if !math.IsNaN(r.Percent) {
-		v.Percent = signed(trimFloat(r.Percent, 1), r.Percent) + "%"
+		v.Percent = signed(TrimFloat(r.Percent, 1), r.Percent) + "%"
 	}
 	v.CI, v.P = "—", "—"
 	if r.Test != nil {
 		v.CI = "[" + formatChange(r.Kind, r.Test.CILow) + ", " + formatChange(r.Kind, r.Test.CIHigh) + "]"
 		v.P = formatP(r.Test.P)
 	}
-	v.Verdict = r.verdict()
+	v.Verdict = r.Verdict()
 	return v
 }
 
-// verdict says in a word how the candidate did on this row.
-func (r CompareRow) verdict() string {
+// Verdict says in a word how the candidate did on this row.
+func (r CompareRow) Verdict() string {
 	if r.Tolerance != "" {
 		if r.Exceeded {
 			return "✗ exceeds " + r.Tolerance
@@ -351,7 +352,7 @@ func formatChange(kind Kind, d float64) string {
 	case Duration:
 		return signed(FormatDuration(math.Abs(d)), d)
 	case Fraction:
-		return signed(trimFloat(math.Abs(d)*100, 3), d) + " pp"
+		return signed(TrimFloat(math.Abs(d)*100, 3), d) + " pp"
 	default:
 		return signed(FormatValue(kind, math.Abs(d)), d)
 	}
@@ -369,104 +370,4 @@ func signed(s string, v float64) string {
 	default:
 		return "+" + s
 	}
-}
-
-// WriteComparisonMarkdown writes c as a Markdown section: which runs, the
-// verdict, and one table row per metric.
-func WriteComparisonMarkdown(w io.Writer, c *Comparison) error {
-	mw := &mdWriter{w: w}
-	mw.line("## Comparison")
-	mw.line("")
-	writeComparisonBody(mw, c)
-	return mw.err
-}
-
-func writeComparisonBody(mw *mdWriter, c *Comparison) {
-	if c == nil {
-		mw.line("No comparison.")
-		return
-	}
-	mw.line(fmt.Sprintf("Base: %s · candidate: %s — **%s**", mdCode(c.Base), mdCode(c.Candidate), comparisonVerdict(c)))
-	if note := comparisonMethod(c); note != "" {
-		mw.line("")
-		mw.line(note)
-	}
-	mw.line("")
-	rows, same := shownRows(c)
-	if len(rows) == 0 {
-		mw.line(fmt.Sprintf("All %d figures are the same in both runs.", same))
-		return
-	}
-	if c.BaseSeeds > 0 {
-		mw.line("| metric | base mean | candidate mean | change | % change | 95% CI of change | p | verdict |")
-		mw.line("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-	} else {
-		mw.line("| metric | base | candidate | change | % change | verdict |")
-		mw.line("| --- | ---: | ---: | ---: | ---: | --- |")
-	}
-	for _, r := range rows {
-		v := r.view()
-		if c.BaseSeeds > 0 {
-			mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, v.CI, v.P, mdCell(v.Verdict))
-			continue
-		}
-		mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, mdCell(v.Verdict))
-	}
-	if same > 0 {
-		mw.line("")
-		mw.line(fmt.Sprintf("%d more figures are the same in both runs and not shown.", same))
-	}
-}
-
-// comparisonVerdict names the exceeded tolerances, or says none was.
-func comparisonVerdict(c *Comparison) string {
-	var failed []string
-	for _, t := range c.Tolerances {
-		if !t.Pass {
-			failed = append(failed, t.Expr)
-		}
-	}
-	switch {
-	case len(failed) > 0:
-		return "FAIL: tolerance " + strings.Join(failed, ", ") + " exceeded"
-	case c.Failed:
-		return "FAIL: a tolerance was exceeded"
-	case len(c.Tolerances) > 0:
-		return fmt.Sprintf("PASS: all %d tolerances hold", len(c.Tolerances))
-	}
-	return "PASS: no tolerance given"
-}
-
-// comparisonMethod says how a multi-seed comparison decides, in one line.
-func comparisonMethod(c *Comparison) string {
-	side := func(what string, n int, other string) string {
-		return fmt.Sprintf("The %s's figures are means over its %d seeds, the %s's those of its one run; "+
-			"with one run on a side there is no test, so every change beyond a tolerance counts.", what, n, other)
-	}
-	switch {
-	case c.CandidateMeanOf > 0:
-		return side("candidate", c.CandidateMeanOf, "base")
-	case c.BaseMeanOf > 0:
-		return side("base", c.BaseMeanOf, "candidate")
-	case c.BaseSeeds == 0:
-		return ""
-	}
-	return fmt.Sprintf("Means over %d base and %d candidate seeds. Test: Welch's t-test on the per-seed values; "+
-		"a tolerance fails only when the mean moved beyond it and the difference is significant (two-sided p < 0.05, "+
-		"the 95%% confidence interval of the change excludes 0). \"noise\" marks a change that is not significant.",
-		c.BaseSeeds, c.CandidateSeeds)
-}
-
-// shownRows leaves out the rows that did not change and carry no
-// tolerance: a design review wants the differences, not forty equal pairs.
-// same counts what was left out.
-func shownRows(c *Comparison) (rows []CompareRow, same int) {
-	for _, r := range c.Rows {
-		if r.Tolerance == "" && r.verdict() == "same" {
-			same++
-			continue
-		}
-		rows = append(rows, r)
-	}
-	return rows, same
 }

@@ -1,11 +1,12 @@
-package reports
+package reports_test
 
 import (
-	"bytes"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/internal/fixture"
 )
 
 func TestParseTolerance(t *testing.T) {
@@ -24,12 +25,12 @@ func TestParseTolerance(t *testing.T) {
 		{" drain_time = + 2m ", "drain_time", true, 120, false},              // spaces
 	}
 	for _, tt := range tests {
-		tol, err := ParseTolerance(tt.expr)
+		tol, err := reports.ParseTolerance(tt.expr)
 		if err != nil {
 			t.Errorf("ParseTolerance(%q): %v", tt.expr, err)
 			continue
 		}
-		if tol.Metric != tt.metric || tol.Above != tt.above || !near(tol.Amount, tt.amount) || tol.Percent != tt.percent {
+		if tol.Metric != tt.metric || tol.Above != tt.above || math.Abs(tol.Amount-tt.amount) > 1e-9 || tol.Percent != tt.percent {
 			t.Errorf("ParseTolerance(%q) = %+v", tt.expr, tol)
 		}
 	}
@@ -45,7 +46,7 @@ func TestParseToleranceErrors(t *testing.T) {
 		{"amplification=+-1", "negative"},                     // double sign
 	}
 	for _, tt := range tests {
-		_, err := ParseTolerance(tt.expr)
+		_, err := reports.ParseTolerance(tt.expr)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseTolerance(%q) = %v, want an error containing %q", tt.expr, err, tt.want)
 		}
@@ -53,10 +54,10 @@ func TestParseToleranceErrors(t *testing.T) {
 }
 
 func TestCompareTolerances(t *testing.T) {
-	base := &Summary{Drill: "base", Amplification: new(2.0), HealthyLatencyS: Percentiles{Count: 10, P99: 10}, HealthyWithinSLO: 0.99,
-		Outages: []Outage{{Partner: "acme"}}, DrainTimeS: ptr(60)}
-	cand := &Summary{Drill: "cand", Amplification: new(2.3), HealthyLatencyS: Percentiles{Count: 10, P99: 10.9}, HealthyWithinSLO: 0.98,
-		Outages: []Outage{{Partner: "acme"}}}
+	base := &reports.Summary{Drill: "base", Amplification: new(2.0), HealthyLatencyS: reports.Percentiles{Count: 10, P99: 10}, HealthyWithinSLO: 0.99,
+		Outages: []reports.Outage{{Partner: "acme"}}, DrainTimeS: new(60.0)}
+	cand := &reports.Summary{Drill: "cand", Amplification: new(2.3), HealthyLatencyS: reports.Percentiles{Count: 10, P99: 10.9}, HealthyWithinSLO: 0.98,
+		Outages: []reports.Outage{{Partner: "acme"}}}
 	tests := []struct {
 		tolerance string
 		exceeded  bool
@@ -72,7 +73,7 @@ func TestCompareTolerances(t *testing.T) {
 		{"drain_time=+1h", true},            // base drained, the candidate did not
 	}
 	for _, tt := range tests {
-		c := Compare(base, cand, mustTolerances(t, tt.tolerance))
+		c := reports.Compare(base, cand, fixture.Tolerances(t, tt.tolerance))
 		if c.Failed != tt.exceeded {
 			t.Errorf("%s: failed = %v, want %v", tt.tolerance, c.Failed, tt.exceeded)
 		}
@@ -90,52 +91,5 @@ func TestCompareTolerances(t *testing.T) {
 		if !found {
 			t.Errorf("%s: no row carries the tolerance", tt.tolerance)
 		}
-	}
-}
-
-func TestCompareRows(t *testing.T) {
-	base := fixtureSummary()
-	cand := fixtureSummary()
-	cand.Amplification = new(2 * *base.Amplification)
-	cand.Deliveries.Lost = 3
-	c := Compare(base, cand, nil)
-	if c.Failed {
-		t.Error("failed without tolerances")
-	}
-	rows := map[string]CompareRow{}
-	for _, r := range c.Rows {
-		rows[r.Metric] = r
-	}
-	amp := rows["amplification"]
-	if !near(amp.Change, *base.Amplification) || !near(amp.Percent, 100) || amp.verdict() != "worse" {
-		t.Errorf("amplification row %+v, verdict %s", amp, amp.verdict())
-	}
-	lost := rows["lost"]
-	if !math.IsNaN(lost.Percent) || lost.Change != 3 {
-		t.Errorf("lost row: %+v (percent of a zero base must be NaN)", lost)
-	}
-	if _, ok := rows["drain_time"]; ok {
-		t.Error("drain_time applies to neither run but has a row")
-	}
-	if r := rows["created"]; r.verdict() != "same" {
-		t.Errorf("unchanged figure verdict %q", r.verdict())
-	}
-	var buf bytes.Buffer
-	if err := WriteComparisonMarkdown(&buf, c); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{"| metric | base | candidate | change | % change | verdict |", "| `amplification` | 1.042 | 2.084 | +1.042 | +100% | worse |", "| `lost` | 0 | 3 | +3 | — | worse |"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("comparison lacks %q:\n%s", want, out)
-		}
-	}
-	// Changed rows are shown, unchanged ones counted.
-	shown, same := shownRows(c)
-	if len(shown) != 2 || same != len(c.Rows)-2 {
-		t.Errorf("%d rows shown, %d same, of %d", len(shown), same, len(c.Rows))
-	}
-	if strings.Count(out, "\n| `") != len(shown) || !strings.Contains(out, fmt.Sprintf("%d more figures are the same", same)) {
-		t.Errorf("want one table row per changed figure and a count of the rest:\n%s", out)
 	}
 }

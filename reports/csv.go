@@ -128,7 +128,7 @@ func csvFloat(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return ""
 	}
-	return strconv.FormatFloat(roundFloat(v), 'f', -1, 64)
+	return strconv.FormatFloat(RoundFloat(v), 'f', -1, 64)
 }
 
 // columnName lowercases s and replaces anything but letters, digits and

@@ -107,7 +107,7 @@ func AddFindings(s *Summary, fs []Finding, expect []string) {
 // 1.2s)", with "; expected by the drill" when it is.
 func FindingText(f Finding) string {
 	var b strings.Builder
-	b.WriteString(f.Kind + ": " + oneLine(f.Message))
+	b.WriteString(f.Kind + ": " + OneLine(f.Message))
 	if f.FirstAtS != nil {
 		fmt.Fprintf(&b, " (first at %s)", FormatDuration(*f.FirstAtS))
 	}
@@ -149,17 +149,10 @@ func unidentifiedAttempts(s *Summary) int64 {
 	return s.External.Unidentified
 }
 
-// findingRow is one finding as the reports show it.
-type findingRow struct {
-	Text     string
-	Detail   []string
-	Expected bool
-}
-
 // CountText is a count such as duplicates, or Unknown when nil.
 func CountText(v *int64) string {
 	if v == nil {
 		return Unknown
 	}
-	return groupDigits(*v)
+	return GroupDigits(*v)
 }

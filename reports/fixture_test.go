@@ -137,15 +137,6 @@ var fixturePlots = []PlotRef{
 	{Title: "Healthy latency CDF", PNG: "healthy latency.png", SVG: "healthy-latency.svg"},
 }
 
-func mustTolerances(t *testing.T, exprs ...string) []Tolerance {
-	t.Helper()
-	tol, err := ParseTolerances(exprs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tol
-}
-
 // checkGolden compares got with testdata/name, or rewrites it with -update.
 func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -166,4 +157,31 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file; diff it, and if the change is intended rerun with -update.\n--- got ---\n%s", path, got)
 	}
+}
+
+// seedSummary is a summary whose figures move with v.
+func seedSummary(seed uint64, p99, amp float64, pass bool) *Summary {
+	s := &Summary{Drill: "d", Seed: seed, Amplification: new(amp),
+		HealthyLatencyS: Percentiles{Count: 100, P50: p99 / 4, P99: p99}}
+	s.Deliveries = Deliveries{Created: 10, Delivered: 10}
+	s.Gates = []GateResult{{Expr: "amplification <= 3", Value: amp, Display: FormatValue(Ratio, amp), Pass: pass}}
+	Judge(s)
+	return s
+}
+
+func multiSeed(first uint64, p99s, amps []float64) *Summary {
+	var runs []*Run
+	for i := range p99s {
+		runs = append(runs, &Run{Summary: seedSummary(first+uint64(i), p99s[i], amps[i], true)})
+	}
+	return CombineSeeds(runs).Summary
+}
+
+func mustTolerances(t *testing.T, exprs ...string) []Tolerance {
+	t.Helper()
+	tol, err := ParseTolerances(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tol
 }

@@ -169,7 +169,7 @@ func (g Gate) Eval(s *Summary) GateResult {
 		r.Display = "unknown metric"
 		return r
 	case !ok:
-		r.Display = notApplicable(s, g.Metric)
+		r.Display = NotApplicable(s, g.Metric)
 		return r
 	}
 	r.Value = v
@@ -221,7 +221,7 @@ func FormatProbability(p float64) string {
 		return "< 0.000001"
 	}
 	decimals := min(6, max(0, 2-int(math.Floor(math.Log10(math.Abs(p))))))
-	return trimFloat(p, decimals)
+	return TrimFloat(p, decimals)
 }
 
 // FormatValue writes v in the unit of its kind: durations like "12.3s" or
@@ -235,17 +235,17 @@ func FormatValue(kind Kind, v float64) string {
 	case Duration:
 		return FormatDuration(v)
 	case Fraction:
-		return trimFloat(v*100, 3) + "%"
+		return TrimFloat(v*100, 3) + "%"
 	case Count:
 		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
-			return groupDigits(int64(v))
+			return GroupDigits(int64(v))
 		}
 		// A mean over seeds: one decimal, thousands still grouped.
 		if math.Abs(v) < 1e15 {
-			whole := trimFloat(math.Abs(v), 1)
+			whole := TrimFloat(math.Abs(v), 1)
 			intPart, frac, _ := strings.Cut(whole, ".")
 			n, _ := strconv.ParseInt(intPart, 10, 64)
-			out := groupDigits(n)
+			out := GroupDigits(n)
 			if frac != "" {
 				out += "." + frac
 			}
@@ -254,9 +254,9 @@ func FormatValue(kind Kind, v float64) string {
 			}
 			return out
 		}
-		return trimFloat(v, 2)
+		return TrimFloat(v, 2)
 	default:
-		return trimFloat(v, 3)
+		return TrimFloat(v, 3)
 	}
 }
 
@@ -275,17 +275,17 @@ func FormatDuration(seconds float64) string {
 	case seconds == 0:
 		return "0s"
 	case seconds < 0.001:
-		return sign + trimFloat(seconds*1e6, 0) + "µs"
+		return sign + TrimFloat(seconds*1e6, 0) + "µs"
 	case seconds < 0.9995:
 		ms := seconds * 1000
 		if ms < 10 {
-			return sign + trimFloat(ms, 1) + "ms"
+			return sign + TrimFloat(ms, 1) + "ms"
 		}
-		return sign + trimFloat(ms, 0) + "ms"
+		return sign + TrimFloat(ms, 0) + "ms"
 	}
 	// Round first so that 59.96s becomes "1m00s", not "60.0s".
 	if tenths := math.Round(seconds * 10); tenths < 600 {
-		return sign + trimFloat(tenths/10, 1) + "s"
+		return sign + TrimFloat(tenths/10, 1) + "s"
 	}
 	total := int64(math.Round(seconds))
 	d, h, m, sec := total/86400, total%86400/3600, total%3600/60, total%60
@@ -311,8 +311,8 @@ func FormatDuration(seconds float64) string {
 	}
 }
 
-// trimFloat formats v with at most prec decimals and no trailing zeros.
-func trimFloat(v float64, prec int) string {
+// TrimFloat formats v with at most prec decimals and no trailing zeros.
+func TrimFloat(v float64, prec int) string {
 	s := strconv.FormatFloat(v, 'f', prec, 64)
 	if strings.Contains(s, ".") {
 		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")

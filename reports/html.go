@@ -136,7 +136,7 @@ func embedPlot(p PlotRef, readFile func(string) ([]byte, error)) htmlPlot {
 	}
 	hp.Note = "plot not embedded"
 	if len(problems) > 0 {
-		hp.Note += ": " + oneLine(problems[0])
+		hp.Note += ": " + OneLine(problems[0])
 	}
 	return hp
 }

@@ -38,7 +38,7 @@ func WriteIndex(w io.Writer, entries []IndexEntry) error {
 			d.Omitted = len(entries) - i
 			break
 		}
-		e.Name, e.Verdict = oneLine(e.Name), oneLine(e.Verdict)
+		e.Name, e.Verdict = OneLine(e.Name), OneLine(e.Verdict)
 		if e.Pass {
 			d.Passed++
 		} else {

@@ -71,9 +71,9 @@ func ReadSummary(path string) (*Summary, error) {
 	return &s, nil
 }
 
-// roundFloat rounds to jsonDecimals decimals; values too large for that to
+// RoundFloat rounds to jsonDecimals decimals; values too large for that to
 // matter are returned as they are.
-func roundFloat(v float64) float64 {
+func RoundFloat(v float64) float64 {
 	const scale = 1e6
 	if math.Abs(v) >= 1e15/scale {
 		return v
@@ -95,7 +95,7 @@ func roundedCopy(v reflect.Value, path string) (reflect.Value, error) {
 			return v, fmt.Errorf("%s is %v", path, f)
 		}
 		out := reflect.New(v.Type()).Elem()
-		out.SetFloat(roundFloat(f))
+		out.SetFloat(RoundFloat(f))
 		return out, nil
 	case reflect.Pointer:
 		if v.IsNil() {

@@ -135,9 +135,9 @@ func WriteJUnit(w io.Writer, s *Summary) error {
 				Failure: &junitFailure{Message: fmt.Sprintf("seed %d: %s", r.Seed, what), Type: "SeedFailed", Text: what + "\n"}})
 		}
 	}
-	acc := junitCase{Name: "accounting identity", Classname: "stormdrill." + name, Time: "0", SystemOut: accountingText(s)}
-	if !accountingHolds(s) {
-		acc.Failure = &junitFailure{Message: "accounting identity broken: " + accountingText(s), Type: "AccountingBroken", Text: accountingText(s) + "\n"}
+	acc := junitCase{Name: "accounting identity", Classname: "stormdrill." + name, Time: "0", SystemOut: AccountingText(s)}
+	if !AccountingHolds(s) {
+		acc.Failure = &junitFailure{Message: "accounting identity broken: " + AccountingText(s), Type: "AccountingBroken", Text: AccountingText(s) + "\n"}
 	}
 	add(acc)
 	root := junitSuites{

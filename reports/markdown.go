@@ -173,7 +173,7 @@ func breakerRows(ts []BreakerTransition) []breakerRow {
 			last := ts[i+2*probes-1]
 			rows = append(rows, breakerRow{
 				At:      FormatDuration(ts[i].AtS) + " – " + FormatDuration(last.AtS),
-				Partner: oneLine(ts[i].Partner), From: "open",
+				Partner: OneLine(ts[i].Partner), From: "open",
 				To: fmt.Sprintf("half-open → open, %d times (each probe failed)", probes),
 			})
 			i += 2 * probes
@@ -181,7 +181,7 @@ func breakerRows(ts []BreakerTransition) []breakerRow {
 		}
 		b := ts[i]
 		rows = append(rows, breakerRow{
-			At: FormatDuration(b.AtS), Partner: oneLine(b.Partner), From: oneLine(b.From), To: oneLine(b.To),
+			At: FormatDuration(b.AtS), Partner: OneLine(b.Partner), From: OneLine(b.From), To: OneLine(b.To),
 		})
 		i++
 	}
@@ -201,7 +201,7 @@ type comparisonView struct {
 	Method                   string // how a multi-seed comparison decides
 	Seeds                    bool   // multi-seed: means, CI and p columns
 	Failed                   bool
-	Rows                     []compareRowView
+	Rows                     []CompareRowView
 	Same                     int // unchanged rows left out
 }
 
@@ -247,14 +247,14 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 	if v.Title == "" {
 		v.Title = "drill"
 	}
-	v.Description = oneLine(s.Description)
+	v.Description = OneLine(s.Description)
 	v.Pass = s.Pass
 
-	v.Verdict = verdictText(s)
+	v.Verdict = VerdictText(s)
 	for _, f := range s.Findings {
 		row := findingRow{Text: FindingText(f), Expected: f.Expected}
 		for _, d := range f.Detail {
-			row.Detail = append(row.Detail, oneLine(d))
+			row.Detail = append(row.Detail, OneLine(d))
 		}
 		v.Findings = append(v.Findings, row)
 	}
@@ -266,7 +266,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			v.FailuresOmitted++
 			continue
 		}
-		v.Failures = append(v.Failures, oneLine(f))
+		v.Failures = append(v.Failures, OneLine(f))
 	}
 	v.OutageLines, v.OutageLinesOmitted = outageLines(s)
 	if len(s.Cohorts) > 0 && anyFaulty(s) {
@@ -274,8 +274,8 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 	}
 	for _, t := range s.Tolerances {
 		v.Tolerances = append(v.Tolerances, ToleranceResult{
-			Expr: oneLine(t.Expr), Base: oneLine(t.Base), Candidate: oneLine(t.Candidate),
-			Change: oneLine(t.Change), Test: oneLine(t.Test), Pass: t.Pass,
+			Expr: OneLine(t.Expr), Base: OneLine(t.Base), Candidate: OneLine(t.Candidate),
+			Change: OneLine(t.Change), Test: OneLine(t.Test), Pass: t.Pass,
 		})
 	}
 	if s.Seeds != nil {
@@ -284,7 +284,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 		for _, r := range s.Seeds.Runs {
 			seeds = append(seeds, strconv.FormatUint(r.Seed, 10))
 		}
-		v.SeedList = oneLine(strings.Join(seeds, ", "))
+		v.SeedList = OneLine(strings.Join(seeds, ", "))
 		for i, f := range s.Seeds.Figures {
 			if i >= maxSeedRows {
 				break
@@ -310,7 +310,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 	}
 	meta = append(meta, "arrivals for "+FormatDuration(s.DurationS), "ended at "+FormatDuration(s.DrillTimeS))
 	if s.Speed > 0 && s.Mode == "live" {
-		meta = append(meta, "speed ×"+trimFloat(s.Speed, 2))
+		meta = append(meta, "speed ×"+TrimFloat(s.Speed, 2))
 	}
 	v.Meta = strings.Join(meta, " · ")
 
@@ -329,7 +329,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 				v.GatesOmitted = len(s.Gates) - i
 				break
 			}
-			v.Gates = append(v.Gates, gateRow{Expr: oneLine(g.Expr), Measured: oneLine(g.Display), Pass: g.Pass})
+			v.Gates = append(v.Gates, gateRow{Expr: OneLine(g.Expr), Measured: OneLine(g.Display), Pass: g.Pass})
 		}
 	}
 
@@ -349,16 +349,16 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			faulty = "yes"
 		}
 		v.Cohorts = append(v.Cohorts, cohortRow{
-			Name: oneLine(c.Name), Subscribers: groupDigits(int64(c.Subscribers)), Faulty: faulty,
-			Deliveries: groupDigits(c.Deliveries), Delivered: groupDigits(c.Delivered),
-			DLQ: groupDigits(c.DeadLettered), Pending: groupDigits(c.Pending),
-			Attempts: groupDigits(c.Attempts), Amplification: RatioText(c.Amplification), P99: p99,
+			Name: OneLine(c.Name), Subscribers: GroupDigits(int64(c.Subscribers)), Faulty: faulty,
+			Deliveries: GroupDigits(c.Deliveries), Delivered: GroupDigits(c.Delivered),
+			DLQ: GroupDigits(c.DeadLettered), Pending: GroupDigits(c.Pending),
+			Attempts: GroupDigits(c.Attempts), Amplification: RatioText(c.Amplification), P99: p99,
 		})
 	}
 
 	v.CohortCodes = cohortCodeRows(s)
 	for _, kv := range ExternalRows(s.External) {
-		v.External = append(v.External, [2]string{oneLine(kv[0]), oneLine(kv[1])})
+		v.External = append(v.External, [2]string{OneLine(kv[0]), OneLine(kv[1])})
 	}
 	v.DeadLetters, v.DeadLettersOmitted = reasonRows(s.DeadLetterReasons, s.Deliveries.DeadLettered)
 
@@ -373,10 +373,10 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 		}
 		spread := "—"
 		if sp := o.RetrySpread; sp != nil {
-			spread = fmt.Sprintf("p50 %s, max %s (%s groups)", FormatValue(Fraction, sp.P50), FormatValue(Fraction, sp.Max), groupDigits(sp.Groups))
+			spread = fmt.Sprintf("p50 %s, max %s (%s groups)", FormatValue(Fraction, sp.P50), FormatValue(Fraction, sp.Max), GroupDigits(sp.Groups))
 		}
 		v.Outages = append(v.Outages, outageRow{
-			Partner: oneLine(o.Partner), Kind: oneLine(o.Kind),
+			Partner: OneLine(o.Partner), Kind: OneLine(o.Kind),
 			Start: FormatDuration(o.StartS), End: FormatDuration(o.EndS), Drain: drain, Spread: spread,
 		})
 	}
@@ -385,7 +385,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			v.ActionsOmitted = len(s.Actions) - i
 			break
 		}
-		v.Actions = append(v.Actions, ActionRecordRow{At: FormatDuration(a.AtS), Kind: oneLine(a.Kind), Detail: oneLine(a.Detail)})
+		v.Actions = append(v.Actions, ActionRecordRow{At: FormatDuration(a.AtS), Kind: OneLine(a.Kind), Detail: OneLine(a.Detail)})
 	}
 	for i, rp := range s.Replays {
 		if i >= maxOutageRows {
@@ -408,7 +408,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			v.PlotsOmitted = len(plots) - i
 			break
 		}
-		v.Plots = append(v.Plots, PlotRef{Title: oneLine(p.Title), PNG: p.PNG, SVG: p.SVG})
+		v.Plots = append(v.Plots, PlotRef{Title: OneLine(p.Title), PNG: p.PNG, SVG: p.SVG})
 	}
 
 	for i, kv := range r.Policy {
@@ -416,7 +416,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			v.PolicyOmitted = len(r.Policy) - i
 			break
 		}
-		v.Policy = append(v.Policy, KV{Key: oneLine(kv.Key), Value: oneLine(kv.Value)})
+		v.Policy = append(v.Policy, KV{Key: OneLine(kv.Key), Value: OneLine(kv.Value)})
 	}
 
 	if r.Baseline != nil {
@@ -436,7 +436,7 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			break
 		}
 		v.Alerts = append(v.Alerts, alertRow{
-			At: FormatDuration(a.AtS), Partner: oneLine(a.Partner), Reason: oneLine(a.Reason), Count: groupDigits(a.Count),
+			At: FormatDuration(a.AtS), Partner: OneLine(a.Partner), Reason: OneLine(a.Reason), Count: GroupDigits(a.Count),
 		})
 	}
 	for i, rs := range s.Restarts {
@@ -449,19 +449,19 @@ func buildView(r *Run, plots []PlotRef) *reportView {
 			kind = "graceful"
 		}
 		v.Restarts = append(v.Restarts, restartRow{
-			At: FormatDuration(rs.AtS), Down: FormatDuration(rs.DownS), Kind: kind, InFlight: groupDigits(rs.InFlight),
+			At: FormatDuration(rs.AtS), Down: FormatDuration(rs.DownS), Kind: kind, InFlight: GroupDigits(rs.InFlight),
 		})
 	}
 	return v
 }
 
 func buildComparisonView(c *Comparison) *comparisonView {
-	cv := &comparisonView{Base: oneLine(c.Base), Candidate: oneLine(c.Candidate), Failed: c.Failed}
+	cv := &comparisonView{Base: OneLine(c.Base), Candidate: OneLine(c.Candidate), Failed: c.Failed}
 	exceeded := 0
 	rows, same := shownRows(c)
 	cv.Same = same
 	for _, r := range rows {
-		cv.Rows = append(cv.Rows, r.view())
+		cv.Rows = append(cv.Rows, r.View())
 		if r.Exceeded {
 			exceeded++
 		}
@@ -496,15 +496,15 @@ func replayViewRow(rp Replay) replayRow {
 	}
 	return replayRow{
 		Action:        fmt.Sprintf("%d at %s", rp.Action, FormatDuration(rp.AtS)),
-		Selection:     oneLine(strings.Join(sel, ", ")),
-		Replayed:      fmt.Sprintf("%s of %s", groupDigits(rp.Replayed), groupDigits(rp.Matched)),
-		Batches:       fmt.Sprintf("%s (last at %s)", groupDigits(rp.Batches), FormatDuration(rp.LastBatchS)),
+		Selection:     OneLine(strings.Join(sel, ", ")),
+		Replayed:      fmt.Sprintf("%s of %s", GroupDigits(rp.Replayed), GroupDigits(rp.Matched)),
+		Batches:       fmt.Sprintf("%s (last at %s)", GroupDigits(rp.Batches), FormatDuration(rp.LastBatchS)),
 		Amplification: amp, Drain: drain,
 		LoadBefore: FormatValue(Ratio, rp.LoadBeforePerS) + "/s",
 		LoadDuring: FormatValue(Ratio, rp.LoadDuringPerS) + "/s",
 		LoadPeak:   FormatValue(Ratio, rp.LoadPeakPerS) + "/s",
 		HealthyP99: p99,
-		Outcome:    fmt.Sprintf("%s delivered, %s dead-lettered again, %s pending", groupDigits(rp.Delivered), groupDigits(rp.DeadLettered), groupDigits(rp.Pending)),
+		Outcome:    fmt.Sprintf("%s delivered, %s dead-lettered again, %s pending", GroupDigits(rp.Delivered), GroupDigits(rp.DeadLettered), GroupDigits(rp.Pending)),
 	}
 }
 
@@ -512,28 +512,28 @@ func keyFigures(s *Summary) []figureRow {
 	d := s.Deliveries
 	share := func(n int64) string {
 		if d.Created == 0 {
-			return groupDigits(n)
+			return GroupDigits(n)
 		}
-		return fmt.Sprintf("%s (%s)", groupDigits(n), FormatValue(Fraction, float64(n)/float64(d.Created)))
+		return fmt.Sprintf("%s (%s)", GroupDigits(n), FormatValue(Fraction, float64(n)/float64(d.Created)))
 	}
 	rows := []figureRow{
-		{"Deliveries created", anchorDelivery, groupDigits(d.Created)},
+		{"Deliveries created", anchorDelivery, GroupDigits(d.Created)},
 		{"Delivered", anchorDelivery, share(d.Delivered)},
 		{"Dead-lettered", anchorDeadLettered, share(d.DeadLettered)},
 		{"Pending at the end", anchorLost, share(d.Pending)},
-		{"Lost", anchorLost, groupDigits(d.Lost)},
+		{"Lost", anchorLost, GroupDigits(d.Lost)},
 		{"Attempts", anchorAttempt, fmt.Sprintf("%s (first %s, retries %s)",
-			groupDigits(s.Attempts.Total), groupDigits(s.Attempts.First), groupDigits(s.Attempts.Retries))},
+			GroupDigits(s.Attempts.Total), GroupDigits(s.Attempts.First), GroupDigits(s.Attempts.Retries))},
 		{"Retry amplification", anchorAmplification, RatioText(s.Amplification)},
 	}
 	if d.Refused > 0 {
-		rows = append(rows, figureRow{"Refused at the ingest (never created)", anchorLost, groupDigits(d.Refused)})
+		rows = append(rows, figureRow{"Refused at the ingest (never created)", anchorLost, GroupDigits(d.Refused)})
 	}
 	drain, _, _ := s.Metric("drain_time")
 	if _, ok, _ := s.Metric("drain_time"); ok {
 		rows = append(rows, figureRow{"Drain time (slowest outage)", anchorDrain, FormatDuration(drain)})
 	} else {
-		rows = append(rows, figureRow{"Drain time (slowest outage)", anchorDrain, notApplicable(s, "drain_time")})
+		rows = append(rows, figureRow{"Drain time (slowest outage)", anchorDrain, NotApplicable(s, "drain_time")})
 	}
 	rows = append(rows,
 		figureRow{"Oldest ready age (max)", anchorReadyAge, FormatDuration(s.OldestReadyAgeMaxS)},
@@ -565,12 +565,12 @@ func keyFigures(s *Summary) []figureRow {
 	}
 	rows = append(rows,
 		figureRow{"Duplicates", anchorDuplicates, dup},
-		figureRow{"Retry-After values ignored", anchorRetryAfter, groupDigits(s.RetryAfterIgnored)},
+		figureRow{"Retry-After values ignored", anchorRetryAfter, GroupDigits(s.RetryAfterIgnored)},
 		figureRow{"Source held back (total / longest)", anchorBackPressure,
 			FormatDuration(s.SourceHeldBackS) + " / " + FormatDuration(s.SourceHeldBackMaxS)},
 		figureRow{"Peak attempts per second", anchorTimeSeries, FormatValue(Ratio, s.PeakAttemptsPerS)},
-		figureRow{"Peak pending deliveries", anchorTimeSeries, groupDigits(s.PeakPending)},
-		figureRow{"Breaker transitions", anchorBreaker, groupDigits(int64(len(s.BreakerTransitions)))},
+		figureRow{"Peak pending deliveries", anchorTimeSeries, GroupDigits(s.PeakPending)},
+		figureRow{"Breaker transitions", anchorBreaker, GroupDigits(int64(len(s.BreakerTransitions)))},
 	)
 	if s.Lateness != nil {
 		rows = append(rows, figureRow{"Arrival lateness p99", anchorLateness, FormatDuration(s.Lateness.P99)})
@@ -613,7 +613,7 @@ func reasonRows(byReason map[string]int64, total int64) ([]reasonRow, int) {
 		if total > 0 {
 			share = FormatValue(Fraction, float64(byReason[r])/float64(total))
 		}
-		rows = append(rows, reasonRow{Reason: oneLine(r), Count: groupDigits(byReason[r]), Share: share, n: byReason[r]})
+		rows = append(rows, reasonRow{Reason: OneLine(r), Count: GroupDigits(byReason[r]), Share: share, n: byReason[r]})
 	}
 	return rows, omitted
 }
@@ -973,7 +973,7 @@ func cohortCodeRows(s *Summary) []KV {
 			break
 		}
 		if len(c.StatusCodes) > 0 {
-			rows = append(rows, KV{Key: oneLine(c.Name), Value: statusCodeText(c.StatusCodes)})
+			rows = append(rows, KV{Key: OneLine(c.Name), Value: statusCodeText(c.StatusCodes)})
 		}
 	}
 	return rows

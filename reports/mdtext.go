@@ -3,7 +3,6 @@ package reports
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 )
 
@@ -13,40 +12,6 @@ func percentileText(p Percentiles) string {
 		FormatDuration(p.P999), FormatDuration(p.Max),
 	}, " / ")
 }
-
-// groupDigits writes n with thousands separators: 12,345.
-func groupDigits(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// oneLine keeps table cells on one line and bounded in length.
-func oneLine(s string) string {
-	const maxCell = 200
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > maxCell {
-		cut := maxCell
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // mdWriter writes Markdown lines and keeps the first error.
 type mdWriter struct {
@@ -77,7 +42,7 @@ func (m *mdWriter) omitted(n int, what string) {
 // Markdown punctuation would change its meaning.
 func mdCell(s string) string {
 	var b strings.Builder
-	for _, r := range oneLine(s) {
+	for _, r := range OneLine(s) {
 		switch r {
 		case '|', '\\', '*', '_', '`', '[', ']', '<', '>':
 			b.WriteByte('\\')
@@ -89,7 +54,7 @@ func mdCell(s string) string {
 
 // mdCode writes s as inline code; a pipe still needs escaping inside a table.
 func mdCode(s string) string {
-	s = strings.ReplaceAll(oneLine(s), "`", "'")
+	s = strings.ReplaceAll(OneLine(s), "`", "'")
 	if s == "" {
 		return "—"
 	}

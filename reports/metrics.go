@@ -77,7 +77,7 @@ func always(f func(s *Summary) float64) func(*Summary) (float64, bool) {
 func unmeasured(text string) func(*Summary) string {
 	return func(s *Summary) string {
 		if n := unidentifiedAttempts(s); n > 0 {
-			return fmt.Sprintf("unknown: %s attempts could not be identified", groupDigits(n))
+			return fmt.Sprintf("unknown: %s attempts could not be identified", GroupDigits(n))
 		}
 		return "unknown: " + text
 	}
@@ -343,8 +343,8 @@ func (s *Summary) Metric(name string) (v float64, ok bool, err error) {
 	return v, ok, nil
 }
 
-// notApplicable says in words why a metric has no value for s.
-func notApplicable(s *Summary, name string) string {
+// NotApplicable says in words why a metric has no value for s.
+func NotApplicable(s *Summary, name string) string {
 	d, known := metrics[name]
 	if !known {
 		return "unknown metric"

@@ -12,17 +12,17 @@ func outageLines(s *Summary) (lines []string, omitted int) {
 		if i >= maxOutageLines {
 			return lines, len(s.Outages) - i
 		}
-		what := oneLine(o.Partner) + " " + oneLine(o.Kind)
+		what := OneLine(o.Partner) + " " + OneLine(o.Kind)
 		if o.Manual {
 			what += " (manual)"
 		}
 		what += " " + FormatDuration(o.EndS-o.StartS) + " (" + FormatDuration(o.StartS) + "–" + FormatDuration(o.EndS) + ")"
 		retries, dead := "retries unknown", "dead letters unknown"
 		if o.Retries != nil {
-			retries = groupDigits(*o.Retries) + plural(*o.Retries, " retry", " retries")
+			retries = GroupDigits(*o.Retries) + plural(*o.Retries, " retry", " retries")
 		}
 		if o.DeadLetters != nil {
-			dead = groupDigits(*o.DeadLetters) + plural(*o.DeadLetters, " dead letter", " dead letters")
+			dead = GroupDigits(*o.DeadLetters) + plural(*o.DeadLetters, " dead letter", " dead letters")
 		}
 		drain := "not drained when the drill ended"
 		if o.DrainTimeS != nil {

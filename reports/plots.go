@@ -374,7 +374,7 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 // tickLabel writes v with the given decimals and thousands separators.
 func tickLabel(v float64, decimals int) string {
 	if decimals == 0 && math.Abs(v) < 1e15 {
-		return groupDigits(int64(math.Round(v)))
+		return GroupDigits(int64(math.Round(v)))
 	}
 	return strconv.FormatFloat(v, 'f', decimals, 64)
 }
@@ -811,7 +811,7 @@ func (b *countBars) Plot(c draw.Canvas, p *plot.Plot) {
 			{X: x - b.width/2, Y: c.Min.Y}, {X: x - b.width/2, Y: top},
 			{X: x + b.width/2, Y: top}, {X: x + b.width/2, Y: c.Min.Y},
 		}))
-		c.FillText(b.label, vg.Point{X: x, Y: top + vg.Points(2)}, groupDigits(int64(math.Round(h))))
+		c.FillText(b.label, vg.Point{X: x, Y: top + vg.Points(2)}, GroupDigits(int64(math.Round(h))))
 	}
 }
 

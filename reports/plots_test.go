@@ -668,7 +668,7 @@ func TestReplayWindowsMarked(t *testing.T) {
 	if got := replayWindows(run.Summary); len(got) != 2 || got[0] != [2]float64{400, 450} || got[1] != [2]float64{500, 600} {
 		t.Errorf("replay windows %v, want [400 450] and [500 600] (still pending: until the end)", got)
 	}
-	if m := timeMarks(run.Summary, 60); len(m.replays) != 2 || m.replays[0][0] != roundFloat(400.0/60) {
+	if m := timeMarks(run.Summary, 60); len(m.replays) != 2 || m.replays[0][0] != RoundFloat(400.0/60) {
 		t.Errorf("chart marks in minutes: %v", m.replays)
 	}
 	dir := t.TempDir()

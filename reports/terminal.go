@@ -32,7 +32,7 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		}
 		m.line("  ! " + FindingText(f))
 		for _, d := range f.Detail {
-			m.line("      " + oneLine(d))
+			m.line("      " + OneLine(d))
 		}
 	}
 	if v.SeedScope != "" {
@@ -97,8 +97,8 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 		}
 		m.line(line)
 	}
-	if !accountingHolds(s) {
-		m.line("  ✗ accounting identity: " + accountingText(s))
+	if !AccountingHolds(s) {
+		m.line("  ✗ accounting identity: " + AccountingText(s))
 	}
 	if s.Seeds != nil {
 		for i, f := range s.Failures {
@@ -109,7 +109,7 @@ func WriteTerminalSummary(w io.Writer, r *Run) error {
 				m.line("  … and more failures on other seeds (see summary.json)")
 				break
 			}
-			m.line("  ✗ " + oneLine(f))
+			m.line("  ✗ " + OneLine(f))
 		}
 		m.line(fmt.Sprintf("  %d seeds: per-seed summaries in seeds/, mean and 95%% CI of every figure in summary.json", len(s.Seeds.Runs)))
 	}
@@ -139,7 +139,7 @@ func terminalSide(s *Summary, sd sideView) string {
 				parts = append(parts, "drain time "+sd.Drain)
 			}
 		}
-		parts = append(parts, "DLQ "+sd.DeadLetters, "lost "+groupDigits(s.Deliveries.Lost))
+		parts = append(parts, "DLQ "+sd.DeadLetters, "lost "+GroupDigits(s.Deliveries.Lost))
 	default:
 		parts = append(parts, "amplification "+sd.Amplification, "p99 "+healthyP99Text(s), "DLQ "+sd.DeadLetters)
 	}

@@ -66,8 +66,8 @@ func Judge(s *Summary) {
 			}
 		}
 	}
-	if !accountingHolds(s) {
-		s.Failures = append(s.Failures, "accounting identity broken: "+accountingText(s))
+	if !AccountingHolds(s) {
+		s.Failures = append(s.Failures, "accounting identity broken: "+AccountingText(s))
 	}
 	s.Pass = len(s.Failures) == 0
 }
@@ -86,26 +86,27 @@ func ApplyComparison(s *Summary, c *Comparison) {
 	Judge(s)
 }
 
-// accountingHolds reports whether created = delivered + dead-lettered +
+// AccountingHolds reports whether created = delivered + dead-lettered +
 // pending, with nothing lost.
-func accountingHolds(s *Summary) bool {
+func AccountingHolds(s *Summary) bool {
 	d := s.Deliveries
 	return d.Lost == 0 && d.Created == d.Delivered+d.DeadLettered+d.Pending
 }
 
-func accountingText(s *Summary) string {
+// AccountingText writes the accounting identity with its figures.
+func AccountingText(s *Summary) string {
 	d := s.Deliveries
 	t := fmt.Sprintf("created %s = delivered %s + dead-lettered %s + pending %s + lost %s",
-		groupDigits(d.Created), groupDigits(d.Delivered), groupDigits(d.DeadLettered), groupDigits(d.Pending), groupDigits(d.Lost))
+		GroupDigits(d.Created), GroupDigits(d.Delivered), GroupDigits(d.DeadLettered), GroupDigits(d.Pending), GroupDigits(d.Lost))
 	if d.Refused > 0 {
-		t += fmt.Sprintf(" (and %s refused at the ingest)", groupDigits(d.Refused))
+		t += fmt.Sprintf(" (and %s refused at the ingest)", GroupDigits(d.Refused))
 	}
 	return t
 }
 
-// verdictText is the one-line verdict every writer shows: PASS with what
+// VerdictText is the one-line verdict every writer shows: PASS with what
 // held, or FAIL naming what failed (up to maxNamedFailures items).
-func verdictText(s *Summary) string {
+func VerdictText(s *Summary) string {
 	const maxNamedFailures = 3
 	if s == nil {
 		return "FAIL: no summary"
@@ -139,7 +140,7 @@ func verdictText(s *Summary) string {
 			}
 		}
 	}
-	accounting := !accountingHolds(s)
+	accounting := !AccountingHolds(s)
 	var findings []string
 	for _, f := range unexpectedFindings(s) {
 		findings = append(findings, f.Kind)
@@ -188,7 +189,7 @@ func verdictText(s *Summary) string {
 		}
 	}
 	if accounting {
-		parts = append(parts, "accounting identity broken (lost "+groupDigits(s.Deliveries.Lost)+")")
+		parts = append(parts, "accounting identity broken (lost "+GroupDigits(s.Deliveries.Lost)+")")
 	}
 	name("tolerance", failedTols, len(s.Tolerances), "exceeded")
 	if seedGates {
@@ -209,7 +210,3 @@ func verdictText(s *Summary) string {
 	}
 	return "FAIL: " + strings.Join(parts, "; ")
 }
-
-// VerdictText is the one-line verdict of s, as every report headline
-// states it: "PASS: all 5 gates hold" or "FAIL: tolerance … exceeded".
-func VerdictText(s *Summary) string { return verdictText(s) }

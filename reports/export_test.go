@@ -1,0 +1,4 @@
+package reports
+
+// MeanCI lets the external tests check the statistics helper.
+var MeanCI = meanCI
