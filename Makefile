@@ -2,7 +2,7 @@
 GO       ?= go
 BIN      ?= bin/stormdrill
 # Packages that run goroutines get -race; the rest run plain (faster).
-RACE_PKGS = ./fakepartner/... ./reports/ ./model/runtime/... ./cmd/... ./experiments/... ./drills/live/... ./drills/external/...
+RACE_PKGS = ./fakepartner/... ./reports/ ./reports/render/ ./model/runtime/... ./cmd/... ./experiments/... ./drills/live/... ./drills/external/...
 
 .PHONY: help build test check cross-build vet fmt demo bench pgo fuzz clean
 

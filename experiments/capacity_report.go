@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -221,7 +222,7 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 	rows := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
 		p := plot.New()
-		reports.UseSansFont(p)
+		render.UseSansFont(p)
 		p.Legend.Top, p.Legend.Left = true, true
 		p.Legend.TextStyle.Font.Size = vg.Points(8)
 		p.Y.Label.Text = pn.title

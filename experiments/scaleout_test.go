@@ -11,6 +11,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 // sameFiles fails unless every file under want is under got with the same
@@ -130,7 +131,7 @@ func TestRunSeedsShardsMergeToTheWholeRun(t *testing.T) {
 	}
 	tmp := t.TempDir()
 	wantDir := filepath.Join(tmp, "whole")
-	if err := reports.WriteRunFiles(wantDir, reports.CombineSeeds(runs)); err != nil {
+	if err := render.WriteRunFiles(wantDir, reports.CombineSeeds(runs)); err != nil {
 		t.Fatal(err)
 	}
 	var dirs []string
@@ -146,7 +147,7 @@ func TestRunSeedsShardsMergeToTheWholeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	gotDir := filepath.Join(tmp, "merged")
-	if err := reports.WriteRunFiles(gotDir, merged); err != nil {
+	if err := render.WriteRunFiles(gotDir, merged); err != nil {
 		t.Fatal(err)
 	}
 	sameFiles(t, wantDir, gotDir)

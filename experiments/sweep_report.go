@@ -19,6 +19,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 // Plot geometry: 8in × 4.5in (PNG at the reports package's 100 dpi).
@@ -434,7 +435,7 @@ func sweepPlots(r *SweepResult) ([]sweepPlot, error) {
 	var out []sweepPlot
 	for mi, m := range e.Metrics {
 		p := plot.New()
-		reports.UseSansFont(p)
+		render.UseSansFont(p)
 		p.Title.Text = m + " by " + first.Key
 		p.X.Label.Text = first.Key
 		p.Y.Label.Text = m + unitSuffix(m)
@@ -573,5 +574,5 @@ func renderPlot(drawFn func(draw.Canvas) error, format string) ([]byte, error) {
 }
 
 func renderPlotSize(drawFn func(draw.Canvas) error, format string, width, height vg.Length) ([]byte, error) {
-	return reports.RenderCanvas(drawFn, format, width, height)
+	return render.RenderCanvas(drawFn, format, width, height)
 }

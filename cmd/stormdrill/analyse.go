@@ -8,6 +8,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/experiments"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 const compareExamples = `  stormdrill compare out/baseline out/fanout-outage
@@ -40,7 +41,7 @@ func cmdCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	c := reports.Compare(base, cand, tols)
 	c.Base, c.Candidate = pos[0], pos[1]
-	write := reports.WriteComparisonMarkdown
+	write := render.WriteComparisonMarkdown
 	if *asJSON {
 		write = reports.WriteComparisonJSON
 	}

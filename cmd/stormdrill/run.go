@@ -19,6 +19,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/sim"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 const runExamples = `  stormdrill run drills/fanout-outage.toml
@@ -186,7 +187,7 @@ func (p *runPlan) run(rf *runFlags, stdout, stderr io.Writer) error {
 	if rf.asJSON {
 		lines = stderr
 	}
-	var index []reports.IndexEntry
+	var index []render.IndexEntry
 	var summaries []*reports.Summary
 	worst := exitOK
 	for i, d := range p.loaded {
@@ -203,7 +204,7 @@ func (p *runPlan) run(rf *runFlags, stdout, stderr io.Writer) error {
 				return runError{fmt.Errorf("--summary-md: %w", err)}
 			}
 		}
-		index = append(index, reports.IndexEntry{Name: d.Name, Dir: p.dirs[i], Pass: run.Summary.Pass && code == exitOK, Verdict: verdictLine(run.Summary)})
+		index = append(index, render.IndexEntry{Name: d.Name, Dir: p.dirs[i], Pass: run.Summary.Pass && code == exitOK, Verdict: verdictLine(run.Summary)})
 		summaries = append(summaries, run.Summary)
 	}
 	if multi {
@@ -226,7 +227,7 @@ func (p *runPlan) run(rf *runFlags, stdout, stderr io.Writer) error {
 }
 
 // writeRunIndex writes the index.html that links several drills' reports.
-func writeRunIndex(outDir string, index []reports.IndexEntry, w io.Writer) error {
+func writeRunIndex(outDir string, index []render.IndexEntry, w io.Writer) error {
 	parent := outDir
 	if parent == "" {
 		parent = "out"
@@ -238,7 +239,7 @@ func writeRunIndex(outDir string, index []reports.IndexEntry, w io.Writer) error
 	if err != nil {
 		return runError{err}
 	}
-	werr := reports.WriteIndex(f, index)
+	werr := render.WriteIndex(f, index)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
@@ -317,7 +318,7 @@ func runOne(d *drills.Drill, file, dir string, seeds int, baseName string, base 
 	if !run.Summary.Pass {
 		code = exitGateFail
 	}
-	if werr := reports.WriteRunFiles(dir, run); werr != nil {
+	if werr := render.WriteRunFiles(dir, run); werr != nil {
 		return exitRunFail, run, runError{fmt.Errorf("%s: writing the report: %w", d.Name, werr)}
 	}
 	if err != nil {
@@ -327,7 +328,7 @@ func runOne(d *drills.Drill, file, dir string, seeds int, baseName string, base 
 		return exitRunFail, run, nil
 	}
 	if full {
-		_ = reports.WriteTerminalSummary(stdout, run)
+		_ = render.WriteTerminalSummary(stdout, run)
 		if code != exitOK && d.Mode == "sim" {
 			// A simulated run is a pure function of the drill and its seed.
 			fmt.Fprintf(stdout, "  reproduce: stormdrill run %s --seed %d\n", file, d.Seed)
@@ -438,7 +439,7 @@ func expandGlobs(args []string) ([]string, error) {
 // one block per run.
 func appendSummaryMD(path string, run *reports.Run) error {
 	var b strings.Builder
-	if err := reports.WriteTerminalSummary(&b, run); err != nil {
+	if err := render.WriteTerminalSummary(&b, run); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)

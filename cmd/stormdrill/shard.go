@@ -10,7 +10,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/experiments"
-	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 // Scale-out beyond one machine: run --seeds, capacity and sweep take the
@@ -79,14 +79,14 @@ func mergeShards(kind, file string, dirs []string, out string, stdout io.Writer)
 		return usagef("stormdrill merge: %v", err)
 	}
 	dir := outDirFor(out, d.Name)
-	if werr := reports.WriteRunFiles(dir, run); werr != nil {
+	if werr := render.WriteRunFiles(dir, run); werr != nil {
 		return runError{fmt.Errorf("%s: writing the report: %w", d.Name, werr)}
 	}
 	if err != nil {
 		// As run --seeds: a seed broke the accounting identity.
 		return runError{fmt.Errorf("%s: %v (report in %s)", d.Name, err, dir)}
 	}
-	_ = reports.WriteTerminalSummary(stdout, run)
+	_ = render.WriteTerminalSummary(stdout, run)
 	if !run.Summary.Pass {
 		return errGateFailed
 	}

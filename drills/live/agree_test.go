@@ -15,6 +15,7 @@ import (
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 // agreeDrill is small on purpose: a healthy cohort and one partner down for
@@ -191,7 +192,7 @@ func mapsKeys(m map[string]float64) func(func(string) bool) {
 func columnSums(t *testing.T, ts *reports.Timeseries) map[string]float64 {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := reports.WriteTimeseriesCSV(&buf, ts); err != nil {
+	if err := render.WriteTimeseriesCSV(&buf, ts); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&buf).ReadAll()

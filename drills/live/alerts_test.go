@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 // alertDrill dead-letters steadily for two reasons: "bad" answers 422 to
@@ -132,7 +133,7 @@ func TestDLQAlertsBatchedRateLimitedAndReported(t *testing.T) {
 		t.Logf("%v: %d dead letters in %d alerts at %v", k, dead[k], len(ts), ts)
 	}
 	var md bytes.Buffer
-	if err := reports.WriteMarkdown(&md, run, nil); err != nil {
+	if err := render.WriteMarkdown(&md, run, nil); err != nil {
 		t.Fatal(err)
 	}
 	text := md.String()

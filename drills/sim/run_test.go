@@ -14,6 +14,7 @@ import (
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/render"
 )
 
 // drillsDir is the drill format's folder, which holds the bundled drills
@@ -98,7 +99,7 @@ func summaryJSON(t testing.TB, run *reports.Run) []byte {
 func timeseriesCSV(t testing.TB, run *reports.Run) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := reports.WriteTimeseriesCSV(&buf, run.Timeseries); err != nil {
+	if err := render.WriteTimeseriesCSV(&buf, run.Timeseries); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()

@@ -1,8 +1,0 @@
-package reports
-
-// findingRow is one finding as the reports show it.
-type findingRow struct {
-	Text     string
-	Detail   []string
-	Expected bool
-}

@@ -1,0 +1,165 @@
+package render
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/stormdrill/stormdrill/reports"
+)
+
+// JUnit XML as CI systems read it: a <testsuites> root holding one
+// <testsuite> named after the drill, one <testcase> per gate.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the verdict as JUnit XML: one test case per gate,
+// named by its expression (over every seed of a multi-seed run, as the
+// reports show it); one per --fail-on tolerance, named "tolerance
+// EXPR"; one per other seed of a multi-seed run that failed; and one for
+// the accounting identity. A failed case carries a <failure> whose message
+// holds the measured value. Times are 0: a gate has no duration of its
+// own, and a fixed value keeps the file byte-identical across runs.
+func WriteJUnit(w io.Writer, s *reports.Summary) error {
+	if s == nil {
+		return fmt.Errorf("junit.xml: no summary")
+	}
+	name := s.Drill
+	if name == "" {
+		name = "drill"
+	}
+	suite := junitSuite{
+		Name: name,
+		Time: "0",
+		Properties: []junitProperty{
+			{Name: "mode", Value: s.Mode},
+			{Name: "seed", Value: strconv.FormatUint(s.Seed, 10)},
+		},
+		Cases: make([]junitCase, 0, len(s.Gates)),
+	}
+	// The gates as the reports show them: over every seed of a multi-seed
+	// run, so that a CI system's verdict on a gate is the report's.
+	v := buildView(&reports.Run{Summary: s}, nil)
+	for _, g := range v.Gates {
+		measured, failed := g.Measured, "failed"
+		if v.SeedGates {
+			measured = fmt.Sprintf("held on %s; min %s, mean %s, max %s", g.HeldOn, g.Min, g.Mean, g.Max)
+			failed = "failed on some seeds"
+		}
+		c := junitCase{
+			Name:      g.Expr,
+			Classname: "stormdrill." + name,
+			Time:      "0",
+			SystemOut: "measured: " + measured,
+		}
+		if !g.Pass {
+			c.Failure = &junitFailure{
+				Message: fmt.Sprintf("gate %s %s: measured %s", g.Expr, failed, measured),
+				Type:    "GateFailed",
+				Text:    fmt.Sprintf("gate: %s\nmeasured: %s\n", g.Expr, measured),
+			}
+			suite.Failures++
+		}
+		suite.Tests++
+		suite.Cases = append(suite.Cases, c)
+	}
+	add := func(c junitCase) {
+		if c.Failure != nil {
+			suite.Failures++
+		}
+		suite.Tests++
+		suite.Cases = append(suite.Cases, c)
+	}
+	for _, t := range s.Tolerances {
+		measured := fmt.Sprintf("base %s, candidate %s, change %s", t.Base, t.Candidate, t.Change)
+		if t.Test != "" {
+			measured += ", " + t.Test
+		}
+		c := junitCase{Name: "tolerance " + t.Expr, Classname: "stormdrill." + name + ".tolerances", Time: "0", SystemOut: measured}
+		if !t.Pass {
+			c.Failure = &junitFailure{
+				Message: fmt.Sprintf("tolerance %s exceeded: %s", t.Expr, measured),
+				Type:    "ToleranceExceeded",
+				Text:    fmt.Sprintf("tolerance: %s\nbaseline: %s\n%s\n", t.Expr, s.Baseline, measured),
+			}
+		}
+		add(c)
+	}
+	if s.Seeds != nil {
+		for _, r := range s.Seeds.Runs {
+			if r.Seed == s.Seed || (len(r.FailedGates) == 0 && r.Lost == 0) {
+				continue
+			}
+			what := fmt.Sprintf("gates failed: %s", strings.Join(r.FailedGates, ", "))
+			if r.Lost != 0 {
+				what += fmt.Sprintf("; lost %d", r.Lost)
+			}
+			add(junitCase{Name: fmt.Sprintf("seed %d", r.Seed), Classname: "stormdrill." + name + ".seeds", Time: "0",
+				Failure: &junitFailure{Message: fmt.Sprintf("seed %d: %s", r.Seed, what), Type: "SeedFailed", Text: what + "\n"}})
+		}
+	}
+	acc := junitCase{Name: "accounting identity", Classname: "stormdrill." + name, Time: "0", SystemOut: reports.AccountingText(s)}
+	if !reports.AccountingHolds(s) {
+		acc.Failure = &junitFailure{Message: "accounting identity broken: " + reports.AccountingText(s), Type: "AccountingBroken", Text: reports.AccountingText(s) + "\n"}
+	}
+	add(acc)
+	root := junitSuites{
+		Name:     "stormdrill",
+		Tests:    suite.Tests,
+		Failures: suite.Failures,
+		Time:     "0",
+		Suites:   []junitSuite{suite},
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(root); err != nil {
+		return fmt.Errorf("junit.xml: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

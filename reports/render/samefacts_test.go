@@ -1,0 +1,199 @@
+package render
+
+import (
+	"bytes"
+	"encoding/xml"
+	"html"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stormdrill/stormdrill/reports"
+	"github.com/stormdrill/stormdrill/reports/leakscan"
+)
+
+// marks are the pass/fail symbols, which the formats draw differently.
+var marks = strings.NewReplacer("✅", "", "❌", "", "✓", "", "✗", "")
+
+// mdText undoes Markdown's escapes, emphasis and code spans.
+func mdText(s string) string {
+	s = regexp.MustCompile(`\\(.)`).ReplaceAllString(s, "$1")
+	s = strings.NewReplacer("**", "", "`", "").Replace(s)
+	s = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(s, "$1")
+	return strings.Join(strings.Fields(marks.Replace(s)), " ")
+}
+
+// mdFirstScreen is report.md from the verdict to the first section, one
+// entry per line.
+func mdFirstScreen(md string) []string {
+	var out []string
+	for i, line := range strings.Split(md, "\n") {
+		if i > 0 && strings.HasPrefix(line, "## ") {
+			break
+		}
+		if t := mdText(strings.TrimPrefix(line, "- ")); t != "" && !strings.HasPrefix(line, "# ") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// htmlFirstScreen is report.html's <main> up to its first section, one
+// entry per paragraph or list item.
+func htmlFirstScreen(page string) []string {
+	main := page[strings.Index(page, "<main>"):]
+	if i := strings.Index(main, "<section"); i >= 0 {
+		main = main[:i]
+	}
+	main = regexp.MustCompile(`(?s)<h1>.*?</h1>`).ReplaceAllString(main, "")
+	var out []string
+	for _, block := range regexp.MustCompile(`(?s)<(p|li)\b[^>]*>(.*?)</(p|li)>`).FindAllStringSubmatch(main, -1) {
+		if t := strings.Join(strings.Fields(marks.Replace(leakscan.VisibleText(block[2]))), " "); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// mdTable is the rows of the first table after heading, as cell text.
+func mdTable(md, heading string) [][]string {
+	i := strings.Index(md, "\n"+heading+"\n")
+	if i < 0 {
+		return nil
+	}
+	var rows [][]string
+	started := false
+	for _, line := range strings.Split(md[i+len(heading)+2:], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if started {
+				break
+			}
+			continue
+		}
+		started = true
+		cells := regexp.MustCompile(`(^|[^\\])\|`).Split(strings.Trim(line, "| "), -1)
+		if strings.HasPrefix(strings.TrimSpace(cells[0]), "---") {
+			continue
+		}
+		row := make([]string, len(cells))
+		for k, c := range cells {
+			row[k] = mdText(c)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// htmlTable is the rows of the table with id, header included, as cell text.
+func htmlTable(page, id string) [][]string {
+	m := regexp.MustCompile(`(?s)<table id="` + id + `">(.*?)</table>`).FindStringSubmatch(page)
+	if m == nil {
+		return nil
+	}
+	var rows [][]string
+	for _, tr := range regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(m[1], -1) {
+		var row []string
+		for _, td := range regexp.MustCompile(`(?s)<t[dh][^>]*>(.*?)</t[dh]>`).FindAllStringSubmatch(tr[1], -1) {
+			row = append(row, strings.Join(strings.Fields(marks.Replace(html.UnescapeString(leakscan.VisibleText(td[1])))), " "))
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// TestMarkdownAndHTMLSayTheSame renders every report variant in both
+// formats and compares what each says on its first screen (verdict, run,
+// failures, outages, the seeds note), in its gates table and in the
+// external run's figures.
+func TestMarkdownAndHTMLSayTheSame(t *testing.T) {
+	for _, v := range reportVariants(t) {
+		if v.run.Summary == nil {
+			continue
+		}
+		out := renderedReports(t, v.run)
+		md, page := out["report.md"], out["report.html"]
+		mdFirst, htmlFirst := mdFirstScreen(md), htmlFirstScreen(page)
+		if len(mdFirst) < 2 || !slices.Equal(mdFirst, htmlFirst) {
+			t.Errorf("%s: the first screens differ\nMarkdown: %q\nHTML:     %q", v.name, mdFirst, htmlFirst)
+		}
+		mdExt, htmlExt := mdTable(md, "## Seen from the partners (external run)"), htmlTable(page, "external-table")
+		if (v.run.Summary.External != nil) != (len(mdExt) > 1) || !slices.EqualFunc(mdExt, htmlExt, slices.Equal) {
+			t.Errorf("%s: the external figures differ\nMarkdown: %q\nHTML:     %q", v.name, mdExt, htmlExt)
+		}
+		mdGates, htmlGates := mdTable(md, "## Gates"), htmlTable(page, "gates")
+		if len(mdGates) != len(v.run.Summary.Gates)+1 || !slices.EqualFunc(mdGates, htmlGates, slices.Equal) {
+			t.Errorf("%s: the gates tables differ\nMarkdown: %q\nHTML:     %q", v.name, mdGates, htmlGates)
+		}
+	}
+}
+
+// failedGatesOf is the gates a rendered gates table marks as failed.
+func failedGatesOf(rows [][]string) []string {
+	var out []string
+	for _, r := range rows[min(1, len(rows)):] {
+		if len(r) > 1 && strings.Contains(r[len(r)-1], "FAIL") {
+			out = append(out, r[0])
+		}
+	}
+	return out
+}
+
+// TestEveryWriterSaysTheSameVerdict renders every report variant with
+// every writer that states a verdict (report.md, report.html, junit.xml,
+// the terminal) and compares the verdict line and which gates failed.
+func TestEveryWriterSaysTheSameVerdict(t *testing.T) {
+	for _, v := range reportVariants(t) {
+		s := v.run.Summary
+		if s == nil {
+			continue
+		}
+		out := renderedReports(t, v.run)
+		verdict := reports.VerdictText(s)
+		mdVerdict := regexp.MustCompile(`(?m)^\*\*(.*?)\*\* ·`).FindStringSubmatch(out["report.md"])
+		htmlVerdict := regexp.MustCompile(`<span class="verdict [a-z]+">(.*?)</span>`).FindStringSubmatch(out["report.html"])
+		termVerdict := strings.SplitN(strings.SplitN(out["terminal"], "\n", 2)[0], ": ", 2)
+		switch {
+		case mdVerdict == nil || mdText(mdVerdict[1]) != verdict:
+			t.Errorf("%s: report.md's verdict %q, want %q", v.name, mdVerdict, verdict)
+		case htmlVerdict == nil || html.UnescapeString(htmlVerdict[1]) != verdict:
+			t.Errorf("%s: report.html's verdict %q, want %q", v.name, htmlVerdict, verdict)
+		case len(termVerdict) != 2 || termVerdict[1] != verdict:
+			t.Errorf("%s: the terminal's verdict %q, want %q", v.name, termVerdict, verdict)
+		}
+
+		want := failedGatesOf(mdTable(out["report.md"], "## Gates"))
+		if got := failedGatesOf(htmlTable(out["report.html"], "gates")); !slices.Equal(got, want) {
+			t.Errorf("%s: report.html fails gates %q, report.md %q", v.name, got, want)
+		}
+		var junit struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testsuite>testcase"`
+		}
+		if err := xml.Unmarshal(render(t, func(b *bytes.Buffer) error { return WriteJUnit(b, s) }), &junit); err != nil {
+			t.Fatal(err)
+		}
+		var junitFailed []string
+		for _, c := range junit.Cases {
+			if c.Failure != nil && slices.ContainsFunc(s.Gates, func(g reports.GateResult) bool { return g.Expr == c.Name }) {
+				junitFailed = append(junitFailed, c.Name)
+			}
+		}
+		if !slices.Equal(junitFailed, want) {
+			t.Errorf("%s: junit.xml fails gates %q, report.md %q", v.name, junitFailed, want)
+		}
+		var termFailed []string
+		for _, line := range strings.Split(out["terminal"], "\n") {
+			for _, g := range s.Gates {
+				if strings.HasPrefix(line, "  ✗ "+g.Expr+" ") {
+					termFailed = append(termFailed, g.Expr)
+				}
+			}
+		}
+		if !slices.Equal(termFailed, want) {
+			t.Errorf("%s: the terminal fails gates %q, report.md %q", v.name, termFailed, want)
+		}
+	}
+}
