@@ -101,104 +101,149 @@ func actionDefaults(a *Action) {
 // as given).
 func validateActions(d *Drill, has func(string) bool, names map[string]int) []problem {
 	var ps []problem
-	end := d.Duration.D + d.Drain.D
 	replays := 0
 	for i := range d.Actions {
-		a := &d.Actions[i]
 		pre := "actions[" + strconv.Itoa(i) + "]."
 		bad := func(key, format string, args ...any) {
 			ps = append(ps, problem{pre + key, fmt.Sprintf(format, args...)})
 		}
-		if a.Kind == "" {
-			bad("kind", "required: one of %s", choices(actionKindNames()...))
-			continue
-		}
-		if !oneOf(a.Kind, actionKindNames()...) {
-			if near, ok := nearest(a.Kind, actionKindNames()); ok {
-				bad("kind", "%q is not one of %s; did you mean %s?", clip(a.Kind), choices(actionKindNames()...), near)
-			} else {
-				bad("kind", "%q is not one of %s", clip(a.Kind), choices(actionKindNames()...))
-			}
-			continue
-		}
-		given := map[string]bool{
-			"reason": a.Reason != "", "cohort": a.Cohort != "", "batch": a.Batch != 0,
-			"rate": a.Rate.Set || a.Rate.PerSecond != 0, "outage": a.Outage != 0, "for": a.For.Set || a.For.D != 0,
-		}
-		if has != nil {
-			for k := range given {
-				given[k] = has(pre + k)
-			}
-		}
-		for _, k := range []string{"reason", "cohort", "batch", "rate", "outage", "for"} {
-			if given[k] && !actionUses(a.Kind, k) {
-				bad(k, "does not apply to kind = %q", a.Kind)
-			}
-		}
-		switch {
-		case !a.At.Set && (has != nil || a.At.D == 0):
-			bad("at", "required: when the operator acts, from the drill's start")
-		case a.At.D < 0 || a.At.D > end:
-			bad("at", "%v is outside the drill (0 to duration + drain = %v)", a.At.D, end)
-		}
-		if a.Cohort != "" {
-			if _, ok := names[a.Cohort]; !ok {
-				bad("cohort", "%q names no partner cohort", clip(a.Cohort))
-			}
-		}
-		if d.Mode == "external" && a.Kind != ActionOutageEnd {
-			bad("kind", "%s runs in sim and live mode; an external system's queue and source are its own", a.Kind)
-			continue
-		}
-		switch a.Kind {
-		case ActionDLQReplay:
-			replays++
-			if replays > MaxReplayActions {
-				bad("kind", "at most %d dlq-replay actions in one drill", MaxReplayActions)
-			}
-			req := a.ReplayRequest()
-			for _, p := range req.Problems() {
-				key := p.Key
-				if key == "reason" && a.Reason == "" {
-					p.Msg = "say which dead letters to replay: give reason, cohort or both"
-				}
-				bad(key, "%s", p.Msg)
-			}
-			if a.Reason != "" {
-				if why := reasonImpossible(d, model.Reason(a.Reason)); why != "" {
-					bad("reason", "this drill never dead-letters as %q: %s", a.Reason, why)
-				}
-			}
-		case ActionOutageEnd:
-			if a.Cohort == "" {
-				bad("cohort", "required: whose outage the operator ends")
-				break
-			}
-			ci, ok := names[a.Cohort]
-			if !ok {
-				break
-			}
-			if _, err := outageToEnd(&d.Partners[ci], a); err != nil {
-				key := "at"
-				if a.Outage != 0 {
-					key = "outage"
-				}
-				bad(key, "%v", err)
-			}
-		case ActionPauseSource:
-			switch {
-			case a.For.D <= 0:
-				bad("for", "required and greater than 0: how long the source is paused")
-			case a.At.D >= d.Duration.D && d.Duration.D > 0:
-				bad("at", "%v is not before duration (%v): the source has stopped by then", a.At.D, d.Duration.D)
-			case a.For.D > d.Duration.D-a.At.D && d.Duration.D > 0:
-				// Events held past the source's end would be neither
-				// delivered nor lost: never released.
-				bad("for", "%v from %v ends after the source stops (duration %v): at most %v, so the events it holds back are released", a.For.D, a.At.D, d.Duration.D, d.Duration.D-a.At.D)
-			}
+		validateAction(d, &d.Actions[i], pre, has, names, &replays, bad)
+	}
+	ps = append(ps, overlappingPauses(d)...)
+	ps = append(ps, outagesEndedTwice(d, names)...)
+	return ps
+}
+
+// validateAction checks one action, whose keys start with pre; replays
+// counts the dlq-replay actions so far.
+func validateAction(d *Drill, a *Action, pre string, has func(string) bool, names map[string]int, replays *int, bad badFunc) {
+	if !checkActionKind(a.Kind, bad) {
+		return
+	}
+	checkActionKeys(a, pre, has, bad)
+	switch end := d.Duration.D + d.Drain.D; {
+	case !a.At.Set && (has != nil || a.At.D == 0):
+		bad("at", "required: when the operator acts, from the drill's start")
+	case a.At.D < 0 || a.At.D > end:
+		bad("at", "%v is outside the drill (0 to duration + drain = %v)", a.At.D, end)
+	}
+	if a.Cohort != "" {
+		if _, ok := names[a.Cohort]; !ok {
+			bad("cohort", "%q names no partner cohort", clip(a.Cohort))
 		}
 	}
-	// One pause at a time: the source resumes once.
+	if d.Mode == "external" && a.Kind != ActionOutageEnd {
+		bad("kind", "%s runs in sim and live mode; an external system's queue and source are its own", a.Kind)
+		return
+	}
+	switch a.Kind {
+	case ActionDLQReplay:
+		*replays++
+		if *replays > MaxReplayActions {
+			bad("kind", "at most %d dlq-replay actions in one drill", MaxReplayActions)
+		}
+		checkReplay(d, a, bad)
+	case ActionOutageEnd:
+		checkOutageEnd(d, a, names, bad)
+	case ActionPauseSource:
+		checkPauseSource(d, a, bad)
+	}
+}
+
+// checkActionKind checks that kind names an action kind.
+func checkActionKind(kind string, bad badFunc) bool {
+	kinds := actionKindNames()
+	switch {
+	case kind == "":
+		bad("kind", "required: one of %s", choices(kinds...))
+	case oneOf(kind, kinds...):
+		return true
+	default:
+		if near, ok := nearest(kind, kinds); ok {
+			bad("kind", "%q is not one of %s; did you mean %s?", clip(kind), choices(kinds...), near)
+		} else {
+			bad("kind", "%q is not one of %s", clip(kind), choices(kinds...))
+		}
+	}
+	return false
+}
+
+// checkActionKeys refuses the keys given that the action's kind does not
+// read.
+func checkActionKeys(a *Action, pre string, has func(string) bool, bad badFunc) {
+	given := map[string]bool{
+		"reason": a.Reason != "", "cohort": a.Cohort != "", "batch": a.Batch != 0,
+		"rate": a.Rate.Set || a.Rate.PerSecond != 0, "outage": a.Outage != 0, "for": a.For.Set || a.For.D != 0,
+	}
+	if has != nil {
+		for k := range given {
+			given[k] = has(pre + k)
+		}
+	}
+	for _, k := range []string{"reason", "cohort", "batch", "rate", "outage", "for"} {
+		if given[k] && !actionUses(a.Kind, k) {
+			bad(k, "does not apply to kind = %q", a.Kind)
+		}
+	}
+}
+
+// checkReplay checks a dlq-replay action: which dead letters, in what
+// batches, and that the drill can dead-letter for its reason at all.
+func checkReplay(d *Drill, a *Action, bad badFunc) {
+	req := a.ReplayRequest()
+	for _, p := range req.Problems() {
+		key := p.Key
+		if key == "reason" && a.Reason == "" {
+			p.Msg = "say which dead letters to replay: give reason, cohort or both"
+		}
+		bad(key, "%s", p.Msg)
+	}
+	if a.Reason != "" {
+		if why := reasonImpossible(d, model.Reason(a.Reason)); why != "" {
+			bad("reason", "this drill never dead-letters as %q: %s", a.Reason, why)
+		}
+	}
+}
+
+// checkOutageEnd checks an outage-end action: whose outage, and that one
+// is in force to end.
+func checkOutageEnd(d *Drill, a *Action, names map[string]int, bad badFunc) {
+	if a.Cohort == "" {
+		bad("cohort", "required: whose outage the operator ends")
+		return
+	}
+	ci, ok := names[a.Cohort]
+	if !ok {
+		return
+	}
+	if _, err := outageToEnd(&d.Partners[ci], a); err != nil {
+		key := "at"
+		if a.Outage != 0 {
+			key = "outage"
+		}
+		bad(key, "%v", err)
+	}
+}
+
+// checkPauseSource checks a pause-source action: it pauses a running
+// source and ends before the source stops.
+func checkPauseSource(d *Drill, a *Action, bad badFunc) {
+	switch {
+	case a.For.D <= 0:
+		bad("for", "required and greater than 0: how long the source is paused")
+	case a.At.D >= d.Duration.D && d.Duration.D > 0:
+		bad("at", "%v is not before duration (%v): the source has stopped by then", a.At.D, d.Duration.D)
+	case a.For.D > d.Duration.D-a.At.D && d.Duration.D > 0:
+		// Events held past the source's end would be neither
+		// delivered nor lost: never released.
+		bad("for", "%v from %v ends after the source stops (duration %v): at most %v, so the events it holds back are released", a.For.D, a.At.D, d.Duration.D, d.Duration.D-a.At.D)
+	}
+}
+
+// overlappingPauses refuses a pause of the source while another has it
+// paused: the source resumes once.
+func overlappingPauses(d *Drill) []problem {
+	var ps []problem
 	for i := range d.Actions {
 		a := &d.Actions[i]
 		if a.Kind != ActionPauseSource || a.For.D <= 0 {
@@ -212,7 +257,13 @@ func validateActions(d *Drill, has func(string) bool, names map[string]int) []pr
 			}
 		}
 	}
-	// Two outage-end actions on one outage would each claim to end it.
+	return ps
+}
+
+// outagesEndedTwice refuses two outage-end actions on one outage: each
+// would claim to end it.
+func outagesEndedTwice(d *Drill, names map[string]int) []problem {
+	var ps []problem
 	seen := map[[2]int]int{}
 	for i := range d.Actions {
 		a := &d.Actions[i]

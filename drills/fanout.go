@@ -31,7 +31,7 @@ type Degree struct {
 }
 
 // validateFanout checks source.fanout and its keys against the cohorts.
-func validateFanout(d *Drill, cohorts map[string]int, bad func(key, format string, args ...any)) {
+func validateFanout(d *Drill, cohorts map[string]int, bad badFunc) {
 	s := &d.Source
 	switch s.Fanout {
 	case "", FanoutAll, FanoutOne, FanoutK, FanoutDegree:
@@ -57,26 +57,38 @@ func validateFanout(d *Drill, cohorts map[string]int, bad func(key, format strin
 		bad("source.k", "only with fanout = \"k\"")
 	}
 	if s.Fanout == FanoutDegree {
-		if len(s.Degree) == 0 || len(s.Degree) > maxDegreeRows {
-			bad("source.degree", "fanout = \"degree\" needs 1 to %d rows such as { n = 3, p = 0.2 }", maxDegreeRows)
-		}
-		sum := 0.0
-		for i, r := range s.Degree {
-			key := "source.degree[" + strconv.Itoa(i) + "]"
-			if r.N < 1 || (eligible > 0 && r.N > eligible) {
-				bad(key+".n", "must be between 1 and the %d subscribers it can reach (got %d)", eligible, r.N)
-			}
-			if !(r.P >= 0 && r.P <= 1) {
-				bad(key+".p", "must be a probability in [0, 1] (got %v)", r.P)
-			}
-			sum += r.P
-		}
-		if len(s.Degree) > 0 && !(sum > 1-1e-9 && sum < 1+1e-9) {
-			bad("source.degree", "the probabilities add up to %v, not 1", sum)
-		}
+		checkDegree(s.Degree, eligible, bad)
 	} else if len(s.Degree) > 0 {
 		bad("source.degree", "only with fanout = \"degree\"")
 	}
+	checkWeights(s, cohorts, bad)
+}
+
+// checkDegree checks source.degree, the distribution of how many of the
+// eligible subscribers one event goes to.
+func checkDegree(rows []Degree, eligible int, bad badFunc) {
+	if len(rows) == 0 || len(rows) > maxDegreeRows {
+		bad("source.degree", "fanout = \"degree\" needs 1 to %d rows such as { n = 3, p = 0.2 }", maxDegreeRows)
+	}
+	sum := 0.0
+	for i, r := range rows {
+		key := "source.degree[" + strconv.Itoa(i) + "]"
+		if r.N < 1 || (eligible > 0 && r.N > eligible) {
+			bad(key+".n", "must be between 1 and the %d subscribers it can reach (got %d)", eligible, r.N)
+		}
+		if !(r.P >= 0 && r.P <= 1) {
+			bad(key+".p", "must be a probability in [0, 1] (got %v)", r.P)
+		}
+		sum += r.P
+	}
+	if len(rows) > 0 && !(sum > 1-1e-9 && sum < 1+1e-9) {
+		bad("source.degree", "the probabilities add up to %v, not 1", sum)
+	}
+}
+
+// checkWeights checks source.weights: cohorts the source sends to, each
+// with a positive weight, for a fan-out that chooses.
+func checkWeights(s *Source, cohorts map[string]int, bad badFunc) {
 	if len(s.Weights) > 0 && (s.Fanout == "" || s.Fanout == FanoutAll) {
 		bad("source.weights", "only with fanout = \"one\", \"k\" or \"degree\"; with all, every subscriber gets every event")
 	}

@@ -32,6 +32,9 @@ const (
 // problem is one validation failure on a key (with indices).
 type problem struct{ key, msg string }
 
+// badFunc reports a problem on key, its message formatted as by fmt.Sprintf.
+type badFunc func(key, format string, args ...any)
+
 // Validate checks a drill that already has its defaults (see SetDefaults)
 // and returns Errors naming the keys, without file positions.
 func (d *Drill) Validate() error {
