@@ -116,137 +116,187 @@ func unknownKeyMsg(spath, k string) string {
 
 // decodeValue decodes one TOML value into f, whose key is path.
 func (ld *loader) decodeValue(v any, f reflect.Value, path, spath string) {
-	t := f.Type()
-	want := func(what string) {
-		ld.typeErrAt(path, fmt.Sprintf("want %s, got %s", what, tomlTypeName(v)))
-	}
-	switch {
+	var ok bool
+	switch t := f.Type(); {
 	case t == durationType:
-		s, ok := unitText(v)
-		if !ok {
-			want(`a duration with a unit, like "2s"`)
-			return
-		}
-		d, err := ParseDuration(s)
-		if err != nil {
-			ld.typeErrAt(path, err.Error())
-			return
-		}
-		f.Set(reflect.ValueOf(Duration{D: d, Set: true}))
+		ok = ld.decodeDuration(v, f, path)
 	case t == rateType:
-		s, ok := unitText(v)
-		if !ok {
-			want(`a rate, like "12/s"`)
-			return
-		}
-		r, err := ParseRate(s)
-		if err != nil {
-			ld.typeErrAt(path, err.Error())
-			return
-		}
-		f.Set(reflect.ValueOf(Rate{PerSecond: r, Set: true}))
+		ok = ld.decodeRate(v, f, path)
 	case isTableType(t):
-		m, ok := v.(map[string]any)
-		if !ok {
-			want("a table")
-			return
+		var m map[string]any
+		if m, ok = v.(map[string]any); !ok {
+			ld.wantErr(path, "a table", v)
+		} else {
+			ld.decodeTable(m, f, path, spath)
 		}
-		ld.decodeTable(m, f, path, spath)
-	case t.Kind() == reflect.Slice && isTableType(t.Elem()):
+	case t.Kind() == reflect.Slice:
+		ok = ld.decodeArray(v, f, path, spath)
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
+		ok = ld.decodeNamedValues(v, f, path, spath)
+	default:
+		ok = ld.decodeScalar(v, f, path)
+	}
+	if ok {
+		ld.present[path] = true
+	}
+}
+
+// wantErr says that the value v at path is not the what it should be.
+func (ld *loader) wantErr(path, what string, v any) {
+	ld.typeErrAt(path, fmt.Sprintf("want %s, got %s", what, tomlTypeName(v)))
+}
+
+func (ld *loader) decodeDuration(v any, f reflect.Value, path string) bool {
+	s, ok := unitText(v)
+	if !ok {
+		ld.wantErr(path, `a duration with a unit, like "2s"`, v)
+		return false
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		ld.typeErrAt(path, err.Error())
+		return false
+	}
+	f.Set(reflect.ValueOf(Duration{D: d, Set: true}))
+	return true
+}
+
+func (ld *loader) decodeRate(v any, f reflect.Value, path string) bool {
+	s, ok := unitText(v)
+	if !ok {
+		ld.wantErr(path, `a rate, like "12/s"`, v)
+		return false
+	}
+	r, err := ParseRate(s)
+	if err != nil {
+		ld.typeErrAt(path, err.Error())
+		return false
+	}
+	f.Set(reflect.ValueOf(Rate{PerSecond: r, Set: true}))
+	return true
+}
+
+// decodeArray decodes an array of tables, or an array of values, into the
+// slice f.
+func (ld *loader) decodeArray(v any, f reflect.Value, path, spath string) bool {
+	t := f.Type()
+	if isTableType(t.Elem()) {
 		elems, ok := tableElems(v)
 		if !ok {
-			want("an array of tables")
-			return
+			ld.wantErr(path, "an array of tables", v)
+			return false
 		}
 		f.Set(reflect.MakeSlice(t, len(elems), len(elems)))
 		for i, m := range elems {
 			ld.decodeTable(m, f.Index(i), path+"["+strconv.Itoa(i)+"]", spath)
 		}
-	case t.Kind() == reflect.Slice:
-		a, ok := v.([]any)
-		if !ok {
-			want(typeName(t))
-			return
-		}
-		f.Set(reflect.MakeSlice(t, len(a), len(a)))
-		for i, e := range a {
-			ld.decodeValue(e, f.Index(i), path+"["+strconv.Itoa(i)+"]", spath)
-		}
-	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
-		// A table of NAME = value (source.weights), keys in sorted order.
-		m, ok := v.(map[string]any)
-		if !ok {
-			want("a table")
-			return
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		f.Set(reflect.MakeMapWithSize(t, len(m)))
-		for _, k := range keys {
-			ev := reflect.New(t.Elem()).Elem()
-			ld.decodeValue(m[k], ev, path+"."+k, spath)
-			f.SetMapIndex(reflect.ValueOf(k), ev)
-		}
-	case t.Kind() == reflect.String:
+		return true
+	}
+	a, ok := v.([]any)
+	if !ok {
+		ld.wantErr(path, typeName(t), v)
+		return false
+	}
+	f.Set(reflect.MakeSlice(t, len(a), len(a)))
+	for i, e := range a {
+		ld.decodeValue(e, f.Index(i), path+"["+strconv.Itoa(i)+"]", spath)
+	}
+	return true
+}
+
+// decodeNamedValues decodes a table of NAME = value (source.weights) into
+// the map f, keys in sorted order.
+func (ld *loader) decodeNamedValues(v any, f reflect.Value, path, spath string) bool {
+	t := f.Type()
+	m, ok := v.(map[string]any)
+	if !ok {
+		ld.wantErr(path, "a table", v)
+		return false
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	f.Set(reflect.MakeMapWithSize(t, len(m)))
+	for _, k := range keys {
+		ev := reflect.New(t.Elem()).Elem()
+		ld.decodeValue(m[k], ev, path+"."+k, spath)
+		f.SetMapIndex(reflect.ValueOf(k), ev)
+	}
+	return true
+}
+
+// decodeScalar decodes a string, a boolean or a number into f.
+func (ld *loader) decodeScalar(v any, f reflect.Value, path string) bool {
+	switch k := f.Kind(); {
+	case k == reflect.String:
 		s, ok := v.(string)
 		if !ok {
-			want("a string")
-			return
+			ld.wantErr(path, "a string", v)
+			return false
 		}
 		f.SetString(s)
-	case t.Kind() == reflect.Bool:
+	case k == reflect.Bool:
 		b, ok := v.(bool)
 		if !ok {
-			want("true or false")
-			return
+			ld.wantErr(path, "true or false", v)
+			return false
 		}
 		f.SetBool(b)
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		n, ok := v.(int64)
-		if !ok {
-			want("an integer")
-			return
-		}
+	case k >= reflect.Int && k <= reflect.Int64, k >= reflect.Uint && k <= reflect.Uint64:
+		return ld.decodeInteger(v, f, path)
+	case k == reflect.Float64 || k == reflect.Float32:
+		return ld.decodeFloat(v, f, path)
+	default:
+		ld.typeErrAt(path, fmt.Sprintf("cannot decode into %s", f.Type()))
+		return false
+	}
+	return true
+}
+
+// decodeInteger decodes an integer into the signed or unsigned f, in its
+// range.
+func (ld *loader) decodeInteger(v any, f reflect.Value, path string) bool {
+	n, ok := v.(int64)
+	if !ok {
+		ld.wantErr(path, "an integer", v)
+		return false
+	}
+	if k := f.Kind(); k >= reflect.Int && k <= reflect.Int64 {
 		if f.OverflowInt(n) {
 			ld.typeErrAt(path, fmt.Sprintf("%d is out of range", n))
-			return
+			return false
 		}
 		f.SetInt(n)
-	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		n, ok := v.(int64)
-		if !ok {
-			want("an integer")
-			return
-		}
-		if n < 0 || f.OverflowUint(uint64(n)) {
-			ld.typeErrAt(path, fmt.Sprintf("%d is out of range: want 0 or more", n))
-			return
-		}
-		f.SetUint(uint64(n))
-	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
-		var x float64
-		switch n := v.(type) {
-		case float64:
-			x = n
-		case int64:
-			x = float64(n)
-		default:
-			want("a number")
-			return
-		}
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			ld.typeErrAt(path, fmt.Sprintf("want a finite number, got %v", x))
-			return
-		}
-		f.SetFloat(x)
-	default:
-		ld.typeErrAt(path, fmt.Sprintf("cannot decode into %s", t))
-		return
+		return true
 	}
-	ld.present[path] = true
+	if n < 0 || f.OverflowUint(uint64(n)) {
+		ld.typeErrAt(path, fmt.Sprintf("%d is out of range: want 0 or more", n))
+		return false
+	}
+	f.SetUint(uint64(n))
+	return true
+}
+
+// decodeFloat decodes a finite number, integer or float, into f.
+func (ld *loader) decodeFloat(v any, f reflect.Value, path string) bool {
+	var x float64
+	switch n := v.(type) {
+	case float64:
+		x = n
+	case int64:
+		x = float64(n)
+	default:
+		ld.wantErr(path, "a number", v)
+		return false
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		ld.typeErrAt(path, fmt.Sprintf("want a finite number, got %v", x))
+		return false
+	}
+	f.SetFloat(x)
+	return true
 }
 
 // unitText gives the text of a value that should be a string with a unit;
