@@ -238,3 +238,56 @@ func isNumeric(s string) bool {
 	}
 	return true
 }
+
+// cohortLine is one side in a line, as the terminal prints it: a faulty
+// cohort leads with its amplification and drain time; the healthy cohorts
+// with amplification and latency against the SLO; the pipeline with its
+// totals.
+func cohortLine(s *reports.Summary, sd sideView) string {
+	var parts []string
+	switch {
+	case strings.HasSuffix(sd.Label, "(faulty)"):
+		parts = append(parts, "amplification "+sd.Amplification, "drain time "+sd.Drain)
+		if sd.OldestAge != "—" {
+			parts = append(parts, "oldest age "+sd.OldestAge)
+		}
+		parts = append(parts, "DLQ "+sd.DeadLetters)
+	case sd.Label == "pipeline":
+		parts = append(parts, "amplification "+sd.Amplification)
+		if len(s.Cohorts) == 0 || !anyFaulty(s) {
+			parts = append(parts, "healthy p99 "+healthyP99Text(s))
+			if len(s.Outages) > 0 {
+				parts = append(parts, "drain time "+sd.Drain)
+			}
+		}
+		parts = append(parts, "DLQ "+sd.DeadLetters, "lost "+reports.GroupDigits(s.Deliveries.Lost))
+	default:
+		parts = append(parts, "amplification "+sd.Amplification, "p99 "+healthyP99Text(s), "DLQ "+sd.DeadLetters)
+	}
+	label := sd.Label
+	if sd.Label == "healthy" {
+		label = fmt.Sprintf("healthy (%s subscribers)", sd.Subscribers)
+	}
+	return label + ": " + strings.Join(parts, " · ")
+}
+
+func anyFaulty(s *reports.Summary) bool {
+	for _, c := range s.Cohorts {
+		if c.Faulty {
+			return true
+		}
+	}
+	return false
+}
+
+// healthyP99Text is the healthy p99 with the SLO beside it.
+func healthyP99Text(s *reports.Summary) string {
+	p99 := "n/a"
+	if s.HealthyLatencyS.Count > 0 {
+		p99 = reports.FormatDuration(s.HealthyLatencyS.P99)
+	}
+	if s.SLOS > 0 {
+		p99 += " (SLO " + reports.FormatDuration(s.SLOS) + ")"
+	}
+	return p99
+}

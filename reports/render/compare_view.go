@@ -14,44 +14,48 @@ func WriteComparisonMarkdown(w io.Writer, c *reports.Comparison) error {
 	mw := &mdWriter{w: w}
 	mw.line("## Comparison")
 	mw.line("")
-	writeComparisonBody(mw, c)
+	var cv *comparisonView
+	if c != nil {
+		cv = buildComparisonView(c)
+	}
+	writeComparisonBody(mw, cv)
 	return mw.err
 }
 
-func writeComparisonBody(mw *mdWriter, c *reports.Comparison) {
+// writeComparisonBody writes the comparison's verdict, how it decides and
+// its changed rows; report.md and compare's Markdown both write it.
+func writeComparisonBody(mw *mdWriter, c *comparisonView) {
 	if c == nil {
 		mw.line("No comparison.")
 		return
 	}
-	mw.line(fmt.Sprintf("Base: %s · candidate: %s — **%s**", mdCode(c.Base), mdCode(c.Candidate), comparisonVerdict(c)))
-	if note := comparisonMethod(c); note != "" {
+	mw.line(fmt.Sprintf("Base: %s · candidate: %s — **%s**", mdCode(c.Base), mdCode(c.Candidate), c.Verdict))
+	if c.Method != "" {
 		mw.line("")
-		mw.line(note)
+		mw.line(c.Method)
 	}
 	mw.line("")
-	rows, same := shownRows(c)
-	if len(rows) == 0 {
-		mw.line(fmt.Sprintf("All %d figures are the same in both runs.", same))
+	if len(c.Rows) == 0 {
+		mw.line(fmt.Sprintf("All %d figures are the same in both runs.", c.Same))
 		return
 	}
-	if c.BaseSeeds > 0 {
+	if c.Seeds {
 		mw.line("| metric | base mean | candidate mean | change | % change | 95% CI of change | p | verdict |")
 		mw.line("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	} else {
 		mw.line("| metric | base | candidate | change | % change | verdict |")
 		mw.line("| --- | ---: | ---: | ---: | ---: | --- |")
 	}
-	for _, r := range rows {
-		v := r.View()
-		if c.BaseSeeds > 0 {
+	for _, v := range c.Rows {
+		if c.Seeds {
 			mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, v.CI, v.P, mdCell(v.Verdict))
 			continue
 		}
 		mw.row(mdCode(v.Metric), v.Base, v.Candidate, v.Change, v.Percent, mdCell(v.Verdict))
 	}
-	if same > 0 {
+	if c.Same > 0 {
 		mw.line("")
-		mw.line(fmt.Sprintf("%d more figures are the same in both runs and not shown.", same))
+		mw.line(fmt.Sprintf("%d more figures are the same in both runs and not shown.", c.Same))
 	}
 }
 

@@ -26,26 +26,24 @@ func WriteTerminalSummary(w io.Writer, r *reports.Run) error {
 	if r == nil || r.Summary == nil {
 		return m.err
 	}
-	s := r.Summary
-	for i, f := range s.Findings {
+	for i, f := range v.Findings {
 		if i >= maxTerminalFailures {
-			m.line(fmt.Sprintf("  … and %d more findings (see the report)", len(s.Findings)-i))
+			m.line(fmt.Sprintf("  … and %d more findings (see the report)", len(v.Findings)-i))
 			break
 		}
-		m.line("  ! " + reports.FindingText(f))
+		m.line("  ! " + f.Text)
 		for _, d := range f.Detail {
-			m.line("      " + reports.OneLine(d))
+			m.line("      " + d)
 		}
 	}
 	if v.SeedScope != "" {
-		m.line(fmt.Sprintf("  %d seeds (%s): the gates cover every seed; the cohort lines are %s's", v.SeedCount, seedRangeText(s.Seeds), v.SeedScope))
+		m.line(fmt.Sprintf("  %d seeds (%s): the gates cover every seed; the cohort lines are %s's", v.SeedCount, v.SeedRange, v.SeedScope))
 	}
-	sides, omitted := cohortSides(s)
-	for _, sd := range sides {
-		m.line("  " + terminalSide(s, sd))
+	for _, line := range v.CohortLines {
+		m.line("  " + line)
 	}
-	if omitted > 0 {
-		m.line(fmt.Sprintf("  … and %d more faulty cohorts (see the report)", omitted))
+	if v.CohortLinesOmitted > 0 {
+		m.line(fmt.Sprintf("  … and %d more faulty cohorts (see the report)", v.CohortLinesOmitted))
 	}
 	for _, o := range v.OutageLines {
 		m.line("  " + o)
@@ -53,14 +51,35 @@ func WriteTerminalSummary(w io.Writer, r *reports.Run) error {
 	if v.OutageLinesOmitted > 0 {
 		m.line(fmt.Sprintf("  … and %d more outages (see the report)", v.OutageLinesOmitted))
 	}
-	for i, rp := range s.Replays {
+	for i, row := range v.Replays {
 		if i >= maxTerminalGates {
 			break
 		}
-		row := replayViewRow(rp)
 		m.line(fmt.Sprintf("  replay %s (%s): %s replayed · amplification %s · drain time %s · load %s → %s (peak %s) · healthy p99 %s",
 			row.Action, row.Selection, row.Replayed, row.Amplification, row.Drain, row.LoadBefore, row.LoadDuring, row.LoadPeak, row.HealthyP99))
 	}
+	writeTerminalGates(m, v)
+	if v.Accounting != "" {
+		m.line("  ✗ accounting identity: " + v.Accounting)
+	}
+	if v.SeedCount > 0 {
+		for _, f := range v.SeedFailures {
+			m.line("  ✗ " + f)
+		}
+		if v.SeedFailuresOmitted {
+			m.line("  … and more failures on other seeds (see summary.json)")
+		}
+		m.line(fmt.Sprintf("  %d seeds: per-seed summaries in seeds/, mean and 95%% CI of every figure in summary.json", v.SeedCount))
+	}
+	if v.Dir != "" {
+		m.line("  report: " + filepath.Join(v.Dir, "report.html"))
+	}
+	return m.err
+}
+
+// writeTerminalGates writes each gate and tolerance with ✓ or ✗, their
+// expressions padded to one width.
+func writeTerminalGates(m *mdWriter, v *reportView) {
 	width := 0
 	for i, g := range v.Gates {
 		if i < maxTerminalGates {
@@ -79,7 +98,7 @@ func WriteTerminalSummary(w io.Writer, r *reports.Run) error {
 	pad := func(s string) string { return s + strings.Repeat(" ", max(0, width-len([]rune(s)))) }
 	for i, g := range v.Gates {
 		if i >= maxTerminalGates {
-			m.line(fmt.Sprintf("  … and %d more gates", len(s.Gates)-i))
+			m.line(fmt.Sprintf("  … and %d more gates", len(v.Gates)+v.GatesOmitted-i))
 			break
 		}
 		if v.SeedGates {
@@ -99,76 +118,4 @@ func WriteTerminalSummary(w io.Writer, r *reports.Run) error {
 		}
 		m.line(line)
 	}
-	if !reports.AccountingHolds(s) {
-		m.line("  ✗ accounting identity: " + reports.AccountingText(s))
-	}
-	if s.Seeds != nil {
-		for i, f := range s.Failures {
-			if !strings.HasPrefix(f, "seed ") {
-				continue
-			}
-			if i >= maxTerminalFailures {
-				m.line("  … and more failures on other seeds (see summary.json)")
-				break
-			}
-			m.line("  ✗ " + reports.OneLine(f))
-		}
-		m.line(fmt.Sprintf("  %d seeds: per-seed summaries in seeds/, mean and 95%% CI of every figure in summary.json", len(s.Seeds.Runs)))
-	}
-	if r.Dir != "" {
-		m.line("  report: " + filepath.Join(r.Dir, "report.html"))
-	}
-	return m.err
-}
-
-// terminalSide is one cohort line: a faulty cohort leads with its
-// amplification and drain time; the healthy cohorts with amplification and
-// latency against the SLO; the pipeline with its totals.
-func terminalSide(s *reports.Summary, sd sideView) string {
-	var parts []string
-	switch {
-	case strings.HasSuffix(sd.Label, "(faulty)"):
-		parts = append(parts, "amplification "+sd.Amplification, "drain time "+sd.Drain)
-		if sd.OldestAge != "—" {
-			parts = append(parts, "oldest age "+sd.OldestAge)
-		}
-		parts = append(parts, "DLQ "+sd.DeadLetters)
-	case sd.Label == "pipeline":
-		parts = append(parts, "amplification "+sd.Amplification)
-		if len(s.Cohorts) == 0 || !anyFaulty(s) {
-			parts = append(parts, "healthy p99 "+healthyP99Text(s))
-			if len(s.Outages) > 0 {
-				parts = append(parts, "drain time "+sd.Drain)
-			}
-		}
-		parts = append(parts, "DLQ "+sd.DeadLetters, "lost "+reports.GroupDigits(s.Deliveries.Lost))
-	default:
-		parts = append(parts, "amplification "+sd.Amplification, "p99 "+healthyP99Text(s), "DLQ "+sd.DeadLetters)
-	}
-	label := sd.Label
-	if sd.Label == "healthy" {
-		label = fmt.Sprintf("healthy (%s subscribers)", sd.Subscribers)
-	}
-	return label + ": " + strings.Join(parts, " · ")
-}
-
-func anyFaulty(s *reports.Summary) bool {
-	for _, c := range s.Cohorts {
-		if c.Faulty {
-			return true
-		}
-	}
-	return false
-}
-
-// healthyP99Text is the healthy p99 with the SLO beside it.
-func healthyP99Text(s *reports.Summary) string {
-	p99 := "n/a"
-	if s.HealthyLatencyS.Count > 0 {
-		p99 = reports.FormatDuration(s.HealthyLatencyS.P99)
-	}
-	if s.SLOS > 0 {
-		p99 += " (SLO " + reports.FormatDuration(s.SLOS) + ")"
-	}
-	return p99
 }
