@@ -204,14 +204,125 @@ var (
 // otherwise the probes near the boundary crowd into one corner.
 const logXFactor = 8
 
+// capacityPanel is one metric of the capacity plot.
+type capacityPanel struct {
+	title, metric string
+	get           func(p *Probe) float64
+}
+
+// drawCapacityPanel draws one panel: the probes on pn's metric, passing
+// green and failing orange, the gates on it and the answer; the first
+// panel carries the title and legend, the last the x label.
+func drawCapacityPanel(r *CapacityResult, pn capacityPanel, gates []reports.Gate, first, last bool) (*plot.Plot, error) {
+	p := plot.New()
+	render.UseSansFont(p)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.Y.Label.Text = pn.title
+	if first {
+		p.Title.Text = fmt.Sprintf("%s: key metrics against %s", r.Drill, r.Key)
+	}
+	if last {
+		p.X.Label.Text = r.Key
+		if !r.Integer {
+			p.X.Label.Text += " (/s)"
+		}
+	}
+	p.Y.Tick.Marker = readableTicks{}
+	p.Add(plotter.NewGrid())
+	var pass, fail, all plotter.XYs
+	for k := range r.Probes {
+		pr := &r.Probes[k]
+		y := pn.get(pr)
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			continue
+		}
+		pt := plotter.XY{X: pr.Value, Y: y}
+		all = append(all, pt)
+		if pr.Pass {
+			pass = append(pass, pt)
+		} else {
+			fail = append(fail, pt)
+		}
+	}
+	if len(all) > 1 {
+		l, err := plotter.NewLine(all)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xFF}
+		p.Add(l)
+	}
+	for _, set := range []struct {
+		xys plotter.XYs
+		col color.Color
+	}{{pass, passColor}, {fail, failColor}} {
+		if len(set.xys) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(set.xys)
+		if err != nil {
+			return nil, err
+		}
+		s.Color = set.col
+		s.Radius = vg.Points(3)
+		p.Add(s)
+		if first {
+			label := "probe passes every gate"
+			if set.col == failColor {
+				label = "probe fails a gate"
+			}
+			p.Legend.Add(label, s)
+		}
+	}
+	// Gate thresholds on this panel's metric; one far above the data
+	// (a 30m latency SLO over second-scale latencies) is named in the
+	// legend instead of flattening the data.
+	dataMax := 0.0
+	for _, pt := range all {
+		dataMax = math.Max(dataMax, pt.Y)
+	}
+	for _, g := range gates {
+		if g.Metric != pn.metric {
+			continue
+		}
+		if g.Value > 3*math.Max(dataMax, 1e-9) {
+			p.Legend.Add(fmt.Sprintf("gate %s: above the plot", g.Expr), &thresholdLine{})
+			continue
+		}
+		tl := &thresholdLine{y: g.Value}
+		p.Add(tl)
+		p.Legend.Add("gate "+g.Expr, tl)
+	}
+	if r.Found {
+		ymin, ymax := 0.0, 1.0
+		for j, pt := range all {
+			if j == 0 || pt.Y < ymin {
+				ymin = pt.Y
+			}
+			if j == 0 || pt.Y > ymax {
+				ymax = pt.Y
+			}
+		}
+		line, err := plotter.NewLine(plotter.XYs{{X: r.Answer, Y: ymin}, {X: r.Answer, Y: ymax}})
+		if err != nil {
+			return nil, err
+		}
+		line.Color = markColor
+		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(line)
+		if first {
+			p.Legend.Add("answer: "+r.formatValue(r.Answer), line)
+		}
+	}
+	return p, nil
+}
+
 // drawCapacity draws four panels stacked: amplification, healthy p99, drain
 // time and dead letters against the parameter; passing probes green,
 // failing orange, the boundary a dashed vertical line.
 func drawCapacity(c draw.Canvas, r *CapacityResult) error {
-	panels := []struct {
-		title, metric string
-		get           func(p *Probe) float64
-	}{
+	panels := []capacityPanel{
 		{"amplification", "amplification", func(p *Probe) float64 { return p.Amplification }},
 		{"healthy p99 (s)", "healthy.latency.p99", func(p *Probe) float64 { return p.HealthyP99S }},
 		{"drain time (s)", "drain_time", func(p *Probe) float64 { return p.DrainTimeS }},
@@ -221,106 +332,9 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 	gates, _ := reports.ParseGates(r.Gates)
 	rows := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
-		p := plot.New()
-		render.UseSansFont(p)
-		p.Legend.Top, p.Legend.Left = true, true
-		p.Legend.TextStyle.Font.Size = vg.Points(8)
-		p.Y.Label.Text = pn.title
-		if i == 0 {
-			p.Title.Text = fmt.Sprintf("%s: key metrics against %s", r.Drill, r.Key)
-		}
-		if i == len(panels)-1 {
-			p.X.Label.Text = r.Key
-			if !r.Integer {
-				p.X.Label.Text += " (/s)"
-			}
-		}
-		p.Y.Tick.Marker = readableTicks{}
-		p.Add(plotter.NewGrid())
-		var pass, fail, all plotter.XYs
-		for k := range r.Probes {
-			pr := &r.Probes[k]
-			y := pn.get(pr)
-			if math.IsNaN(y) || math.IsInf(y, 0) {
-				continue
-			}
-			pt := plotter.XY{X: pr.Value, Y: y}
-			all = append(all, pt)
-			if pr.Pass {
-				pass = append(pass, pt)
-			} else {
-				fail = append(fail, pt)
-			}
-		}
-		if len(all) > 1 {
-			l, err := plotter.NewLine(all)
-			if err != nil {
-				return err
-			}
-			l.Color = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xFF}
-			p.Add(l)
-		}
-		for _, set := range []struct {
-			xys plotter.XYs
-			col color.Color
-		}{{pass, passColor}, {fail, failColor}} {
-			if len(set.xys) == 0 {
-				continue
-			}
-			s, err := plotter.NewScatter(set.xys)
-			if err != nil {
-				return err
-			}
-			s.Color = set.col
-			s.Radius = vg.Points(3)
-			p.Add(s)
-			if i == 0 {
-				label := "probe passes every gate"
-				if set.col == failColor {
-					label = "probe fails a gate"
-				}
-				p.Legend.Add(label, s)
-			}
-		}
-		// Gate thresholds on this panel's metric; one far above the data
-		// (a 30m latency SLO over second-scale latencies) is named in the
-		// legend instead of flattening the data.
-		dataMax := 0.0
-		for _, pt := range all {
-			dataMax = math.Max(dataMax, pt.Y)
-		}
-		for _, g := range gates {
-			if g.Metric != pn.metric {
-				continue
-			}
-			if g.Value > 3*math.Max(dataMax, 1e-9) {
-				p.Legend.Add(fmt.Sprintf("gate %s: above the plot", g.Expr), &thresholdLine{})
-				continue
-			}
-			tl := &thresholdLine{y: g.Value}
-			p.Add(tl)
-			p.Legend.Add("gate "+g.Expr, tl)
-		}
-		if r.Found {
-			ymin, ymax := 0.0, 1.0
-			for j, pt := range all {
-				if j == 0 || pt.Y < ymin {
-					ymin = pt.Y
-				}
-				if j == 0 || pt.Y > ymax {
-					ymax = pt.Y
-				}
-			}
-			line, err := plotter.NewLine(plotter.XYs{{X: r.Answer, Y: ymin}, {X: r.Answer, Y: ymax}})
-			if err != nil {
-				return err
-			}
-			line.Color = markColor
-			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(line)
-			if i == 0 {
-				p.Legend.Add("answer: "+r.formatValue(r.Answer), line)
-			}
+		p, err := drawCapacityPanel(r, pn, gates, i == 0, i == len(panels)-1)
+		if err != nil {
+			return err
 		}
 		rows[i] = []*plot.Plot{p}
 	}

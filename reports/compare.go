@@ -189,70 +189,14 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 	}
 	verdicts := map[string]ToleranceResult{}
 	for _, name := range metricNames {
-		bv, bok, _ := base.Metric(name)
-		cv, cok, _ := cand.Metric(name)
-		var bvals, cvals []float64
-		// A figure that applies to only some seeds is compared on those;
-		// one that applies to none is "not applicable".
-		if seedCount(base) > 0 {
-			bf, bin := base.Seeds.Figure(name)
-			bv, bok, bvals = bf.Mean, bin && bf.N > 0, bf.Values
-		}
-		if seedCount(cand) > 0 {
-			cf, cin := cand.Seeds.Figure(name)
-			cv, cok, cvals = cf.Mean, cin && cf.N > 0, cf.Values
-		}
+		row, bok, cok := compareFigure(base, cand, name)
 		if !bok && !cok {
 			continue
-		}
-		row := CompareRow{Metric: name, Kind: metrics[name].kind}
-		if bok {
-			row.Base = bv
-		} else {
-			row.BaseNA = NotApplicable(base, name)
-		}
-		if cok {
-			row.Candidate = cv
-		} else {
-			row.CandidateNA = NotApplicable(cand, name)
-		}
-		if bok && cok {
-			row.Change = cv - bv
-			row.Percent = math.NaN()
-			if bv != 0 {
-				row.Percent = row.Change / math.Abs(bv) * 100
-			}
-			if len(bvals) >= 2 && len(cvals) >= 2 {
-				w := Welch(bvals, cvals)
-				row.Test = &w
-			}
-		} else {
-			row.Change, row.Percent = math.NaN(), math.NaN()
 		}
 		var rules []string
 		for _, t := range byMetric[name] {
 			rules = append(rules, t.Expr)
-			exceeded := false
-			switch {
-			case bok && cok:
-				exceeded = t.Exceeded(bv, cv)
-				if row.Test != nil {
-					exceeded = exceeded && row.Test.Significant()
-				}
-			case bok && !cok:
-				exceeded = true
-			}
-			row.Exceeded = row.Exceeded || exceeded
-			v := row.View()
-			tr := ToleranceResult{Expr: t.Expr, Base: v.Base, Candidate: v.Candidate, Change: v.Change, Pass: !exceeded}
-			if v.Percent != "—" {
-				tr.Change += " (" + v.Percent + ")"
-			}
-			if row.Test != nil {
-				tr.Change += ", 95% CI " + v.CI
-				tr.Test = "welch-t p=" + formatP(row.Test.P)
-			}
-			verdicts[t.Expr] = tr
+			verdicts[t.Expr] = judgeTolerance(&row, t, bok, cok)
 		}
 		row.Tolerance = strings.Join(rules, ", ")
 		c.Failed = c.Failed || row.Exceeded
@@ -267,6 +211,76 @@ func Compare(base, cand *Summary, failOn []Tolerance) *Comparison {
 		c.Tolerances = append(c.Tolerances, tr)
 	}
 	return c
+}
+
+// figureOf is a summary's figure for compare: its mean over the seeds
+// that have it for a multi-seed run (with the per-seed values), else the
+// figure itself. A figure no seed has is not applicable.
+func figureOf(s *Summary, name string) (v float64, ok bool, values []float64) {
+	if seedCount(s) > 0 {
+		f, in := s.Seeds.Figure(name)
+		return f.Mean, in && f.N > 0, f.Values
+	}
+	v, ok, _ = s.Metric(name)
+	return v, ok, nil
+}
+
+// compareFigure is the row of one metric, with whether each side has it.
+func compareFigure(base, cand *Summary, name string) (row CompareRow, bok, cok bool) {
+	bv, bok, bvals := figureOf(base, name)
+	cv, cok, cvals := figureOf(cand, name)
+	row = CompareRow{Metric: name, Kind: metrics[name].kind}
+	if bok {
+		row.Base = bv
+	} else {
+		row.BaseNA = NotApplicable(base, name)
+	}
+	if cok {
+		row.Candidate = cv
+	} else {
+		row.CandidateNA = NotApplicable(cand, name)
+	}
+	if bok && cok {
+		row.Change = cv - bv
+		row.Percent = math.NaN()
+		if bv != 0 {
+			row.Percent = row.Change / math.Abs(bv) * 100
+		}
+		if len(bvals) >= 2 && len(cvals) >= 2 {
+			w := Welch(bvals, cvals)
+			row.Test = &w
+		}
+	} else {
+		row.Change, row.Percent = math.NaN(), math.NaN()
+	}
+	return row, bok, cok
+}
+
+// judgeTolerance checks one tolerance on row, marks the row exceeded when
+// it is, and says so in the words of the reports.
+func judgeTolerance(row *CompareRow, t Tolerance, bok, cok bool) ToleranceResult {
+	bv, cv := row.Base, row.Candidate
+	exceeded := false
+	switch {
+	case bok && cok:
+		exceeded = t.Exceeded(bv, cv)
+		if row.Test != nil {
+			exceeded = exceeded && row.Test.Significant()
+		}
+	case bok && !cok:
+		exceeded = true
+	}
+	row.Exceeded = row.Exceeded || exceeded
+	v := row.View()
+	tr := ToleranceResult{Expr: t.Expr, Base: v.Base, Candidate: v.Candidate, Change: v.Change, Pass: !exceeded}
+	if v.Percent != "—" {
+		tr.Change += " (" + v.Percent + ")"
+	}
+	if row.Test != nil {
+		tr.Change += ", 95% CI " + v.CI
+		tr.Test = "welch-t p=" + formatP(row.Test.P)
+	}
+	return tr
 }
 
 // formatP writes a p-value with three significant digits; tiny values as

@@ -102,56 +102,26 @@ func init() {
 		"first_attempts": {kind: Count, better: neutral, value: always(func(s *Summary) float64 { return float64(s.Attempts.First) })},
 		"retries":        {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.Attempts.Retries) })},
 		"amplification": {kind: Ratio, better: lowerBetter,
-			value: func(s *Summary) (float64, bool) {
-				if s.Amplification == nil {
-					return 0, false
-				}
-				return *s.Amplification, true
-			},
-			na: unmeasured("no delivery made an attempt")},
+			value: amplificationValue,
+			na:    unmeasured("no delivery made an attempt")},
 		"drain_time": {kind: Duration, better: lowerBetter,
-			value: func(s *Summary) (float64, bool) {
-				if s.DrainTimeS == nil || len(s.Outages) == 0 {
-					return 0, false
-				}
-				return *s.DrainTimeS, true
-			},
-			na: func(s *Summary) string {
-				if len(s.Outages) == 0 {
-					return "no outages"
-				}
-				return "not drained"
-			}},
+			value: drainTimeValue, na: drainTimeNA},
 		"oldest_ready_age":   {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.OldestReadyAgeMaxS })},
 		"oldest_delayed_age": {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.OldestDelayedAgeMaxS })},
 		"healthy_within_slo": {kind: Fraction, better: upperBetter,
 			value: func(s *Summary) (float64, bool) { return s.HealthyWithinSLO, s.HealthyLatencyS.Count > 0 },
 			na:    naText("no healthy deliveries")},
 		"duplicates": {kind: Count, better: lowerBetter,
-			value: func(s *Summary) (float64, bool) {
-				if s.Duplicates == nil {
-					return 0, false
-				}
-				return float64(*s.Duplicates), true
-			},
-			na: unmeasured("not measured")},
+			value: duplicatesValue,
+			na:    unmeasured("not measured")},
 		"lost_acks": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.LostAcks) })},
 		// An attempt whose outcome the dispatcher never learned may be
 		// repeated: one in flight when the dispatcher was killed, or one
 		// whose answer the partner dropped (a lost ack). Duplicates beyond
 		// those are the pipeline's own.
 		"duplicates_beyond_in_flight": {kind: Count, better: lowerBetter,
-			value: func(s *Summary) (float64, bool) {
-				if s.Duplicates == nil {
-					return 0, false
-				}
-				unknown := s.LostAcks
-				for _, r := range s.Restarts {
-					unknown += r.InFlight
-				}
-				return float64(max(0, *s.Duplicates-unknown)), true
-			},
-			na: unmeasured("not measured")},
+			value: duplicatesBeyondInFlight,
+			na:    unmeasured("not measured")},
 		"retry_after_ignored":  {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 { return float64(s.RetryAfterIgnored) })},
 		"source_held_back":     {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackS })},
 		"source_held_back_max": {kind: Duration, better: lowerBetter, value: always(func(s *Summary) float64 { return s.SourceHeldBackMaxS })},
@@ -160,26 +130,8 @@ func init() {
 		// The cohorts a scripted fault hits, on their own: in a fan-out to
 		// hundreds of healthy subscribers the overall figures hide them.
 		"faulty.amplification": {kind: Ratio, better: lowerBetter,
-			value: func(s *Summary) (float64, bool) {
-				var attempts, attempted float64
-				for _, c := range s.Cohorts {
-					if !c.Faulty {
-						continue
-					}
-					if c.Amplification == nil && c.Attempts > 0 {
-						return 0, false // attempts it cannot tie to deliveries
-					}
-					if c.Amplification != nil && *c.Amplification > 0 {
-						attempts += float64(c.Attempts)
-						attempted += float64(c.Attempts) / *c.Amplification
-					}
-				}
-				if attempted == 0 {
-					return 0, false
-				}
-				return attempts / attempted, true
-			},
-			na: unmeasured("no faulty cohort made an attempt")},
+			value: faultyAmplification,
+			na:    unmeasured("no faulty cohort made an attempt")},
 		"faulty.dead_lettered": {kind: Count, better: lowerBetter, value: always(func(s *Summary) float64 {
 			var n int64
 			for _, c := range s.Cohorts {
@@ -404,4 +356,74 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// amplificationValue is the overall amplification, unknown when not
+// measured.
+func amplificationValue(s *Summary) (float64, bool) {
+	if s.Amplification == nil {
+		return 0, false
+	}
+	return *s.Amplification, true
+}
+
+// drainTimeValue is the slowest outage's drain time, known when every
+// outage drained.
+func drainTimeValue(s *Summary) (float64, bool) {
+	if s.DrainTimeS == nil || len(s.Outages) == 0 {
+		return 0, false
+	}
+	return *s.DrainTimeS, true
+}
+
+// drainTimeNA says why a run has no drain time.
+func drainTimeNA(s *Summary) string {
+	if len(s.Outages) == 0 {
+		return "no outages"
+	}
+	return "not drained"
+}
+
+// duplicatesValue is the duplicates the partners saw, unknown when not
+// measured.
+func duplicatesValue(s *Summary) (float64, bool) {
+	if s.Duplicates == nil {
+		return 0, false
+	}
+	return float64(*s.Duplicates), true
+}
+
+// duplicatesBeyondInFlight is the duplicates beyond the attempts whose
+// outcome the dispatcher never learned.
+func duplicatesBeyondInFlight(s *Summary) (float64, bool) {
+	if s.Duplicates == nil {
+		return 0, false
+	}
+	unknown := s.LostAcks
+	for _, r := range s.Restarts {
+		unknown += r.InFlight
+	}
+	return float64(max(0, *s.Duplicates-unknown)), true
+}
+
+// faultyAmplification is the faulty cohorts' attempts ÷ their deliveries
+// that made an attempt.
+func faultyAmplification(s *Summary) (float64, bool) {
+	var attempts, attempted float64
+	for _, c := range s.Cohorts {
+		if !c.Faulty {
+			continue
+		}
+		if c.Amplification == nil && c.Attempts > 0 {
+			return 0, false // attempts it cannot tie to deliveries
+		}
+		if c.Amplification != nil && *c.Amplification > 0 {
+			attempts += float64(c.Attempts)
+			attempted += float64(c.Attempts) / *c.Amplification
+		}
+	}
+	if attempted == 0 {
+		return 0, false
+	}
+	return attempts / attempted, true
 }

@@ -104,71 +104,101 @@ func AccountingText(s *Summary) string {
 	return t
 }
 
+// maxNamedFailures bounds the items of each kind the verdict names.
+const maxNamedFailures = 3
+
 // VerdictText is the one-line verdict every writer shows: PASS with what
 // held, or FAIL naming what failed (up to maxNamedFailures items).
 func VerdictText(s *Summary) string {
-	const maxNamedFailures = 3
 	if s == nil {
 		return "FAIL: no summary"
 	}
-	var failedGates, failedTols []string
-	seedGates := s.Seeds != nil && len(s.Seeds.Runs) > 1 && s.Seeds.Gates != nil
-	if seedGates {
+	f := whatFailed(s)
+	if s.Pass && f.none() {
+		return passVerdict(s)
+	}
+	return failVerdict(s, f)
+}
+
+// failedParts is what a verdict names as failed.
+type failedParts struct {
+	gates, tolerances, findings []string
+	// seedGates: the gates are a multi-seed run's, each item naming the
+	// seeds it failed on.
+	seedGates    bool
+	seedFailures int // other seeds that failed on their own
+	accounting   bool
+}
+
+func (f failedParts) none() bool {
+	return len(f.gates) == 0 && len(f.tolerances) == 0 && f.seedFailures == 0 && !f.accounting && len(f.findings) == 0
+}
+
+func whatFailed(s *Summary) failedParts {
+	var f failedParts
+	f.seedGates = s.Seeds != nil && len(s.Seeds.Runs) > 1 && s.Seeds.Gates != nil
+	if f.seedGates {
 		// A multi-seed run names each gate with the seeds it failed on.
 		for _, g := range s.Seeds.Gates {
 			if g.Held < g.Seeds {
-				failedGates = append(failedGates, fmt.Sprintf("%s failed on %d of %d seeds", g.Expr, g.Seeds-g.Held, g.Seeds))
+				f.gates = append(f.gates, fmt.Sprintf("%s failed on %d of %d seeds", g.Expr, g.Seeds-g.Held, g.Seeds))
 			}
 		}
 	} else {
 		for _, g := range s.Gates {
 			if !g.Pass {
-				failedGates = append(failedGates, g.Expr)
+				f.gates = append(f.gates, g.Expr)
 			}
 		}
 	}
 	for _, t := range s.Tolerances {
 		if !t.Pass {
-			failedTols = append(failedTols, t.Expr)
+			f.tolerances = append(f.tolerances, t.Expr)
 		}
 	}
-	seedFailures := 0
 	if s.Seeds != nil {
 		for _, r := range s.Seeds.Runs {
-			if r.Seed != s.Seed && ((len(r.FailedGates) > 0 && !seedGates) || r.Lost != 0) {
-				seedFailures++
+			if r.Seed != s.Seed && ((len(r.FailedGates) > 0 && !f.seedGates) || r.Lost != 0) {
+				f.seedFailures++
 			}
 		}
 	}
-	accounting := !AccountingHolds(s)
-	var findings []string
-	for _, f := range unexpectedFindings(s) {
-		findings = append(findings, f.Kind)
+	f.accounting = !AccountingHolds(s)
+	for _, fd := range unexpectedFindings(s) {
+		f.findings = append(f.findings, fd.Kind)
 	}
-	if s.Pass && len(failedGates) == 0 && len(failedTols) == 0 && seedFailures == 0 && !accounting && len(findings) == 0 {
-		var parts []string
-		switch len(s.Gates) {
-		case 0:
-			parts = append(parts, "no gates")
-		case 1:
-			parts = append(parts, "the gate holds")
-		default:
-			parts = append(parts, fmt.Sprintf("all %d gates hold", len(s.Gates)))
-		}
-		if s.Seeds != nil && len(s.Seeds.Runs) > 1 {
-			parts[0] += fmt.Sprintf(" on all %d seeds", len(s.Seeds.Runs))
-		}
-		switch n := len(s.Tolerances); {
-		case n == 1:
-			parts = append(parts, "the tolerance holds")
-		case n > 1:
-			parts = append(parts, fmt.Sprintf("all %d tolerances hold", n))
-		}
-		if n := len(s.Findings); n > 0 {
-			parts = append(parts, fmt.Sprintf("%d expected finding(s)", n))
-		}
-		return "PASS: " + strings.Join(parts, "; ")
+	return f
+}
+
+// passVerdict says what held.
+func passVerdict(s *Summary) string {
+	var parts []string
+	switch len(s.Gates) {
+	case 0:
+		parts = append(parts, "no gates")
+	case 1:
+		parts = append(parts, "the gate holds")
+	default:
+		parts = append(parts, fmt.Sprintf("all %d gates hold", len(s.Gates)))
 	}
+	if s.Seeds != nil && len(s.Seeds.Runs) > 1 {
+		parts[0] += fmt.Sprintf(" on all %d seeds", len(s.Seeds.Runs))
+	}
+	switch n := len(s.Tolerances); {
+	case n == 1:
+		parts = append(parts, "the tolerance holds")
+	case n > 1:
+		parts = append(parts, fmt.Sprintf("all %d tolerances hold", n))
+	}
+	if n := len(s.Findings); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d expected finding(s)", n))
+	}
+	return "PASS: " + strings.Join(parts, "; ")
+}
+
+// failVerdict names what failed: findings, the accounting identity,
+// tolerances, gates and other seeds, in that order.
+func failVerdict(s *Summary, f failedParts) string {
 	var parts []string
 	name := func(kind string, items []string, total int, verb string) {
 		switch {
@@ -179,30 +209,30 @@ func VerdictText(s *Summary) string {
 			parts = append(parts, fmt.Sprintf("%d of %d %ss %s (%s, …)", len(items), total, kind, cmp.Or(verb, "failed"), strings.Join(items[:maxNamedFailures], ", ")))
 		}
 	}
-	switch n := len(findings); {
+	switch n := len(f.findings); {
 	case n == 1:
-		parts = append(parts, "finding "+findings[0])
+		parts = append(parts, "finding "+f.findings[0])
 	case n > 1:
-		parts = append(parts, "findings "+strings.Join(findings[:min(n, maxNamedFailures)], ", "))
+		parts = append(parts, "findings "+strings.Join(f.findings[:min(n, maxNamedFailures)], ", "))
 		if n > maxNamedFailures {
 			parts[len(parts)-1] += ", …"
 		}
 	}
-	if accounting {
+	if f.accounting {
 		parts = append(parts, "accounting identity broken (lost "+GroupDigits(s.Deliveries.Lost)+")")
 	}
-	name("tolerance", failedTols, len(s.Tolerances), "exceeded")
-	if seedGates {
+	name("tolerance", f.tolerances, len(s.Tolerances), "exceeded")
+	if f.seedGates {
 		// Each item says itself where it failed: "gate A failed on 1 of 3 seeds".
-		name("gate", failedGates, len(s.Seeds.Gates), "")
+		name("gate", f.gates, len(s.Seeds.Gates), "")
 	} else {
-		name("gate", failedGates, len(s.Gates), "failed")
+		name("gate", f.gates, len(s.Gates), "failed")
 	}
-	if seedFailures > 0 {
-		if seedGates {
-			parts = append(parts, fmt.Sprintf("accounting identity broken on %d other seed(s)", seedFailures))
+	if f.seedFailures > 0 {
+		if f.seedGates {
+			parts = append(parts, fmt.Sprintf("accounting identity broken on %d other seed(s)", f.seedFailures))
 		} else {
-			parts = append(parts, fmt.Sprintf("gates failed on %d other seed(s)", seedFailures))
+			parts = append(parts, fmt.Sprintf("gates failed on %d other seed(s)", f.seedFailures))
 		}
 	}
 	if len(parts) == 0 {

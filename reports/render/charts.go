@@ -166,21 +166,7 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 			col(func(s *reports.Sample) float64 { return s.OldestDelayedAgeS }),
 		}
 	}
-	maxAge := 0.0
-	for _, c := range cols {
-		for _, v := range c {
-			maxAge = math.Max(maxAge, plotFinite(v))
-		}
-	}
-	if slo := plotFinite(s.SLOS); slo <= sloReach*maxAge {
-		maxAge = math.Max(maxAge, slo)
-	}
-	unit := chooseDurationAxis(maxAge)
-	for _, c := range cols {
-		for i := range c {
-			c[i] /= unit.divS
-		}
-	}
+	unit := scaleAgeColumns(cols, s.SLOS)
 	ageTitle := "Oldest message age"
 	if labels[0] != "oldest ready" {
 		ageTitle += " by cohort"
@@ -201,8 +187,20 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 		}
 	}
 
-	var dlqLabels []string
-	var dlqCols [][]float64
+	dlqLabels, dlqCols := deadLetterColumns(ts)
+	add("chart-dead-letters", "Dead letters by reason (cumulative)", "dead letters", dlqLabels, paletteN(len(dlqCols)), dlqCols)
+
+	brLabels, brCols := breakerColumns(ts)
+	if c := add("chart-breaker", "Circuit breaker state", "state", brLabels, paletteN(len(brCols)), brCols); c != nil {
+		c.Step = true
+		c.YNames = []string{"closed", "half-open", "open"}
+	}
+	return charts
+}
+
+// deadLetterColumns is the running count of dead letters for each reason
+// that has any.
+func deadLetterColumns(ts *reports.Timeseries) (labels []string, cols [][]float64) {
 	for r, reason := range ts.Reasons {
 		running := make([]float64, len(ts.Samples))
 		var sum float64
@@ -211,14 +209,15 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 			running[i] = sum
 		}
 		if sum > 0 {
-			dlqLabels = append(dlqLabels, reason)
-			dlqCols = append(dlqCols, running)
+			labels = append(labels, reason)
+			cols = append(cols, running)
 		}
 	}
-	add("chart-dead-letters", "Dead letters by reason (cumulative)", "dead letters", dlqLabels, paletteN(len(dlqCols)), dlqCols)
+	return labels, cols
+}
 
-	var brLabels []string
-	var brCols [][]float64
+// breakerColumns is each partner's breaker state, up to maxBreakerLines.
+func breakerColumns(ts *reports.Timeseries) (labels []string, cols [][]float64) {
 	for p, partner := range ts.BreakerPartners {
 		if p >= maxBreakerLines {
 			break
@@ -227,14 +226,32 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 		for i := range ts.Samples {
 			states[i] = sampleColumn(ts.Samples[i].Breaker, p)
 		}
-		brLabels = append(brLabels, partner)
-		brCols = append(brCols, states)
+		labels = append(labels, partner)
+		cols = append(cols, states)
 	}
-	if c := add("chart-breaker", "Circuit breaker state", "state", brLabels, paletteN(len(brCols)), brCols); c != nil {
-		c.Step = true
-		c.YNames = []string{"closed", "half-open", "open"}
+	return labels, cols
+}
+
+// scaleAgeColumns divides the age columns by the duration unit that fits
+// their largest value (and the SLO, when it is within reach), and returns
+// that unit.
+func scaleAgeColumns(cols [][]float64, sloS float64) durationAxis {
+	maxAge := 0.0
+	for _, c := range cols {
+		for _, v := range c {
+			maxAge = math.Max(maxAge, plotFinite(v))
+		}
 	}
-	return charts
+	if slo := plotFinite(sloS); slo <= sloReach*maxAge {
+		maxAge = math.Max(maxAge, slo)
+	}
+	unit := chooseDurationAxis(maxAge)
+	for _, c := range cols {
+		for i := range c {
+			c[i] /= unit.divS
+		}
+	}
+	return unit
 }
 
 // cohortColumns is one column per Timeseries.Cohorts entry, faulty cohorts
