@@ -289,7 +289,56 @@ func TestSweepTableOneUnitPerColumn(t *testing.T) {
 	if got := format(0.25); got != "250.0ms" {
 		t.Errorf("sub-second column: %q, want ms", got)
 	}
-	if got := columnFormat("amplification", nil)(1.5); got != "1.5" {
-		t.Errorf("ratio: %q", got)
+	// A ratio column: one precision for means and their ±, from the
+	// column's largest value.
+	format = columnFormat("peak_attempts_per_s", []Stat{{N: 3, Mean: 598.3, CIHalf: 0.009742, Min: 598.29, Max: 598.31}, {N: 3, Mean: 12.5, CIHalf: 1.25, Min: 11, Max: 14}})
+	if got := statCell(format, Stat{N: 3, Mean: 598.3, CIHalf: 0.009742, Min: 598.29, Max: 598.31}); got != "598.3 ± 0.0 [598.3 – 598.3]" {
+		t.Errorf("ratio cell %q, want one decimal throughout", got)
+	}
+	if got := columnFormat("amplification", []Stat{{N: 2, Mean: 1.5, CIHalf: 0.25, Min: 1.25, Max: 1.75}})(1.5); got != "1.500" {
+		t.Errorf("small ratio: %q, want three decimals", got)
+	}
+	// Counts: whole numbers stay whole; a mean of whole counts may not be.
+	if got := columnFormat("lost", []Stat{{N: 2, Mean: 0, Min: 0, Max: 0}})(0); got != "0" {
+		t.Errorf("count: %q", got)
+	}
+	if got := columnFormat("lost", []Stat{{N: 2, Mean: 2.5, CIHalf: 0.5, Min: 2, Max: 3}})(2.5); got != "2.5" {
+		t.Errorf("count mean: %q", got)
+	}
+}
+
+// A metric that is 0 on every seed of every cell gets no plot and no chart,
+// and one line says so; the other metrics get one chart each, grouped bars
+// by series when the first axis is categories.
+func TestSweepLeavesOutAlwaysZeroMetrics(t *testing.T) {
+	e := &Experiment{Name: "x", Seeds: 2, Metrics: []string{"lost", "amplification"},
+		Axes: []Axis{{Key: "policy.retry.jitter", Values: []AxisValue{{Label: "full"}, {Label: "equal"}}},
+			{Key: "dispatcher.workers", Values: []AxisValue{{Label: "4"}, {Label: "8"}}}}}
+	r := &SweepResult{Experiment: e}
+	for i := range 4 {
+		r.Cells = append(r.Cells, CellResult{
+			Cell:  Cell{Labels: []string{e.Axes[0].Values[i/2].Label, e.Axes[1].Values[i%2].Label}, Values: []int{i / 2, i % 2}},
+			Stats: []Stat{{N: 2}, {N: 2, Mean: 1 + float64(i), CIHalf: 0.1, Min: 1, Max: 2 + float64(i)}},
+		})
+	}
+	if !r.alwaysZero(0) || r.alwaysZero(1) {
+		t.Errorf("alwaysZero: lost %v, amplification %v", r.alwaysZero(0), r.alwaysZero(1))
+	}
+	if z := r.zeroLine(); z != "Always 0 in every run, so not plotted: lost." {
+		t.Errorf("zero line %q", z)
+	}
+	charts := sweepCharts(r)
+	if len(charts) != 1 || charts[0].XNames == nil || len(charts[0].Series) != 2 {
+		t.Fatalf("charts %+v: want one, with categories and a series per worker count", charts)
+	}
+	if s := charts[0].Series[1]; s.Label != "dispatcher.workers = 8" || s.Values[0] != 2 || s.Values[1] != 4 {
+		t.Errorf("series %+v: want workers = 8 at 2 (full) and 4 (equal)", s)
+	}
+	plots, err := sweepPlots(r)
+	if err != nil || len(plots) != 1 || plots[0].name != "plot_amplification" {
+		t.Errorf("plots %v, %v", plots, err)
+	}
+	if _, err := renderPlot(plots[0].draw, "svg"); err != nil {
+		t.Errorf("grouped bars: %v", err)
 	}
 }

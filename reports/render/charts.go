@@ -44,6 +44,12 @@ type chartSpec struct {
 	YRefLabel string   `json:"yRefLabel,omitempty"`
 	// YNames labels integer y values (breaker: closed, half-open, open).
 	YNames []string `json:"yNames,omitempty"`
+	// XNames labels categories at x = 0, 1, …; Bars draws the series as
+	// bars (grouped: each series' x sits beside the category's), Points
+	// marks each value.
+	XNames []string `json:"xNames,omitempty"`
+	Bars   bool     `json:"bars,omitempty"`
+	Points bool     `json:"points,omitempty"`
 }
 
 type chartSeries struct {
@@ -51,6 +57,8 @@ type chartSeries struct {
 	Color  string       `json:"color"`
 	Values []chartValue `json:"values"`
 	Width  float64      `json:"width,omitempty"`
+	// Err is the ± half-width of each value, shown beside it on hover.
+	Err []chartValue `json:"err,omitempty"`
 }
 
 // chartValue is a y value; NaN ("no value in this interval") is written
@@ -493,11 +501,18 @@ const chartScript = `(function () {
   data.forEach(function (spec) {
     var el = document.getElementById(spec.id);
     if (!el) return;
-    var series = [{label: spec.xLabel, value: function (u, v) { return fmt(v); }}];
+    function xName(v) { return v == null ? "–" : (spec.xNames[Math.round(v)] || ""); }
+    var series = [{label: spec.xLabel, value: function (u, v) { return spec.xNames ? xName(v) : fmt(v); }}];
     spec.series.forEach(function (s) {
       var opt = {label: s.label, stroke: s.color, width: s.width || 1.5,
-        value: function (u, v) { return spec.yNames && v != null ? (spec.yNames[Math.round(v)] || fmt(v)) : fmt(v); }};
+        value: function (u, v, si, i) {
+          if (spec.yNames && v != null) return spec.yNames[Math.round(v)] || fmt(v);
+          if (s.err && v != null && i != null && s.err[i] != null) return fmt(v) + " \u00b1 " + fmt(s.err[i]);
+          return fmt(v);
+        }};
       if (spec.step) opt.paths = uPlot.paths.stepped({align: 1});
+      if (spec.bars) { opt.paths = uPlot.paths.bars({size: [0.9, 64]}); opt.fill = s.color; opt.points = {show: false}; }
+      if (spec.points) { opt.points = {show: true, size: 7}; opt.spanGaps = true; }
       series.push(opt);
     });
     var yAxis = {label: spec.yLabel};
@@ -507,12 +522,19 @@ const chartScript = `(function () {
       yAxis.size = 80;
     }
     var yMax = spec.yRef != null ? spec.yRef : null;
+    var xAxis = {label: spec.xLabel};
+    var xScale = {time: false};
+    if (spec.xNames) {
+      xAxis.splits = function () { return spec.xNames.map(function (_, i) { return i; }); };
+      xAxis.values = function (u, vals) { return vals.map(xName); };
+      xScale.range = function () { return [-0.5, spec.xNames.length - 0.5]; };
+    }
     var opts = {
       title: spec.title,
       width: Math.max(320, el.clientWidth || 800), height: 300,
       series: series,
-      axes: [{label: spec.xLabel}, yAxis],
-      scales: {x: {time: false}, y: {range: function (u, lo, hi) {
+      axes: [xAxis, yAxis],
+      scales: {x: xScale, y: {range: function (u, lo, hi) {
         if (spec.yNames) return [-0.2, spec.yNames.length - 0.8];
         // The SLO stretches the axis only when within sloReach of the data.
         var top = yMax != null && yMax <= SLO_REACH * hi ? Math.max(hi, yMax) : hi;
