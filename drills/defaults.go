@@ -7,7 +7,8 @@ import (
 	"github.com/stormdrill/stormdrill/model"
 )
 
-// Defaults, as documented in Keys.
+// Defaults, as documented in Keys. The policy's are model's
+// (model.DefaultPolicySettings), which the dispatcher's file takes too.
 const (
 	DefaultSeed            = 1
 	DefaultMode            = "sim"
@@ -19,10 +20,10 @@ const (
 	DefaultAttemptTimeout  = 10 * time.Second
 	DefaultSLO             = 30 * time.Minute
 	DefaultFaultDown       = 10 * time.Second
-	DefaultRetryBase       = time.Second
-	DefaultRetryCap        = 5 * time.Minute
-	DefaultRetryAttempts   = 5
-	DefaultBreakerCooldown = 30 * time.Second
+	DefaultRetryBase       = model.DefaultRetryBase
+	DefaultRetryCap        = model.DefaultRetryCap
+	DefaultRetryAttempts   = model.DefaultRetryAttempts
+	DefaultBreakerCooldown = model.DefaultBreakerCooldown
 )
 
 // SetDefaults fills every key a drill built in Go leaves at its zero value.
@@ -95,31 +96,32 @@ func applyDefaults(d *Drill, has func(key string) bool) {
 		}
 	}
 
-	r := &d.Policy.Retry
-	integer(&r.MaxAttempts, "policy.retry.max_attempts", DefaultRetryAttempts)
-	dur(&r.Base, DefaultRetryBase)
-	dur(&r.Cap, DefaultRetryCap)
-	num(&r.Multiplier, "policy.retry.multiplier", 2)
-	str(&r.Jitter, "full")
-	num(&r.JitterRatio, "policy.retry.jitter_ratio", 0.5)
-	dur(&r.DeliveryWindow, 0)
-	str(&r.RetryAfter, "honour")
-	dur(&r.RetryAfterMax, r.Cap.D)
+	def := model.DefaultPolicySettings()
+	r, dr := &d.Policy.Retry, &def.Retry
+	integer(&r.MaxAttempts, "policy.retry.max_attempts", dr.MaxAttempts)
+	dur(&r.Base, dr.Base.D)
+	dur(&r.Cap, dr.Cap.D)
+	num(&r.Multiplier, "policy.retry.multiplier", dr.Multiplier)
+	str(&r.Jitter, dr.Jitter)
+	num(&r.JitterRatio, "policy.retry.jitter_ratio", dr.JitterRatio)
+	dur(&r.DeliveryWindow, dr.DeliveryWindow.D)
+	str(&r.RetryAfter, dr.RetryAfter)
+	d.Policy.FillDerived() // retry_after_max follows cap
 
-	b := &d.Policy.Breaker
-	str(&b.Trip, "none")
-	integer(&b.Threshold, "policy.breaker.threshold", 5)
-	dur(&b.Window, 60*time.Second)
-	num(&b.Ratio, "policy.breaker.ratio", 0.5)
-	integer(&b.MinCalls, "policy.breaker.min_calls", 10)
-	dur(&b.Cooldown, DefaultBreakerCooldown)
-	integer(&b.Probes, "policy.breaker.probes", 1)
-	str(&b.OnOpen, "hold")
+	b, db := &d.Policy.Breaker, &def.Breaker
+	str(&b.Trip, db.Trip)
+	integer(&b.Threshold, "policy.breaker.threshold", db.Threshold)
+	dur(&b.Window, db.Window.D)
+	num(&b.Ratio, "policy.breaker.ratio", db.Ratio)
+	integer(&b.MinCalls, "policy.breaker.min_calls", db.MinCalls)
+	dur(&b.Cooldown, db.Cooldown.D)
+	integer(&b.Probes, "policy.breaker.probes", db.Probes)
+	str(&b.OnOpen, db.OnOpen)
 
-	g := &d.Policy.Budget
-	str(&g.Scope, "partner")
-	num(&g.TokenRatio, "policy.budget.token_ratio", 0.1)
-	str(&g.OnExhausted, "defer")
+	g, dg := &d.Policy.Budget, &def.Budget
+	str(&g.Scope, dg.Scope)
+	num(&g.TokenRatio, "policy.budget.token_ratio", dg.TokenRatio)
+	str(&g.OnExhausted, dg.OnExhausted)
 
 	w := &d.Dispatcher
 	integer(&w.Workers, "dispatcher.workers", DefaultWorkers)

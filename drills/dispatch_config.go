@@ -8,16 +8,12 @@ import (
 )
 
 // DispatcherConfig converts a validated drill into the dispatcher's
-// configuration: its policy, breaker, budget and dispatcher settings, one
+// configuration: its [policy] as it is, its dispatcher settings, and one
 // partner entry per cohort (members named "<cohort>-<m>", as the drill's
 // subscribers are) at the partner server's paths, resolved against
 // partnersURL ("" leaves them for the dispatch command's --partners). The
 // result still needs a Store and an Owner.
 func (d *Drill) DispatcherConfig(partnersURL string) (dispatcher.Config, error) {
-	pol, err := d.ModelPolicy()
-	if err != nil {
-		return dispatcher.Config{}, err
-	}
 	specs, err := d.PartnerSpecs()
 	if err != nil {
 		return dispatcher.Config{}, err
@@ -39,22 +35,8 @@ func (d *Drill) DispatcherConfig(partnersURL string) (dispatcher.Config, error) 
 		c.AlertURL = partnersURL + "/alerts"
 	}
 	for _, sp := range specs {
-		p := dispatcher.Partner{Name: sp.Name, Members: sp.Count, URL: "/p/" + sp.Name + "/{member}",
-			Concurrency: w.PerPartnerConcurrency, Policy: *pol}
-		if d.BreakerEnabled() {
-			bs, err := d.ModelBreakerSettings()
-			if err != nil {
-				return dispatcher.Config{}, err
-			}
-			p.Breaker = &bs
-		}
-		if d.BudgetEnabled() {
-			p.Budget = &dispatcher.Budget{MaxTokens: d.Policy.Budget.MaxTokens, TokenRatio: d.Policy.Budget.TokenRatio}
-			if d.Policy.Budget.Global() {
-				p.Budget.Pool = "global"
-			}
-		}
-		c.Partners = append(c.Partners, p)
+		c.Partners = append(c.Partners, dispatcher.Partner{Name: sp.Name, Members: sp.Count, URL: "/p/" + sp.Name + "/{member}",
+			Concurrency: w.PerPartnerConcurrency, Policy: d.Policy})
 	}
 	return c, nil
 }
@@ -72,9 +54,7 @@ var dispatcherKeys = map[string]string{
 	"speed":           "speed",
 	"seed":            "seed",
 	"concurrency":     "dispatcher.per_partner_concurrency",
-	"policy":          "policy.retry",
-	"breaker":         "policy.breaker",
-	"budget":          "policy.budget",
+	"policy":          "policy",
 }
 
 // dispatcherChecks runs the dispatcher's own validation on the

@@ -60,9 +60,6 @@ const (
 	// MinSpeed and MaxSpeed bound a live drill's speed.
 	MinSpeed = 0.01
 	MaxSpeed = 1e6
-	// MaxBudgetTokens bounds policy.budget.max_tokens and token_ratio: the
-	// budget counts milli-tokens in an int64.
-	MaxBudgetTokens = 1e12
 	// MinLeaseTimeout bounds dispatcher.lease_timeout below, and
 	// MinLiveLeaseWall bounds it in wall time (lease_timeout / speed) in
 	// live mode: a shorter lease expires before a claim is sent.
@@ -254,19 +251,6 @@ func checkRanges(d *Drill) []problem {
 	}
 	if lt := d.Dispatcher.LeaseTimeout.D; lt > 0 && lt < MinLeaseTimeout && d.Mode != "live" {
 		bad("dispatcher.lease_timeout", "%v is too short: at least %v", lt, MinLeaseTimeout)
-	}
-
-	g := &d.Policy.Budget
-	if g.MaxTokens > MaxBudgetTokens {
-		bad("policy.budget.max_tokens", "at most %g (got %g)", float64(MaxBudgetTokens), g.MaxTokens)
-	}
-	if g.TokenRatio > MaxBudgetTokens {
-		bad("policy.budget.token_ratio", "at most %g (got %g)", float64(MaxBudgetTokens), g.TokenRatio)
-	}
-
-	r := &d.Policy.Retry
-	if r.RetryAfter == "honour" && r.RetryAfterMax.D <= 0 {
-		bad("policy.retry.retry_after_max", "%v with retry_after = \"honour\" would honour no Retry-After; give a positive maximum or set retry_after = \"ignore\"", r.RetryAfterMax.D)
 	}
 
 	end := d.Duration.D + d.Drain.D // both at most MaxDurationValue: no overflow

@@ -123,12 +123,9 @@ type Outage struct {
 }
 
 // Policy is the retry policy with its breaker and budget: the policy
-// core's own settings types, with their one validation.
-type Policy struct {
-	Retry   model.RetryPolicy   `toml:"retry"`
-	Breaker model.BreakerPolicy `toml:"breaker"`
-	Budget  model.BudgetPolicy  `toml:"budget"`
-}
+// core's own settings type, with its one validation, which the live
+// dispatcher's configuration file decodes into too.
+type Policy = model.PolicySettings
 
 // Dispatcher is the worker pool and queue.
 type Dispatcher struct {

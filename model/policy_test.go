@@ -179,3 +179,46 @@ func TestDecideProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicySettingsDefaultsAndBounds: the defaults pass the one
+// validation, and each bound the runners rely on is refused at its key,
+// under its table.
+func TestPolicySettingsDefaultsAndBounds(t *testing.T) {
+	def := DefaultPolicySettings()
+	if ps := def.Problems(); len(ps) != 0 {
+		t.Fatalf("the defaults have problems: %+v", ps)
+	}
+	cases := []struct {
+		key    string
+		break_ func(p *PolicySettings)
+	}{
+		{"retry.cap", func(p *PolicySettings) { p.Retry.Cap.D = MaxPolicyDuration + 1 }},
+		{"retry.delivery_window", func(p *PolicySettings) { p.Retry.DeliveryWindow.D = MaxPolicyDuration + 1 }},
+		{"retry.retry_after_max", func(p *PolicySettings) { p.Retry.RetryAfterMax.D = 0 }},
+		{"retry.retryable_status", func(p *PolicySettings) { p.Retry.RetryableStatus = make([]int, MaxStatusOverrides+1) }},
+		{"breaker.threshold", func(p *PolicySettings) { p.Breaker.Trip, p.Breaker.Threshold = "consecutive", 1<<31 }},
+		{"breaker.window", func(p *PolicySettings) { p.Breaker.Trip, p.Breaker.Window.D = "window", MaxPolicyDuration+1 }},
+		{"budget.max_tokens", func(p *PolicySettings) { p.Budget.MaxTokens = MaxBudgetTokens * 2 }},
+		{"budget.token_ratio", func(p *PolicySettings) { p.Budget.TokenRatio = -1 }},
+	}
+	for _, tc := range cases {
+		p := DefaultPolicySettings()
+		tc.break_(&p)
+		ps := p.Problems()
+		if len(ps) == 0 || ps[0].Key != tc.key {
+			t.Errorf("%s: problems %+v; want the first at %s", tc.key, ps, tc.key)
+		}
+	}
+	// retry_after_max follows cap unless given.
+	p := DefaultPolicySettings()
+	p.Retry.Cap = Duration{D: time.Hour, Set: true}
+	p.FillDerived()
+	if p.Retry.RetryAfterMax.D != time.Hour {
+		t.Errorf("retry_after_max %v; want cap's 1h", p.Retry.RetryAfterMax.D)
+	}
+	p.Retry.RetryAfterMax = Duration{D: time.Minute, Set: true}
+	p.FillDerived()
+	if p.Retry.RetryAfterMax.D != time.Minute {
+		t.Errorf("a given retry_after_max was replaced: %v", p.Retry.RetryAfterMax.D)
+	}
+}

@@ -2,20 +2,50 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
 // This file declares the retry policy, breaker and budget settings as a
 // drill writes them (policy.retry, policy.breaker, policy.budget), with
-// the one validation of each. The drill format decodes into these types;
+// their defaults and the one validation of each (Problems). The drill
+// format (TOML) and the live dispatcher's configuration file (JSON) both
+// decode into these types, durations written as text with a unit;
 // Problems keys are relative to each table ("max_attempts").
 
-// Bounds of the policy settings.
+// Bounds of the policy settings. They keep every sum and product the
+// runners form (now + delay, milli-tokens) far from overflow.
 const (
 	MaxPolicyAttempts   = 1000 // policy.retry.max_attempts
 	MaxPolicyMultiplier = 1000 // policy.retry.multiplier
+	// MaxPolicyDuration bounds every duration of a retry policy or
+	// breaker.
+	MaxPolicyDuration = 1000 * time.Hour
+	// MaxBudgetTokens bounds policy.budget.max_tokens: Budget counts
+	// milli-tokens in an int64.
+	MaxBudgetTokens = 1e9
+	// MaxStatusOverrides bounds retryable_status and permanent_status
+	// together.
+	MaxStatusOverrides = 1000
+)
+
+// Defaults of the policy settings: what an absent key takes, in a drill
+// and in the dispatcher's file alike (DefaultPolicySettings).
+const (
+	DefaultRetryAttempts    = 5
+	DefaultRetryBase        = time.Second
+	DefaultRetryCap         = 5 * time.Minute
+	DefaultJitter           = "full"
+	DefaultBreakerThreshold = 5
+	DefaultBreakerWindow    = 60 * time.Second
+	DefaultBreakerRatio     = 0.5
+	DefaultBreakerMinCalls  = 10
+	DefaultBreakerCooldown  = 30 * time.Second
+	DefaultBreakerProbes    = 1
+	DefaultBudgetTokenRatio = 0.1
 )
 
 // The choices of the policy settings, the default first.
@@ -28,6 +58,58 @@ var (
 
 // NoBreaker is the trip value of a drill without a breaker.
 const NoBreaker = "none"
+
+// PolicySettings is a drill's [policy] table, and a partner's "policy"
+// object in the dispatcher's file: the retry policy with its breaker and
+// budget.
+type PolicySettings struct {
+	Retry   RetryPolicy   `toml:"retry" json:"retry"`
+	Breaker BreakerPolicy `toml:"breaker" json:"breaker"`
+	Budget  BudgetPolicy  `toml:"budget" json:"budget"`
+}
+
+// DefaultPolicySettings returns every policy setting at its default: no
+// breaker and no budget. A decoder that leaves absent keys alone (JSON)
+// decodes over it, then calls FillDerived.
+func DefaultPolicySettings() PolicySettings {
+	return PolicySettings{
+		Retry: RetryPolicy{
+			MaxAttempts: DefaultRetryAttempts, Base: Duration{D: DefaultRetryBase}, Cap: Duration{D: DefaultRetryCap},
+			Multiplier: DefaultMultiplier, Jitter: DefaultJitter, JitterRatio: DefaultJitterRatio,
+			RetryAfter: RetryAfterChoices[0], RetryAfterMax: Duration{D: DefaultRetryCap},
+		},
+		Breaker: BreakerPolicy{
+			Trip: NoBreaker, Threshold: DefaultBreakerThreshold, Window: Duration{D: DefaultBreakerWindow},
+			Ratio: DefaultBreakerRatio, MinCalls: DefaultBreakerMinCalls, Cooldown: Duration{D: DefaultBreakerCooldown},
+			Probes: DefaultBreakerProbes, OnOpen: OnOpenChoices[0],
+		},
+		Budget: BudgetPolicy{Scope: BudgetScopeChoices[0], TokenRatio: DefaultBudgetTokenRatio, OnExhausted: OnExhaustedChoices[0]},
+	}
+}
+
+// FillDerived sets the defaults that follow another setting: an absent
+// retry_after_max is cap.
+func (p *PolicySettings) FillDerived() {
+	if !p.Retry.RetryAfterMax.Set {
+		p.Retry.RetryAfterMax = Duration{D: p.Retry.Cap.D}
+	}
+}
+
+// Problems reports everything wrong with the settings, defaults filled
+// in, each key under its table ("retry.base", "breaker.trip").
+func (p *PolicySettings) Problems() []SettingProblem {
+	var ps []SettingProblem
+	for _, t := range []struct {
+		table string
+		ps    []SettingProblem
+	}{{"retry.", p.Retry.Problems()}, {"breaker.", p.Breaker.Problems()}, {"budget.", p.Budget.Problems()}} {
+		for _, sp := range t.ps {
+			sp.Key = t.table + sp.Key
+			ps = append(ps, sp)
+		}
+	}
+	return ps
+}
 
 // RetryPolicy is capped exponential backoff with jitter, as a drill
 // writes it.
@@ -101,6 +183,14 @@ func (ps *problems) positive(key string, d Duration) {
 	if d.D <= 0 {
 		ps.bad(key, "must be greater than 0 (got %v)", d.D)
 	}
+	ps.bounded(key, d)
+}
+
+// bounded holds a duration to MaxPolicyDuration.
+func (ps *problems) bounded(key string, d Duration) {
+	if d.D > MaxPolicyDuration {
+		ps.bad(key, "must be at most %v (got %v)", MaxPolicyDuration, d.D)
+	}
 }
 
 // joinOr writes items as "a, b or c".
@@ -134,6 +224,9 @@ func (r *RetryPolicy) Problems() []SettingProblem {
 	if r.Cap.D < r.Base.D {
 		ps.bad("cap", "%v is below base (%v); cap must be at least base", r.Cap.D, r.Base.D)
 	}
+	ps.bounded("cap", r.Cap)
+	ps.bounded("delivery_window", r.DeliveryWindow)
+	ps.bounded("retry_after_max", r.RetryAfterMax)
 	if !(r.Multiplier >= 1) || r.Multiplier > MaxPolicyMultiplier {
 		ps.bad("multiplier", "must be at least 1 and at most %d (got %v)", MaxPolicyMultiplier, r.Multiplier)
 	}
@@ -144,13 +237,19 @@ func (r *RetryPolicy) Problems() []SettingProblem {
 			ps.bad(p.Key, "%s", p.Msg)
 		}
 	}
-	ps.choice("retry_after", r.RetryAfter, RetryAfterChoices...)
+	if ps.choice("retry_after", r.RetryAfter, RetryAfterChoices...) && r.RetryAfter == RetryAfterChoices[0] && r.RetryAfterMax.D <= 0 {
+		ps.bad("retry_after_max", "%v with retry_after = \"honour\" would honour no Retry-After; give a positive maximum or set retry_after = \"ignore\"", r.RetryAfterMax.D)
+	}
 	ps.statuses(r.RetryableStatus, r.PermanentStatus)
 	return ps
 }
 
 // statuses checks the status overrides.
 func (ps *problems) statuses(retryable, permanent []int) {
+	if n := len(retryable) + len(permanent); n > MaxStatusOverrides {
+		ps.bad("retryable_status", "%d status overrides with permanent_status; at most %d", n, MaxStatusOverrides)
+		return
+	}
 	seen := map[int]bool{}
 	for i, c := range retryable {
 		if c < 100 || c > 599 {
@@ -183,9 +282,18 @@ func (b *BreakerPolicy) Problems() []SettingProblem {
 	for _, p := range bs.Problems() {
 		ps.bad(p.Key, "%s", p.Msg)
 	}
+	ps.bounded("window", b.Window)
 	ps.positive("cooldown", b.Cooldown)
 	if b.Probes < 1 {
 		ps.bad("probes", "must be at least 1 (got %d)", b.Probes)
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"threshold", b.Threshold}, {"min_calls", b.MinCalls}, {"probes", b.Probes}} {
+		if n.v > math.MaxInt32 {
+			ps.bad(n.key, "must be at most %d (got %d)", math.MaxInt32, n.v)
+		}
 	}
 	ps.choice("on_open", b.OnOpen, OnOpenChoices...)
 	if _, err := ParseBreakerCount(b.Count); err != nil {
@@ -231,11 +339,11 @@ func (g *BudgetPolicy) DeadLetters() bool {
 func (g *BudgetPolicy) Problems() []SettingProblem {
 	var ps problems
 	ps.choice("scope", g.Scope, BudgetScopeChoices...)
-	if g.MaxTokens < 0 {
-		ps.bad("max_tokens", "must be at least 0 (got %v)", g.MaxTokens)
+	if !(g.MaxTokens >= 0) || g.MaxTokens > MaxBudgetTokens {
+		ps.bad("max_tokens", "must be at least 0 (0: no budget) and at most %g (got %v)", float64(MaxBudgetTokens), g.MaxTokens)
 	}
-	if g.TokenRatio < 0 {
-		ps.bad("token_ratio", "must be at least 0 (got %v)", g.TokenRatio)
+	if !(g.TokenRatio >= 0) || g.TokenRatio > MaxBudgetTokens {
+		ps.bad("token_ratio", "must be at least 0 and at most %g (got %v)", float64(MaxBudgetTokens), g.TokenRatio)
 	}
 	ps.choice("on_exhausted", g.OnExhausted, OnExhaustedChoices...)
 	return ps

@@ -21,7 +21,7 @@ const dispatchBase = `{
   "attempt_timeout": "5s",
   "partners_url": "http://127.0.0.1:9",
   "partners": [{"name": "acme", "members": 2, "url": "/p/acme/{member}",
-    "policy": {"max_attempts": 3, "base": "1s", "cap": "10s", "jitter": "full"}}]
+    "policy": {"retry": {"max_attempts": 3, "base": "1s", "cap": "10s", "jitter": "full"}}}]
 }`
 
 // storeRows is every delivery row as text: what a claim would change.
@@ -91,13 +91,14 @@ func TestDispatchRefusesBadConfigBeforeClaiming(t *testing.T) {
 		{"claim batch 0", r(`"claim_batch": 16`, `"claim_batch": 0`).Replace(dispatchBase), "claim_batch: must be between 1"},
 		{"claim batch -1", r(`"claim_batch": 16`, `"claim_batch": -1`).Replace(dispatchBase), "claim_batch: must be between 1"},
 		{"attempt timeout 0", r(`"attempt_timeout": "5s"`, `"attempt_timeout": "0s"`).Replace(dispatchBase), "attempt_timeout: must be greater than 0"},
-		{"bogus jitter", r(`"jitter": "full"`, `"jitter": "bogus"`).Replace(dispatchBase), `partners[0].policy.jitter: unknown jitter "bogus"`},
+		{"bogus jitter", r(`"jitter": "full"`, `"jitter": "bogus"`).Replace(dispatchBase), `partners[0].policy.retry.jitter: "bogus" is not one of`},
 		{"empty object", `{}`, "partners: required: at least one partner"},
 		{"empty file", ``, "empty file"},
 		{"unknown key", r(`"workers": 4`, `"wrokers": 4`).Replace(dispatchBase), ":2: wrokers: unknown key"},
 		{"duration without unit", r(`"lease_timeout": "30s"`, `"lease_timeout": 30`).Replace(dispatchBase), "lease_timeout: want a string"},
 		{"syntax error", r(`"claim_batch": 16,`, `"claim_batch": 16,,`).Replace(dispatchBase), ":3: not valid JSON"},
 		{"partner off the machine", r(`"http://127.0.0.1:9"`, `"http://10.0.0.1:9"`).Replace(dispatchBase), "partners_url:"},
+		{"the earlier layout", r(`{"retry": {"max_attempts": 3, "base": "1s", "cap": "10s", "jitter": "full"}}`, `{"max_attempts": 3, "base": "1s", "cap": "10s", "jitter": "full"}`).Replace(dispatchBase), "max_attempts: unknown key; a partner's policy is a drill's [policy] now: write it as policy.retry.max_attempts"},
 		{"relative url without base", r(`"partners_url": "http://127.0.0.1:9",`, ``).Replace(dispatchBase), "partners[0].url: \"/p/acme/{member}\" is a path"},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -12,8 +13,8 @@ import (
 func TestFileBreakerCount(t *testing.T) {
 	c := validConfig()
 	c.Partners = c.Partners[:1]
-	b := model.BreakerSettings{Threshold: 5, Count: model.Count5xx | model.CountTimeout}
-	c.Partners[0].Breaker = &b
+	count := (model.Count5xx | model.CountTimeout).Names()
+	c.Partners[0].Policy.Breaker.Count = count
 	raw, err := Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -25,11 +26,11 @@ func TestFileBreakerCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Partners[0].Breaker.Count != b.Count {
-		t.Errorf("count read back as %v, want %v", got.Partners[0].Breaker.Count, b.Count)
+	if !reflect.DeepEqual(got.Partners[0].Policy.Breaker.Count, count) {
+		t.Errorf("count read back as %v, want %v", got.Partners[0].Policy.Breaker.Count, count)
 	}
-	_, err = Parse([]byte(`{"partners": [{"name": "a", "url": "http://127.0.0.1:1/a", "breaker": {"trip": "consecutive", "count": ["503"]}}]}`))
-	if err == nil || !strings.Contains(err.Error(), "breaker.count") {
+	_, err = Parse([]byte(`{"partners": [{"name": "a", "url": "http://127.0.0.1:1/a", "policy": {"breaker": {"trip": "consecutive", "count": ["503"]}}}]}`))
+	if err == nil || !strings.Contains(err.Error(), "partners[0].policy.breaker.count") {
 		t.Errorf("a bad count name: %v", err)
 	}
 }

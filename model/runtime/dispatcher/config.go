@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -35,15 +34,6 @@ const (
 	MinLeaseWall = 50 * time.Millisecond
 	// MaxEndpoints bounds the partner endpoints, members included.
 	MaxEndpoints = 1_000_000
-	// MaxAttempts bounds a policy's max_attempts.
-	MaxAttempts = 1_000_000
-	// MaxMultiplier bounds a backoff's growth factor.
-	MaxMultiplier = 1000
-	// MaxBudgetTokens keeps the budget's milli-token count far from int64's
-	// range.
-	MaxBudgetTokens = 1e9
-	// MaxPolicyDuration bounds every duration of a policy or breaker.
-	MaxPolicyDuration = 1000 * time.Hour
 )
 
 // Defaults of the Config fields (see Defaults).
@@ -160,31 +150,14 @@ type Partner struct {
 	// Concurrency bounds the attempts in flight to each endpoint. Key
 	// "concurrency", 0–MaxWorkers; default 0, no limit beyond Workers.
 	Concurrency int
-	// Policy is the retry policy (model.Policy; its zero fields take
-	// model's documented defaults). Key "policy".
-	Policy model.Policy
-	// Breaker, if set, gives each endpoint its own circuit breaker with
-	// these settings (zero fields take model's defaults). Key "breaker";
-	// default nil: no breaker.
-	Breaker *model.BreakerSettings
-	// Budget, if set, gives each endpoint a retry budget. Key "budget";
-	// default nil: no budget.
-	Budget *Budget
-}
-
-// Budget is a retry budget (model.Budget).
-type Budget struct {
-	// MaxTokens is the bucket's size. Key "max_tokens", (0,
-	// MaxBudgetTokens]. Required.
-	MaxTokens float64
-	// TokenRatio is what a success puts back. Key "token_ratio",
-	// [0, MaxTokens]; default 0.
-	TokenRatio float64
-	// Pool, if not empty, makes every endpoint whose budget names the same
-	// pool share one bucket (a drill's global scope); they must agree on
-	// MaxTokens and TokenRatio. Key "pool"; default "": one bucket per
-	// endpoint.
-	Pool string
+	// Policy is the retry policy with its breaker and budget: a drill's
+	// [policy] table, the same keys with the same defaults and ranges
+	// (model.PolicySettings, checked by its Problems). Key "policy", with
+	// "retry", "breaker" and "budget" inside; absent keys take
+	// model.DefaultPolicySettings, so no breaker and no budget. Endpoints
+	// whose budget has scope "global" share one bucket, and must agree on
+	// its max_tokens and token_ratio.
+	Policy model.PolicySettings
 }
 
 // Defaults returns a Config with every field that has a default set to it.
@@ -215,140 +188,10 @@ var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // Validate checks every field against its documented range and returns
 // the problems joined (errors.Join of *FieldError), or nil.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
-	}
-	if c.Owner == "" || len(c.Owner) > 200 || strings.ContainsAny(c.Owner, "\t\r\n") {
-		bad("owner", "required: 1 to 200 characters without tab or newline (got %q)", clipText(c.Owner))
-	}
-	if c.Workers < 1 || c.Workers > MaxWorkers {
-		bad("workers", "must be between 1 and %d (got %d)", MaxWorkers, c.Workers)
-	}
-	if c.ClaimBatch < 1 || c.ClaimBatch > MaxClaimBatch {
-		bad("claim_batch", "must be between 1 and %d (got %d)", MaxClaimBatch, c.ClaimBatch)
-	}
-	if c.HeldLimit < max(c.ClaimBatch, 1) || c.HeldLimit > MaxHeldLimit {
-		bad("held_limit", "must be between claim_batch (%d) and %d (got %d)", max(c.ClaimBatch, 1), MaxHeldLimit, c.HeldLimit)
-	}
-	speedOK := true
-	if s := c.Clock.Speed; !(s > 0) || s > MaxSpeed {
-		bad("speed", "must be greater than 0 and at most %g (got %v)", float64(MaxSpeed), s)
-		speedOK = false
-	}
-	if c.LeaseTimeout <= 0 || c.LeaseTimeout > MaxLeaseTimeout {
-		bad("lease_timeout", "must be greater than 0 and at most %v (got %v)", MaxLeaseTimeout, c.LeaseTimeout)
-	} else if speedOK && c.Clock.Wall(c.LeaseTimeout) < MinLeaseWall {
-		bad("lease_timeout", "%v is %v of wall time at speed %g; a lease must last at least %v of wall time, since it is renewed every third of it",
-			c.LeaseTimeout, c.Clock.Wall(c.LeaseTimeout), c.Clock.speed(), MinLeaseWall)
-	}
-	if c.AttemptTimeout <= 0 || c.AttemptTimeout > MaxAttemptTimeout {
-		bad("attempt_timeout", "must be greater than 0 and at most %v (got %v)", MaxAttemptTimeout, c.AttemptTimeout)
-	}
-	if c.ClaimPoll < MinClaimPoll || c.ClaimPoll > MaxClaimPoll {
-		bad("claim_poll", "must be between %v and %v (got %v)", MinClaimPoll, MaxClaimPoll, c.ClaimPoll)
-	}
-	if c.AlertInterval <= 0 || c.AlertInterval > MaxAlertInterval {
-		bad("alert_interval", "must be greater than 0 and at most %v (got %v)", MaxAlertInterval, c.AlertInterval)
-	}
-	if c.AlertURL != "" {
-		if _, err := LoopbackURL(c.AlertURL); err != nil {
-			bad("alert_url", "%v", err)
-		}
-	}
-	baseOK := false
-	if c.PartnersURL != "" {
-		if _, err := LoopbackURL(c.PartnersURL); err != nil {
-			bad("partners_url", "%v", err)
-		} else {
-			baseOK = true
-		}
-	}
-	if len(c.Partners) == 0 {
-		bad("partners", "required: at least one partner")
-	}
-	endpoints := 0
-	names := map[string]int{} // endpoint (or "cohort/" name) → the index that declared it
-	pools := map[string]*Budget{}
-	for i := range c.Partners {
-		p := &c.Partners[i]
-		key := "partners[" + strconv.Itoa(i) + "]"
-		if !safeName.MatchString(p.Name) {
-			bad(key+".name", "%q: want 1 to 100 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", clipText(p.Name))
-		}
-		if p.Members < 0 || p.Members > MaxEndpoints {
-			bad(key+".members", "must be between 0 and %d (got %d)", MaxEndpoints, p.Members)
-		} else {
-			endpoints += max(p.Members, 1)
-			if p.Members == 0 {
-				if prev, dup := names[p.Name]; dup {
-					bad(key+".name", "endpoint %q is also declared by partners[%d]", clipText(p.Name), prev)
-				}
-				names[p.Name] = i
-			} else if prev, dup := names["cohort/"+p.Name]; dup {
-				bad(key+".name", "cohort %q is also declared by partners[%d]", clipText(p.Name), prev)
-			} else {
-				names["cohort/"+p.Name] = i
-			}
-		}
-		switch {
-		case p.URL == "":
-			bad(key+".url", "required: where attempts are sent")
-		case strings.HasPrefix(p.URL, "/"):
-			if c.PartnersURL == "" {
-				bad(key+".url", "%q is a path, and partners_url (--partners) is not set", clipText(p.URL))
-			} else if baseOK {
-				if _, err := LoopbackURL(c.PartnersURL + p.URL); err != nil {
-					bad(key+".url", "%v", err)
-				}
-			}
-		default:
-			if _, err := LoopbackURL(p.URL); err != nil {
-				bad(key+".url", "%v", err)
-			}
-		}
-		if p.Concurrency < 0 || p.Concurrency > MaxWorkers {
-			bad(key+".concurrency", "must be between 0 (no limit) and %d (got %d)", MaxWorkers, p.Concurrency)
-		}
-		validatePolicy(key+".policy", &p.Policy, bad)
-		if p.Breaker != nil {
-			validateBreaker(key+".breaker", p.Breaker, bad)
-		}
-		if b := p.Budget; b != nil {
-			if !(b.MaxTokens > 0) || b.MaxTokens > MaxBudgetTokens {
-				bad(key+".budget.max_tokens", "must be greater than 0 and at most %g (got %v)", float64(MaxBudgetTokens), b.MaxTokens)
-			}
-			if !(b.TokenRatio >= 0) || b.TokenRatio > max(b.MaxTokens, 0) {
-				bad(key+".budget.token_ratio", "must be between 0 and max_tokens (got %v)", b.TokenRatio)
-			}
-			if b.Pool != "" {
-				if prev := pools[b.Pool]; prev != nil && (prev.MaxTokens != b.MaxTokens || prev.TokenRatio != b.TokenRatio) {
-					bad(key+".budget.pool", "pool %q: max_tokens and token_ratio differ from an earlier partner's in the same pool", clipText(b.Pool))
-				} else if prev == nil {
-					pools[b.Pool] = b
-				}
-			}
-		}
-	}
-	// A single endpoint may not be a cohort's member by name.
-	for i := range c.Partners {
-		p := &c.Partners[i]
-		if p.Members != 0 {
-			continue
-		}
-		cut := strings.LastIndexByte(p.Name, '-')
-		if cut < 0 {
-			continue
-		}
-		m, err := strconv.Atoi(p.Name[cut+1:])
-		j, ok := names["cohort/"+p.Name[:cut]]
-		if err == nil && ok && m >= 0 && strconv.Itoa(m) == p.Name[cut+1:] && m < c.Partners[j].Members {
-			bad("partners["+strconv.Itoa(i)+"].name", "endpoint %q is also a member of partners[%d]", p.Name, j)
-		}
-	}
-	if endpoints > MaxEndpoints {
-		bad("partners", "%d endpoints; at most %d", endpoints, MaxEndpoints)
-	}
+	var v validation
+	c.validateRuntime(&v)
+	c.validatePartners(&v)
+	errs := v.errs
 	if len(errs) > maxFieldErrors {
 		n := len(errs) - maxFieldErrors
 		errs = append(errs[:maxFieldErrors], fmt.Errorf("… and %d more", n))
@@ -356,62 +199,153 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func validatePolicy(key string, p *model.Policy, bad func(key, format string, args ...any)) {
-	if p.MaxAttempts < 0 || p.MaxAttempts > MaxAttempts {
-		bad(key+".max_attempts", "must be between 0 (no limit) and %d (got %d)", MaxAttempts, p.MaxAttempts)
-	}
-	dur := func(k string, d time.Duration) {
-		if d < 0 || d > MaxPolicyDuration {
-			bad(key+"."+k, "must be between 0 and %v (got %v)", MaxPolicyDuration, d)
-		}
-	}
-	b := &p.Backoff
-	dur("base", b.Base)
-	dur("cap", b.Cap)
-	dur("delivery_window", p.DeliveryWindow)
-	dur("retry_after_max", p.RetryAfterMax)
-	if m := b.Multiplier; !(m == 0 || (m >= 1 && m <= MaxMultiplier)) {
-		bad(key+".multiplier", "must be 0 (default %g) or between 1 and %d (got %v)", model.DefaultMultiplier, MaxMultiplier, m)
-	}
-	if int(b.Jitter) >= len(model.JitterNames()) {
-		bad(key+".jitter", "unknown jitter %v (want one of %s)", b.Jitter, strings.Join(model.JitterNames(), ", "))
-	}
-	if r := b.JitterRatio; !(r >= 0 && r <= 1) {
-		bad(key+".jitter_ratio", "must be between 0 and 1 (got %v)", r)
-	}
-	for s, cl := range p.Classifier.Overrides {
-		if s < 100 || s > 599 {
-			bad(key+".classifier", "%d is not an HTTP status (100..599)", s)
-		}
-		if cl > model.ClassPermanent {
-			bad(key+".classifier", "status %d: unknown class %d", s, cl)
-		}
+// validation collects the FieldErrors of one Validate.
+type validation struct{ errs []error }
+
+func (v *validation) bad(key, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// intRange reports an int outside [lo, hi].
+func (v *validation) intRange(key string, n, lo, hi int) {
+	if n < lo || n > hi {
+		v.bad(key, "must be between %d and %d (got %d)", lo, hi, n)
 	}
 }
 
-func validateBreaker(key string, b *model.BreakerSettings, bad func(key, format string, args ...any)) {
-	if !b.Trip.Known() {
-		bad(key+".trip", "unknown trip rule %v (want one of %s)", b.Trip, strings.Join(model.TripRuleNames(), ", "))
+// durationRange reports a duration outside (0, hi].
+func (v *validation) durationRange(key string, d, hi time.Duration) bool {
+	if d <= 0 || d > hi {
+		v.bad(key, "must be greater than 0 and at most %v (got %v)", hi, d)
+		return false
 	}
-	ints := []struct {
-		k string
-		v int
-	}{{"threshold", b.Threshold}, {"min_calls", b.MinCalls}, {"probes", b.Probes}}
-	for _, n := range ints {
-		if n.v < 0 || n.v > math.MaxInt32 {
-			bad(key+"."+n.k, "must be between 0 (model's default) and %d (got %d)", math.MaxInt32, n.v)
+	return true
+}
+
+// loopback reports a URL that is not on a loopback address.
+func (v *validation) loopback(key, u string) bool {
+	if _, err := LoopbackURL(u); err != nil {
+		v.bad(key, "%v", err)
+		return false
+	}
+	return true
+}
+
+// validateRuntime checks the settings of the dispatcher itself.
+func (c *Config) validateRuntime(v *validation) {
+	if c.Owner == "" || len(c.Owner) > 200 || strings.ContainsAny(c.Owner, "\t\r\n") {
+		v.bad("owner", "required: 1 to 200 characters without tab or newline (got %q)", clipText(c.Owner))
+	}
+	v.intRange("workers", c.Workers, 1, MaxWorkers)
+	v.intRange("claim_batch", c.ClaimBatch, 1, MaxClaimBatch)
+	if c.HeldLimit < max(c.ClaimBatch, 1) || c.HeldLimit > MaxHeldLimit {
+		v.bad("held_limit", "must be between claim_batch (%d) and %d (got %d)", max(c.ClaimBatch, 1), MaxHeldLimit, c.HeldLimit)
+	}
+	speedOK := true
+	if s := c.Clock.Speed; !(s > 0) || s > MaxSpeed {
+		v.bad("speed", "must be greater than 0 and at most %g (got %v)", float64(MaxSpeed), s)
+		speedOK = false
+	}
+	if v.durationRange("lease_timeout", c.LeaseTimeout, MaxLeaseTimeout) && speedOK && c.Clock.Wall(c.LeaseTimeout) < MinLeaseWall {
+		v.bad("lease_timeout", "%v is %v of wall time at speed %g; a lease must last at least %v of wall time, since it is renewed every third of it",
+			c.LeaseTimeout, c.Clock.Wall(c.LeaseTimeout), c.Clock.speed(), MinLeaseWall)
+	}
+	v.durationRange("attempt_timeout", c.AttemptTimeout, MaxAttemptTimeout)
+	if c.ClaimPoll < MinClaimPoll || c.ClaimPoll > MaxClaimPoll {
+		v.bad("claim_poll", "must be between %v and %v (got %v)", MinClaimPoll, MaxClaimPoll, c.ClaimPoll)
+	}
+	v.durationRange("alert_interval", c.AlertInterval, MaxAlertInterval)
+	if c.AlertURL != "" {
+		v.loopback("alert_url", c.AlertURL)
+	}
+	if c.PartnersURL != "" {
+		v.loopback("partners_url", c.PartnersURL)
+	}
+}
+
+// validatePartners checks the partner entries: each one's fields and
+// policy, and what they must agree on together.
+func (c *Config) validatePartners(v *validation) {
+	if len(c.Partners) == 0 {
+		v.bad("partners", "required: at least one partner")
+	}
+	endpoints := 0
+	names := map[string]int{}    // endpoint (or "cohort/" name) → the index that declared it
+	var pool *model.BudgetPolicy // the first budget of global scope
+	for i := range c.Partners {
+		p := &c.Partners[i]
+		key := "partners[" + strconv.Itoa(i) + "]"
+		endpoints += c.validatePartner(v, key, p, i, names)
+		for _, sp := range p.Policy.Problems() {
+			v.bad(key+".policy."+sp.Key, "%s", sp.Msg)
+		}
+		if b := &p.Policy.Budget; b.Enabled() && b.Global() {
+			if pool == nil {
+				pool = b
+			} else if pool.MaxTokens != b.MaxTokens || pool.TokenRatio != b.TokenRatio {
+				v.bad(key+".policy.budget.scope", "\"global\": max_tokens and token_ratio differ from an earlier partner's global budget")
+			}
 		}
 	}
-	for _, d := range []struct {
-		k string
-		v time.Duration
-	}{{"window", b.Window}, {"cooldown", b.Cooldown}} {
-		if d.v < 0 || d.v > MaxPolicyDuration {
-			bad(key+"."+d.k, "must be between 0 (model's default) and %v (got %v)", MaxPolicyDuration, d.v)
+	c.validateMemberNames(v, names)
+	if endpoints > MaxEndpoints {
+		v.bad("partners", "%d endpoints; at most %d", endpoints, MaxEndpoints)
+	}
+}
+
+// validatePartner checks one entry's name, members, URL and concurrency,
+// noting its name in names, and returns how many endpoints it stands for.
+func (c *Config) validatePartner(v *validation, key string, p *Partner, i int, names map[string]int) int {
+	if !safeName.MatchString(p.Name) {
+		v.bad(key+".name", "%q: want 1 to 100 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", clipText(p.Name))
+	}
+	endpoints := 0
+	if p.Members < 0 || p.Members > MaxEndpoints {
+		v.bad(key+".members", "must be between 0 and %d (got %d)", MaxEndpoints, p.Members)
+	} else {
+		endpoints = max(p.Members, 1)
+		what, name := "endpoint", p.Name
+		if p.Members > 0 {
+			what, name = "cohort", "cohort/"+p.Name
+		}
+		if prev, dup := names[name]; dup {
+			v.bad(key+".name", "%s %q is also declared by partners[%d]", what, clipText(p.Name), prev)
+		} else {
+			names[name] = i
 		}
 	}
-	if !(b.Ratio >= 0 && b.Ratio <= 1) {
-		bad(key+".ratio", "must be between 0 (model's default) and 1 (got %v)", b.Ratio)
+	switch {
+	case p.URL == "":
+		v.bad(key+".url", "required: where attempts are sent")
+	case !strings.HasPrefix(p.URL, "/"):
+		v.loopback(key+".url", p.URL)
+	case c.PartnersURL == "":
+		v.bad(key+".url", "%q is a path, and partners_url (--partners) is not set", clipText(p.URL))
+	default:
+		if _, err := LoopbackURL(c.PartnersURL); err == nil {
+			v.loopback(key+".url", c.PartnersURL+p.URL)
+		}
+	}
+	if p.Concurrency < 0 || p.Concurrency > MaxWorkers {
+		v.bad(key+".concurrency", "must be between 0 (no limit) and %d (got %d)", MaxWorkers, p.Concurrency)
+	}
+	return endpoints
+}
+
+// validateMemberNames refuses a single endpoint named as a cohort's
+// member ("acme-1" beside a cohort acme of 3).
+func (c *Config) validateMemberNames(v *validation, names map[string]int) {
+	for i := range c.Partners {
+		p := &c.Partners[i]
+		cut := strings.LastIndexByte(p.Name, '-')
+		if p.Members != 0 || cut < 0 {
+			continue
+		}
+		m, err := strconv.Atoi(p.Name[cut+1:])
+		j, ok := names["cohort/"+p.Name[:cut]]
+		if err == nil && ok && m >= 0 && strconv.Itoa(m) == p.Name[cut+1:] && m < c.Partners[j].Members {
+			v.bad("partners["+strconv.Itoa(i)+"].name", "endpoint %q is also a member of partners[%d]", p.Name, j)
+		}
 	}
 }
 

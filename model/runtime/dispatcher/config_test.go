@@ -17,16 +17,20 @@ func validConfig() Config {
 	c.AlertURL = "http://127.0.0.1:8080/alerts"
 	c.Seed = 7
 	c.Clock.Speed = 20
+	healthy := model.DefaultPolicySettings()
+	healthy.Retry.Cap = model.Duration{D: time.Minute}
+	healthy.Retry.DeliveryWindow = model.Duration{D: 30 * time.Minute}
+	healthy.Retry.RetryAfterMax = model.Duration{D: time.Minute}
+	healthy.Retry.RetryableStatus, healthy.Retry.PermanentStatus = []int{409}, []int{503}
+	healthy.Breaker.Trip, healthy.Breaker.Probes = "rate", 2
+	healthy.Budget = model.BudgetPolicy{Scope: "global", MaxTokens: 10, TokenRatio: 0.1, OnExhausted: "defer"}
+	acme := model.DefaultPolicySettings()
+	acme.Retry.Jitter, acme.Retry.RetryAfter = "hash", "ignore"
+	acme.Breaker.OnOpen = "dead-letter"
+	acme.Budget = model.BudgetPolicy{Scope: "global", MaxTokens: 10, TokenRatio: 0.1, OnExhausted: "dead-letter"}
 	c.Partners = []Partner{
-		{Name: "healthy", Members: 3, URL: "/p/healthy/{member}", Concurrency: 4,
-			Policy: model.Policy{MaxAttempts: 5, Backoff: model.Backoff{Base: time.Second, Cap: time.Minute, Multiplier: 2, Jitter: model.JitterFull},
-				DeliveryWindow: 30 * time.Minute, RetryAfterMax: time.Minute,
-				Classifier: model.Classifier{Overrides: map[int]model.Class{409: model.ClassRetryable, 503: model.ClassPermanent}}},
-			Breaker: &model.BreakerSettings{Trip: model.TripRate, Threshold: 5, Window: time.Minute, Ratio: 0.5, MinCalls: 10, Cooldown: 30 * time.Second, Probes: 2},
-			Budget:  &Budget{MaxTokens: 10, TokenRatio: 0.1, Pool: "global"}},
-		{Name: "acme", URL: "http://127.0.0.1:9090/hook",
-			Policy: model.Policy{IgnoreRetryAfter: true, OnOpenDeadLetter: true, OnExhaustedDeadLetter: true, Backoff: model.Backoff{Jitter: model.JitterHash}},
-			Budget: &Budget{MaxTokens: 10, TokenRatio: 0.1, Pool: "global"}},
+		{Name: "healthy", Members: 3, URL: "/p/healthy/{member}", Concurrency: 4, Policy: healthy},
+		{Name: "acme", URL: "http://127.0.0.1:9090/hook", Policy: acme},
 	}
 	return c
 }
@@ -70,27 +74,37 @@ func TestValidateNamesEachBadField(t *testing.T) {
 		{"speed", func(c *Config) { c.Clock.Speed = 2e6 }},
 		{"partners", func(c *Config) { c.Partners = nil }},
 		{"partners[0].name", func(c *Config) { c.Partners[0].Name = "a b" }},
-		{"partners[2].name", func(c *Config) { c.Partners = append(c.Partners, Partner{Name: "acme", URL: "/x"}) }},
+		{"partners[2].name", func(c *Config) {
+			c.Partners = append(c.Partners, Partner{Name: "acme", URL: "/x", Policy: model.DefaultPolicySettings()})
+		}},
 		{"partners[1].name", func(c *Config) { c.Partners[1].Name = "healthy-1" }},
-		{"partners[2].name", func(c *Config) { c.Partners = append(c.Partners, Partner{Name: "healthy", Members: 1, URL: "/x"}) }},
+		{"partners[2].name", func(c *Config) {
+			c.Partners = append(c.Partners, Partner{Name: "healthy", Members: 1, URL: "/x", Policy: model.DefaultPolicySettings()})
+		}},
 		{"partners[0].members", func(c *Config) { c.Partners[0].Members = -1 }},
 		{"partners", func(c *Config) { c.Partners[0].Members = MaxEndpoints }},
 		{"partners[0].url", func(c *Config) { c.Partners[0].URL = "" }},
 		{"partners[1].url", func(c *Config) { c.Partners[1].URL = "http://example.com/hook" }},
 		{"partners[0].concurrency", func(c *Config) { c.Partners[0].Concurrency = -1 }},
-		{"partners[0].policy.max_attempts", func(c *Config) { c.Partners[0].Policy.MaxAttempts = -1 }},
-		{"partners[0].policy.base", func(c *Config) { c.Partners[0].Policy.Backoff.Base = -time.Second }},
-		{"partners[0].policy.cap", func(c *Config) { c.Partners[0].Policy.Backoff.Cap = MaxPolicyDuration + 1 }},
-		{"partners[0].policy.multiplier", func(c *Config) { c.Partners[0].Policy.Backoff.Multiplier = 0.5 }},
-		{"partners[0].policy.jitter", func(c *Config) { c.Partners[0].Policy.Backoff.Jitter = 99 }},
-		{"partners[0].policy.jitter_ratio", func(c *Config) { c.Partners[0].Policy.Backoff.JitterRatio = 2 }},
-		{"partners[0].policy.classifier", func(c *Config) { c.Partners[0].Policy.Classifier.Overrides[999] = model.ClassRetryable }},
-		{"partners[0].breaker.trip", func(c *Config) { c.Partners[0].Breaker.Trip = 9 }},
-		{"partners[0].breaker.ratio", func(c *Config) { c.Partners[0].Breaker.Ratio = 1.5 }},
-		{"partners[0].breaker.cooldown", func(c *Config) { c.Partners[0].Breaker.Cooldown = -1 }},
-		{"partners[0].budget.max_tokens", func(c *Config) { c.Partners[0].Budget.MaxTokens = 1e17 }},
-		{"partners[0].budget.token_ratio", func(c *Config) { c.Partners[0].Budget.TokenRatio = -1 }},
-		{"partners[1].budget.pool", func(c *Config) { c.Partners[1].Budget = &Budget{MaxTokens: 20, Pool: "global"} }},
+		{"partners[0].policy.retry.max_attempts", func(c *Config) { c.Partners[0].Policy.Retry.MaxAttempts = -1 }},
+		{"partners[0].policy.retry.base", func(c *Config) { c.Partners[0].Policy.Retry.Base.D = 0 }},
+		{"partners[0].policy.retry.cap", func(c *Config) { c.Partners[0].Policy.Retry.Cap.D = model.MaxPolicyDuration + 1 }},
+		{"partners[0].policy.retry.multiplier", func(c *Config) { c.Partners[0].Policy.Retry.Multiplier = 0.5 }},
+		{"partners[0].policy.retry.jitter", func(c *Config) { c.Partners[0].Policy.Retry.Jitter = "bogus" }},
+		{"partners[0].policy.retry.jitter_ratio", func(c *Config) {
+			c.Partners[0].Policy.Retry.Jitter, c.Partners[0].Policy.Retry.JitterRatio = "proportional", 2
+		}},
+		{"partners[0].policy.retry.retryable_status[0]", func(c *Config) { c.Partners[0].Policy.Retry.RetryableStatus[0] = 999 }},
+		{"partners[0].policy.retry.retry_after", func(c *Config) { c.Partners[0].Policy.Retry.RetryAfter = "obey" }},
+		{"partners[0].policy.breaker.trip", func(c *Config) { c.Partners[0].Policy.Breaker.Trip = "sometimes" }},
+		{"partners[0].policy.breaker.ratio", func(c *Config) { c.Partners[0].Policy.Breaker.Ratio = 1.5 }},
+		{"partners[0].policy.breaker.cooldown", func(c *Config) { c.Partners[0].Policy.Breaker.Cooldown.D = 0 }},
+		{"partners[0].policy.breaker.on_open", func(c *Config) { c.Partners[0].Policy.Breaker.OnOpen = "drop" }},
+		{"partners[0].policy.budget.max_tokens", func(c *Config) { c.Partners[0].Policy.Budget.MaxTokens = 1e17 }},
+		{"partners[0].policy.budget.token_ratio", func(c *Config) { c.Partners[0].Policy.Budget.TokenRatio = -1 }},
+		{"partners[0].policy.budget.on_exhausted", func(c *Config) { c.Partners[0].Policy.Budget.OnExhausted = "drop" }},
+		{"partners[1].policy.budget.scope", func(c *Config) { c.Partners[1].Policy.Budget.MaxTokens = 20 }},
+		{"partners[1].policy.budget.scope", func(c *Config) { c.Partners[1].Policy.Budget.Scope = "pool" }},
 	}
 	for _, tc := range cases {
 		c := validConfig()
@@ -107,7 +121,8 @@ func TestValidateNamesEachBadField(t *testing.T) {
 	}
 }
 
-// TestFileRoundTrip: a Config written by Marshal reads back the same.
+// TestFileRoundTrip: a Config written by Marshal reads back the same
+// (durations read from a file are marked present), and writes the same.
 func TestFileRoundTrip(t *testing.T) {
 	c := validConfig()
 	b, err := Marshal(c)
@@ -119,20 +134,32 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	got.Owner = c.Owner
+	for _, ps := range []*model.PolicySettings{&c.Partners[0].Policy, &c.Partners[1].Policy, &got.Partners[0].Policy, &got.Partners[1].Policy} {
+		for _, d := range []*model.Duration{&ps.Retry.Base, &ps.Retry.Cap, &ps.Retry.DeliveryWindow, &ps.Retry.RetryAfterMax, &ps.Breaker.Window, &ps.Breaker.Cooldown} {
+			d.Set = false
+		}
+	}
 	if !reflect.DeepEqual(got, c) {
 		t.Errorf("round trip differs:\n got %+v\nwant %+v\nfile %s", got, c, b)
 	}
+	again, err := Marshal(got)
+	if err != nil || string(again) != string(b) {
+		t.Errorf("written again differs (%v):\n%s\nfirst:\n%s", err, again, b)
+	}
 }
 
-// TestFileDefaults: absent keys take the documented defaults; zero given
-// is refused.
+// TestFileDefaults: absent keys take the documented defaults, a policy's
+// those of a drill; zero given is refused.
 func TestFileDefaults(t *testing.T) {
-	c, err := Parse([]byte(`{"partners": [{"name": "a", "url": "http://127.0.0.1:1/a"}]}`))
+	c, err := Parse([]byte(`{"partners": [{"name": "a", "url": "http://127.0.0.1:1/a"}, {"name": "b", "url": "http://127.0.0.1:1/b", "policy": {"retry": {"cap": "1m"}}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Defaults()
-	want.Partners = []Partner{{Name: "a", URL: "http://127.0.0.1:1/a", Policy: model.Policy{}}}
+	capped := model.DefaultPolicySettings()
+	capped.Retry.Cap = model.Duration{D: time.Minute, Set: true}
+	capped.Retry.RetryAfterMax = model.Duration{D: time.Minute} // follows cap
+	want.Partners = []Partner{{Name: "a", URL: "http://127.0.0.1:1/a", Policy: model.DefaultPolicySettings()}, {Name: "b", URL: "http://127.0.0.1:1/b", Policy: capped}}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
 	}
@@ -152,17 +179,24 @@ func TestFileDefaults(t *testing.T) {
 func TestFileErrorsNameTheKey(t *testing.T) {
 	base := `{"partners": [{"name": "a", "url": "http://127.0.0.1:1/a", POLICY}]}`
 	cases := []struct{ policy, want string }{
-		{`"policy": {"jitter": "bogus"}`, `partners[0].policy.jitter: unknown jitter "bogus"`},
-		{`"policy": {"base": "2 s"}`, `partners[0].policy.base: "2 s" is not a duration`},
-		{`"policy": {"retry_after": "obey"}`, `partners[0].policy.retry_after: "obey": want honour or ignore`},
-		{`"policy": {"retryable_status": [700]}`, `partners[0].policy.retryable_status[0]: 700 is not an HTTP status`},
-		{`"policy": {"retryable_status": [409], "permanent_status": [409]}`, `partners[0].policy.permanent_status[0]: 409 is also in retryable_status`},
-		{`"breaker": {"trip": "sometimes"}`, `partners[0].breaker.trip: unknown breaker trip rule "sometimes"`},
-		{`"breaker": {"trip": "rate", "cooldown": "soon"}`, `partners[0].breaker.cooldown: "soon" is not a duration`},
-		{`"budget": {"max_tokens": 0}`, `partners[0].budget.max_tokens: must be greater than 0`},
+		{`"policy": {"retry": {"jitter": "bogus"}}`, `partners[0].policy.retry.jitter: "bogus" is not one of`},
+		{`"policy": {"retry": {"base": "2 s"}}`, `line 1: base: bad duration "2 s"`},
+		{`"policy": {"retry": {"base": "2"}}`, `line 1: base: duration "2" has no unit`},
+		{`"policy": {"retry": {"retry_after": "obey"}}`, `partners[0].policy.retry.retry_after: "obey" is not one of honour or ignore`},
+		{`"policy": {"retry": {"retryable_status": [700]}}`, `partners[0].policy.retry.retryable_status[0]: 700 is not an HTTP status`},
+		{`"policy": {"retry": {"retryable_status": [409], "permanent_status": [409]}}`, `partners[0].policy.retry.permanent_status[0]: 409 is also in retryable_status`},
+		{`"policy": {"breaker": {"trip": "sometimes"}}`, `partners[0].policy.breaker.trip: "sometimes" is not one of none,`},
+		{`"policy": {"breaker": {"trip": "rate", "cooldown": "soon"}}`, `cooldown: bad duration "soon"`},
+		{`"policy": {"budget": {"max_tokens": -1}}`, `partners[0].policy.budget.max_tokens: must be at least 0`},
 		{`"members": 1.5`, `partners.members: want int, got a JSON number`},
-		{`"policy": {"max_attempts": "5"}`, `partners.policy.max_attempts: want int, got a JSON string`},
+		{`"policy": {"retry": {"max_attempts": "5"}}`, `partners.policy.retry.max_attempts: want int, got a JSON string`},
+		{`"policy": {"retry": {"base": 2}}`, `partners.policy.retry.base: want a string (durations are strings with a unit`},
 		{`"policy": {"polcy": 1}`, `polcy: unknown key`},
+		// The earlier layout is refused, naming where each key went.
+		{`"policy": {"max_attempts": 5}`, `max_attempts: unknown key; a partner's policy is a drill's [policy] now: write it as policy.retry.max_attempts`},
+		{`"policy": {"retry": {"on_open": "hold"}}`, `write it as policy.breaker.on_open`},
+		{`"breaker": {"trip": "rate"}`, `breaker: unknown key; a partner's policy is a drill's [policy] now: write it as policy.breaker`},
+		{`"policy": {"budget": {"max_tokens": 5, "pool": "global"}}`, `pool: unknown key; a partner's policy is a drill's [policy] now: write it as policy.budget.scope`},
 	}
 	for _, tc := range cases {
 		_, err := Parse([]byte(strings.Replace(base, "POLICY", tc.policy, 1)))
@@ -212,7 +246,7 @@ func FuzzParse(f *testing.F) {
 func TestEveryTripRuleIsAccepted(t *testing.T) {
 	for i := range model.TripRules {
 		c := validConfig()
-		c.Partners[0].Breaker.Trip = model.TripRule(i)
+		c.Partners[0].Policy.Breaker.Trip = model.TripRule(i).String()
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", model.TripRule(i), err)
 		}

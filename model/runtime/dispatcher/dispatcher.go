@@ -174,43 +174,64 @@ func newDispatcher(cfg Config) (*dispatcher, error) {
 	if ds.logw == nil {
 		ds.logw = io.Discard
 	}
-	pools := map[string]*model.Budget{}
-	var pcs []dispatchcore.PartnerConfig
-	pols := make([]model.Policy, len(cfg.Partners)) // one copy per entry, shared by its members
-	for g := range cfg.Partners {
-		pols[g] = cfg.Partners[g].Policy
+	pcs, err := ds.partnerConfigs()
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range cfg.EndpointURLs() {
-		g, name := e.Group, e.Name
-		p := &cfg.Partners[g]
-		ds.byName[name] = int32(len(ds.eps))
-		ds.eps = append(ds.eps, endpoint{name: name, url: e.URL, group: g})
-		pc := dispatchcore.PartnerConfig{Name: name, Policy: &pols[g], Concurrency: p.Concurrency}
-		if p.Breaker != nil {
-			pc.Breaker = model.NewBreaker(*p.Breaker)
-			pc.Breaker.OnTransition = func(tr model.Transition) {
-				ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
-			}
-		}
-		if b := p.Budget; b != nil {
-			if b.Pool == "" {
-				pc.Budget = model.NewBudget(b.MaxTokens, b.TokenRatio)
-			} else {
-				if pools[b.Pool] == nil {
-					pools[b.Pool] = model.NewBudget(b.MaxTokens, b.TokenRatio)
-				}
-				pc.Budget = pools[b.Pool]
-			}
-		}
-		pcs = append(pcs, pc)
-	}
-	var err error
 	ds.core, err = dispatchcore.New(dispatchcore.Config{Workers: cfg.Workers, Partners: pcs})
 	if err != nil {
 		return nil, err
 	}
 	ds.client = newHTTPClient(cfg.Workers, max(ds.wallTO, alertTimeout)+clientSlack)
 	return ds, nil
+}
+
+// partnerConfigs converts each partner entry's policy settings for the
+// core, one endpoint at a time: an entry's members share its policy, each
+// has its own breaker and budget, and every budget of global scope is one
+// bucket.
+func (ds *dispatcher) partnerConfigs() ([]dispatchcore.PartnerConfig, error) {
+	cfg := &ds.cfg
+	var global *model.Budget
+	var pcs []dispatchcore.PartnerConfig
+	pols := make([]*model.Policy, len(cfg.Partners)) // one per entry, shared by its members
+	for g := range cfg.Partners {
+		ps := &cfg.Partners[g].Policy
+		pol, err := ps.Retry.Policy(&ps.Breaker, &ps.Budget)
+		if err != nil {
+			return nil, fmt.Errorf("partners[%d].policy: %w", g, err)
+		}
+		pols[g] = pol
+	}
+	for _, e := range cfg.EndpointURLs() {
+		g, name := e.Group, e.Name
+		p := &cfg.Partners[g]
+		ds.byName[name] = int32(len(ds.eps))
+		ds.eps = append(ds.eps, endpoint{name: name, url: e.URL, group: g})
+		pc := dispatchcore.PartnerConfig{Name: name, Policy: pols[g], Concurrency: p.Concurrency}
+		if br := &p.Policy.Breaker; br.Enabled() {
+			bs, err := br.Settings()
+			if err != nil {
+				return nil, fmt.Errorf("partners[%d].policy.breaker: %w", g, err)
+			}
+			pc.Breaker = model.NewBreaker(bs)
+			pc.Breaker.OnTransition = func(tr model.Transition) {
+				ds.event(EventTransition, name, strconv.FormatInt(tr.At.UnixNano(), 10), tr.From.String(), tr.To.String())
+			}
+		}
+		switch b := &p.Policy.Budget; {
+		case !b.Enabled():
+		case !b.Global():
+			pc.Budget = model.NewBudget(b.MaxTokens, b.TokenRatio)
+		default:
+			if global == nil {
+				global = model.NewBudget(b.MaxTokens, b.TokenRatio)
+			}
+			pc.Budget = global
+		}
+		pcs = append(pcs, pc)
+	}
+	return pcs, nil
 }
 
 func (ds *dispatcher) event(fields ...string) {

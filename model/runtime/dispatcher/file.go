@@ -23,8 +23,10 @@ const MaxFileBytes = 4 << 20
 // The configuration file is JSON with these keys (see Config and Partner
 // for each one's range and default). Absent keys take their defaults; a
 // key given with a value out of range is an error, zero included.
-// Durations are strings with a unit ("250ms", "30s"); jitter, trip rules
-// and the retry_after and on_* choices are names, as in a drill.
+// Durations are strings with a unit ("250ms", "30s"). A partner's "policy"
+// is a drill's [policy] table, key for key (model.PolicySettings): its
+// "retry", "breaker" and "budget" take the same keys, defaults and ranges,
+// checked by the same validation.
 //
 //	{
 //	  "workers": 20, "claim_batch": 64, "held_limit": 100000,
@@ -33,74 +35,54 @@ const MaxFileBytes = 4 << 20
 //	  "speed": 1, "seed": 42,
 //	  "partners": [{
 //	    "name": "acme", "members": 3, "url": "/p/acme/{member}", "concurrency": 4,
-//	    "policy": {"max_attempts": 6, "base": "2s", "cap": "5m", "multiplier": 2,
-//	      "jitter": "full", "jitter_ratio": 0.5, "delivery_window": "30m",
-//	      "retry_after": "honour", "retry_after_max": "5m",
-//	      "retryable_status": [409], "permanent_status": [],
-//	      "on_open": "hold", "on_exhausted": "defer"},
-//	    "breaker": {"trip": "consecutive", "threshold": 5, "window": "60s", "ratio": 0.5,
-//	      "min_calls": 10, "cooldown": "30s", "probes": 1},
-//	    "budget": {"max_tokens": 10, "token_ratio": 0.1, "pool": "global"}
+//	    "policy": {
+//	      "retry": {"max_attempts": 6, "base": "2s", "cap": "5m", "multiplier": 2,
+//	        "jitter": "full", "jitter_ratio": 0.5, "delivery_window": "30m",
+//	        "retry_after": "honour", "retry_after_max": "5m",
+//	        "retryable_status": [409], "permanent_status": []},
+//	      "breaker": {"trip": "consecutive", "threshold": 5, "window": "60s", "ratio": 0.5,
+//	        "min_calls": 10, "cooldown": "30s", "probes": 1, "on_open": "hold"},
+//	      "budget": {"scope": "global", "max_tokens": 10, "token_ratio": 0.1, "on_exhausted": "defer"}
+//	    }
 //	  }]
 //	}
 type fileConfig struct {
-	Workers        *int          `json:"workers,omitempty"`
-	HeldLimit      *int          `json:"held_limit,omitempty"`
-	ClaimBatch     *int          `json:"claim_batch,omitempty"`
-	LeaseTimeout   *string       `json:"lease_timeout,omitempty"`
-	AttemptTimeout *string       `json:"attempt_timeout,omitempty"`
-	ClaimPoll      *string       `json:"claim_poll,omitempty"`
-	PartnersURL    string        `json:"partners_url,omitempty"`
-	AlertURL       string        `json:"alert_url,omitempty"`
-	AlertInterval  *string       `json:"alert_interval,omitempty"`
-	Speed          *float64      `json:"speed,omitempty"`
-	Seed           uint64        `json:"seed,omitempty"`
-	Partners       []filePartner `json:"partners"`
+	Workers        *int            `json:"workers,omitempty"`
+	HeldLimit      *int            `json:"held_limit,omitempty"`
+	ClaimBatch     *int            `json:"claim_batch,omitempty"`
+	LeaseTimeout   *model.Duration `json:"lease_timeout,omitempty"`
+	AttemptTimeout *model.Duration `json:"attempt_timeout,omitempty"`
+	ClaimPoll      *model.Duration `json:"claim_poll,omitempty"`
+	PartnersURL    string          `json:"partners_url,omitempty"`
+	AlertURL       string          `json:"alert_url,omitempty"`
+	AlertInterval  *model.Duration `json:"alert_interval,omitempty"`
+	Speed          *float64        `json:"speed,omitempty"`
+	Seed           uint64          `json:"seed,omitempty"`
+	Partners       []filePartner   `json:"partners"`
 }
 
 type filePartner struct {
-	Name        string       `json:"name"`
-	Members     int          `json:"members,omitempty"`
-	URL         string       `json:"url"`
-	Concurrency int          `json:"concurrency,omitempty"`
-	Policy      *filePolicy  `json:"policy,omitempty"`
-	Breaker     *fileBreaker `json:"breaker,omitempty"`
-	Budget      *fileBudget  `json:"budget,omitempty"`
+	Name        string               `json:"name"`
+	Members     int                  `json:"members,omitempty"`
+	URL         string               `json:"url"`
+	Concurrency int                  `json:"concurrency,omitempty"`
+	Policy      model.PolicySettings `json:"policy"`
 }
 
-type filePolicy struct {
-	MaxAttempts     int     `json:"max_attempts,omitempty"`
-	Base            string  `json:"base,omitempty"`
-	Cap             string  `json:"cap,omitempty"`
-	Multiplier      float64 `json:"multiplier,omitempty"`
-	Jitter          string  `json:"jitter,omitempty"`
-	JitterRatio     float64 `json:"jitter_ratio,omitempty"`
-	DeliveryWindow  string  `json:"delivery_window,omitempty"`
-	RetryAfter      string  `json:"retry_after,omitempty"` // honour (default) | ignore
-	RetryAfterMax   string  `json:"retry_after_max,omitempty"`
-	RetryableStatus []int   `json:"retryable_status,omitempty"`
-	PermanentStatus []int   `json:"permanent_status,omitempty"`
-	OnOpen          string  `json:"on_open,omitempty"`      // hold (default) | dead-letter
-	OnExhausted     string  `json:"on_exhausted,omitempty"` // defer (default) | dead-letter
+// movedKeys are the keys of the file's earlier layout, where a partner's
+// retry settings sat directly under "policy" and its breaker and budget
+// beside it: an old file is refused, naming where each key went.
+var movedKeys = map[string]string{
+	"breaker": "policy.breaker", "budget": "policy.budget",
+	"on_open": "policy.breaker.on_open", "on_exhausted": "policy.budget.on_exhausted",
+	"pool": `policy.budget.scope ("global" shares one bucket)`,
 }
 
-type fileBreaker struct {
-	Trip      string  `json:"trip"`
-	Threshold int     `json:"threshold,omitempty"`
-	Window    string  `json:"window,omitempty"`
-	Ratio     float64 `json:"ratio,omitempty"`
-	MinCalls  int     `json:"min_calls,omitempty"`
-	Cooldown  string  `json:"cooldown,omitempty"`
-	Probes    int     `json:"probes,omitempty"`
-	// Count names the failures the breaker counts (model.BreakerCountNames);
-	// empty counts every failure.
-	Count []string `json:"count,omitempty"`
-}
-
-type fileBudget struct {
-	MaxTokens  float64 `json:"max_tokens"`
-	TokenRatio float64 `json:"token_ratio,omitempty"`
-	Pool       string  `json:"pool,omitempty"`
+func init() {
+	for _, k := range []string{"max_attempts", "base", "cap", "multiplier", "jitter", "jitter_ratio",
+		"delivery_window", "retry_after", "retry_after_max", "retryable_status", "permanent_status"} {
+		movedKeys[k] = "policy.retry." + k
+	}
 }
 
 // ReadFile reads and validates a configuration file, and returns the
@@ -160,7 +142,7 @@ func (e *lineError) Unwrap() error { return e.err }
 // trailing data and mistyped values are errors), applies the defaults and
 // validates everything but Store and Owner.
 func Parse(b []byte) (Config, error) {
-	var fc fileConfig
+	fc := fileConfig{Partners: defaultPartners(b)}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
@@ -179,6 +161,22 @@ func Parse(b []byte) (Config, error) {
 		return Config{}, flatten(errs)
 	}
 	return cfg, nil
+}
+
+// defaultPartners returns as many partner entries as the file has, each
+// policy at model.DefaultPolicySettings. encoding/json decodes an array
+// into the slice's existing elements, leaving absent keys alone, so the
+// strict decode over them leaves every absent policy key at its default.
+func defaultPartners(b []byte) []filePartner {
+	var head struct{ Partners []json.RawMessage }
+	if json.Unmarshal(b, &head) != nil || len(head.Partners) > MaxEndpoints {
+		return nil // the strict decode reports what is wrong
+	}
+	ps := make([]filePartner, len(head.Partners))
+	for i := range ps {
+		ps[i].Policy = model.DefaultPolicySettings()
+	}
+	return ps
 }
 
 // flatten joins errors, unpacking joined ones, sorted by key so that a
@@ -213,8 +211,11 @@ func decodeError(b []byte, dec *json.Decoder, err error) error {
 		if key == "" {
 			key = "(top level)"
 		}
-		want := te.Type.String()
-		if te.Type.Kind() == reflect.String {
+		want, typ := te.Type.String(), te.Type
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if typ.Kind() == reflect.String || typ == reflect.TypeFor[model.Duration]() {
 			want = "a string (durations are strings with a unit, like \"30s\")"
 		}
 		return &FieldError{Key: key, Msg: fmt.Sprintf("want %s, got a JSON %s", want, te.Value)}
@@ -232,154 +233,73 @@ func decodeError(b []byte, dec *json.Decoder, err error) error {
 		if m := regexp.MustCompile(regexp.QuoteMeta(strconv.Quote(k)) + `\s*:`).FindIndex(b); m != nil {
 			off = int64(m[0])
 		}
-		return &lineError{line: lineAt(b, off), err: &FieldError{Key: clipText(k), Msg: "unknown key"}}
+		msg := "unknown key"
+		if to, ok := movedKeys[k]; ok {
+			msg += fmt.Sprintf("; a partner's policy is a drill's [policy] now: write it as %s", to)
+		}
+		return &lineError{line: lineAt(b, off), err: &FieldError{Key: clipText(k), Msg: msg}}
 	}
-	return &lineError{line: lineAt(b, dec.InputOffset()), err: errors.New(clipText(strings.TrimPrefix(msg, "json: ")))}
+	if strings.HasPrefix(msg, "json: ") {
+		return &lineError{line: lineAt(b, dec.InputOffset()), err: errors.New(clipText(strings.TrimPrefix(msg, "json: ")))}
+	}
+	// A value's own error (a duration without its unit): name its key.
+	return &lineError{line: lineAt(b, dec.InputOffset()), err: &FieldError{Key: keyBefore(b, dec.InputOffset()), Msg: clipText(msg)}}
 }
+
+// keyBefore is the last object key written before off: the key of the
+// value a decoder stopped at.
+func keyBefore(b []byte, off int64) string {
+	off = min(max(off, 0), int64(len(b)))
+	m := keyPattern.FindAllSubmatch(b[:off], -1)
+	if len(m) == 0 {
+		return "(top level)"
+	}
+	return clipText(string(m[len(m)-1][1]))
+}
+
+var keyPattern = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*:`)
 
 func lineAt(b []byte, off int64) int {
 	off = min(max(off, 0), int64(len(b)))
 	return 1 + bytes.Count(b[:off], []byte("\n"))
 }
 
-// config converts the file to a Config with defaults applied; choices that
-// are names (jitter, trip rule, on_open, …) are checked here, numbers and
-// durations by Validate.
+// config converts the file to a Config with defaults applied; Validate
+// checks the values.
 func (fc *fileConfig) config() (Config, []error) {
 	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)})
-	}
 	c := Defaults()
 	setInt := func(dst *int, v *int) {
 		if v != nil {
 			*dst = *v
 		}
 	}
-	setDur := func(dst *time.Duration, key string, v *string) {
+	setDur := func(dst *time.Duration, v *model.Duration) {
 		if v != nil {
-			*dst = parseDuration(key, *v, bad)
+			*dst = v.D
 		}
 	}
 	setInt(&c.Workers, fc.Workers)
 	setInt(&c.HeldLimit, fc.HeldLimit)
 	setInt(&c.ClaimBatch, fc.ClaimBatch)
-	setDur(&c.LeaseTimeout, "lease_timeout", fc.LeaseTimeout)
-	setDur(&c.AttemptTimeout, "attempt_timeout", fc.AttemptTimeout)
-	setDur(&c.ClaimPoll, "claim_poll", fc.ClaimPoll)
-	setDur(&c.AlertInterval, "alert_interval", fc.AlertInterval)
+	setDur(&c.LeaseTimeout, fc.LeaseTimeout)
+	setDur(&c.AttemptTimeout, fc.AttemptTimeout)
+	setDur(&c.ClaimPoll, fc.ClaimPoll)
+	setDur(&c.AlertInterval, fc.AlertInterval)
 	if fc.Speed != nil {
 		c.Clock.Speed = *fc.Speed
 		if *fc.Speed == 0 {
-			bad("speed", "must be greater than 0 (got 0)")
+			errs = append(errs, &FieldError{Key: "speed", Msg: "must be greater than 0 (got 0)"})
 			c.Clock.Speed = 1
 		}
 	}
 	c.PartnersURL, c.AlertURL, c.Seed = fc.PartnersURL, fc.AlertURL, fc.Seed
-	for i, fp := range fc.Partners {
-		key := "partners[" + strconv.Itoa(i) + "]"
-		p := Partner{Name: fp.Name, Members: fp.Members, URL: fp.URL, Concurrency: fp.Concurrency}
-		if fp.Policy != nil {
-			p.Policy = fp.Policy.policy(key+".policy", bad)
-		}
-		if fb := fp.Breaker; fb != nil {
-			rule, err := model.ParseTripRule(fb.Trip)
-			if err != nil {
-				bad(key+".breaker.trip", "%v", clipErr(err))
-			}
-			count, err := model.ParseBreakerCount(fb.Count)
-			if err != nil {
-				bad(key+".breaker.count", "%v", clipErr(err))
-			}
-			p.Breaker = &model.BreakerSettings{Trip: rule, Threshold: fb.Threshold,
-				Window: parseDuration(key+".breaker.window", fb.Window, bad), Ratio: fb.Ratio, MinCalls: fb.MinCalls,
-				Cooldown: parseDuration(key+".breaker.cooldown", fb.Cooldown, bad), Probes: fb.Probes, Count: count}
-		}
-		if fb := fp.Budget; fb != nil {
-			p.Budget = &Budget{MaxTokens: fb.MaxTokens, TokenRatio: fb.TokenRatio, Pool: fb.Pool}
-		}
-		c.Partners = append(c.Partners, p)
+	for _, fp := range fc.Partners {
+		fp.Policy.FillDerived()
+		c.Partners = append(c.Partners, Partner{Name: fp.Name, Members: fp.Members, URL: fp.URL, Concurrency: fp.Concurrency, Policy: fp.Policy})
 	}
 	return c, errs
 }
-
-func (fp *filePolicy) policy(key string, bad func(key, format string, args ...any)) model.Policy {
-	j := model.JitterNone
-	if fp.Jitter != "" {
-		var err error
-		if j, err = model.ParseJitter(fp.Jitter); err != nil {
-			bad(key+".jitter", "%v", clipErr(err))
-		}
-	}
-	p := model.Policy{
-		MaxAttempts: fp.MaxAttempts,
-		Backoff: model.Backoff{Base: parseDuration(key+".base", fp.Base, bad), Cap: parseDuration(key+".cap", fp.Cap, bad),
-			Multiplier: fp.Multiplier, Jitter: j, JitterRatio: fp.JitterRatio},
-		DeliveryWindow: parseDuration(key+".delivery_window", fp.DeliveryWindow, bad),
-		RetryAfterMax:  parseDuration(key+".retry_after_max", fp.RetryAfterMax, bad),
-	}
-	choice := func(k, v string, names ...string) string {
-		if v == "" {
-			return names[0]
-		}
-		for _, n := range names {
-			if v == n {
-				return v
-			}
-		}
-		bad(key+"."+k, "%q: want %s", clipText(v), strings.Join(names, " or "))
-		return names[0]
-	}
-	p.IgnoreRetryAfter = choice("retry_after", fp.RetryAfter, "honour", "ignore") == "ignore"
-	p.OnOpenDeadLetter = choice("on_open", fp.OnOpen, "hold", "dead-letter") == "dead-letter"
-	p.OnExhaustedDeadLetter = choice("on_exhausted", fp.OnExhausted, "defer", "dead-letter") == "dead-letter"
-	if n := len(fp.RetryableStatus) + len(fp.PermanentStatus); n > 0 {
-		if n > 1000 {
-			bad(key, "%d status overrides; at most 1000", n)
-			return p
-		}
-		p.Classifier.Overrides = map[int]model.Class{}
-		for i, s := range fp.RetryableStatus {
-			if s < 100 || s > 599 {
-				bad(key+".retryable_status["+strconv.Itoa(i)+"]", "%d is not an HTTP status (100..599)", s)
-			}
-			p.Classifier.Overrides[s] = model.ClassRetryable
-		}
-		for i, s := range fp.PermanentStatus {
-			k := key + ".permanent_status[" + strconv.Itoa(i) + "]"
-			if s < 100 || s > 599 {
-				bad(k, "%d is not an HTTP status (100..599)", s)
-			} else if p.Classifier.Overrides[s] == model.ClassRetryable {
-				bad(k, "%d is also in retryable_status", s)
-			}
-			p.Classifier.Overrides[s] = model.ClassPermanent
-		}
-	}
-	return p
-}
-
-// parseDuration reads a duration with its unit; "" is 0 (absent).
-func parseDuration(key, s string, bad func(key, format string, args ...any)) time.Duration {
-	if s == "" {
-		return 0
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		bad(key, "%q is not a duration like \"250ms\" or \"30s\"", clipText(s))
-		return 0
-	}
-	return d
-}
-
-// fmtDuration writes a duration for the file; 0 is omitted.
-func fmtDuration(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
-}
-
-func clipErr(err error) string { return clipText(err.Error()) }
 
 // WriteFile writes cfg as a configuration file that ReadFile reads back
 // to the same Config (Store, Owner, Clock.Start, Events and Log are not
@@ -394,7 +314,7 @@ func WriteFile(path string, cfg Config) error {
 
 // Marshal encodes cfg in the configuration file format.
 func Marshal(cfg Config) ([]byte, error) {
-	ptrD := func(d time.Duration) *string { v := d.String(); return &v }
+	ptrD := func(d time.Duration) *model.Duration { return &model.Duration{D: d, Set: true} }
 	fc := fileConfig{
 		Workers: &cfg.Workers, HeldLimit: &cfg.HeldLimit, ClaimBatch: &cfg.ClaimBatch,
 		LeaseTimeout: ptrD(cfg.LeaseTimeout), AttemptTimeout: ptrD(cfg.AttemptTimeout), ClaimPoll: ptrD(cfg.ClaimPoll),
@@ -405,51 +325,7 @@ func Marshal(cfg Config) ([]byte, error) {
 		fc.Speed = nil
 	}
 	for _, p := range cfg.Partners {
-		fp := filePartner{Name: p.Name, Members: p.Members, URL: p.URL, Concurrency: p.Concurrency}
-		pol := &p.Policy
-		if int(pol.Backoff.Jitter) >= len(model.JitterNames()) {
-			return nil, fmt.Errorf("partner %s: unknown jitter %v", p.Name, pol.Backoff.Jitter)
-		}
-		fpol := &filePolicy{MaxAttempts: pol.MaxAttempts, Base: fmtDuration(pol.Backoff.Base), Cap: fmtDuration(pol.Backoff.Cap),
-			Multiplier: pol.Backoff.Multiplier, Jitter: pol.Backoff.Jitter.String(), JitterRatio: pol.Backoff.JitterRatio,
-			DeliveryWindow: fmtDuration(pol.DeliveryWindow), RetryAfterMax: fmtDuration(pol.RetryAfterMax),
-			RetryAfter: "honour", OnOpen: "hold", OnExhausted: "defer"}
-		if pol.IgnoreRetryAfter {
-			fpol.RetryAfter = "ignore"
-		}
-		if pol.OnOpenDeadLetter {
-			fpol.OnOpen = "dead-letter"
-		}
-		if pol.OnExhaustedDeadLetter {
-			fpol.OnExhausted = "dead-letter"
-		}
-		statuses := make([]int, 0, len(pol.Classifier.Overrides))
-		for s := range pol.Classifier.Overrides {
-			statuses = append(statuses, s)
-		}
-		sort.Ints(statuses)
-		for _, s := range statuses {
-			switch pol.Classifier.Overrides[s] {
-			case model.ClassRetryable:
-				fpol.RetryableStatus = append(fpol.RetryableStatus, s)
-			case model.ClassPermanent:
-				fpol.PermanentStatus = append(fpol.PermanentStatus, s)
-			default:
-				return nil, fmt.Errorf("partner %s: status %d: only retryable and permanent overrides can be written", p.Name, s)
-			}
-		}
-		fp.Policy = fpol
-		if b := p.Breaker; b != nil {
-			if !b.Trip.Known() {
-				return nil, fmt.Errorf("partner %s: unknown trip rule %v", p.Name, b.Trip)
-			}
-			fp.Breaker = &fileBreaker{Trip: b.Trip.String(), Threshold: b.Threshold, Window: fmtDuration(b.Window), Ratio: b.Ratio,
-				MinCalls: b.MinCalls, Cooldown: fmtDuration(b.Cooldown), Probes: b.Probes, Count: b.Count.Names()}
-		}
-		if b := p.Budget; b != nil {
-			fp.Budget = &fileBudget{MaxTokens: b.MaxTokens, TokenRatio: b.TokenRatio, Pool: b.Pool}
-		}
-		fc.Partners = append(fc.Partners, fp)
+		fc.Partners = append(fc.Partners, filePartner{Name: p.Name, Members: p.Members, URL: p.URL, Concurrency: p.Concurrency, Policy: p.Policy})
 	}
 	b, err := json.MarshalIndent(fc, "", "  ")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
@@ -16,7 +17,7 @@ func ingestConfig(st queue.Store) Config {
 	c := Defaults()
 	c.Store, c.Owner = st, "test"
 	c.PartnersURL = "http://127.0.0.1:9"
-	c.Partners = []Partner{{Name: "acme", Members: 2, URL: "/p/acme/{member}"}, {Name: "solo", URL: "http://127.0.0.1:9/solo"}}
+	c.Partners = []Partner{{Name: "acme", Members: 2, URL: "/p/acme/{member}", Policy: model.DefaultPolicySettings()}, {Name: "solo", URL: "http://127.0.0.1:9/solo", Policy: model.DefaultPolicySettings()}}
 	return c
 }
 

@@ -38,7 +38,9 @@ func TestMetricsCountWhatTheDispatcherDid(t *testing.T) {
 	// machine. It counts all but 4xx here, so that it stays closed whatever
 	// the order, and the gauge of a breaker that recorded (and ignored)
 	// failures is still checked.
-	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Breaker: &model.BreakerSettings{Count: model.CountAll &^ model.Count4xx}}}
+	pol := model.DefaultPolicySettings()
+	pol.Breaker.Trip, pol.Breaker.Count = model.TripConsecutive.String(), (model.CountAll &^ model.Count4xx).Names()
+	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Policy: pol}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan Stats, 1)
 	go func() {
@@ -129,7 +131,7 @@ func TestMetricsGaugesStaleAfterLastWalk(t *testing.T) {
 	}()
 	const n = 4
 	st, reg, cfg := metricsSetup(t, n)
-	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL}}
+	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Policy: model.DefaultPolicySettings()}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
