@@ -24,13 +24,16 @@ ENV CGO_ENABLED=0
 RUN go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=${VERSION}" -o /out/stormdrill ./cmd/stormdrill \
  && go -C cmd/river-sender build -trimpath -buildvcs=false -ldflags="-s -w" -o /out/river-sender . \
  && mkdir -p /out/work \
- && find drills -name '*.toml' -not -path '*/testdata/*' -exec cp --parents {} /out/ \;
+ && find drills experiments -name '*.toml' -not -path '*/testdata/*' -exec cp --parents {} /out/ \;
 
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/stormdrill /out/river-sender /usr/local/bin/
-# The bundled drills (simulated and live ones run as they are).
+# The bundled drills and experiments, as files beside the copies embedded
+# in the binary (`stormdrill sweep jitter` needs none of them): to read,
+# or to mount a changed one over.
 COPY --from=build /out/drills /drills
+COPY --from=build /out/experiments /experiments
 # The working directory is the one place the user may write (run outputs,
 # river-sender's SQLite file); mount a volume there to keep them.
 COPY --from=build --chown=65532:65532 /out/work /work

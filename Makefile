@@ -12,9 +12,10 @@ help: ## list the targets
 build: ## build bin/stormdrill
 	$(GO) build -o $(BIN) ./cmd/stormdrill
 
-vet: ## go vet and gofmt check (cmd/river-sender is a module of its own)
+vet: ## go vet and gofmt check (cmd/river-sender and deploy are modules of their own)
 	$(GO) vet ./...
 	$(GO) -C cmd/river-sender vet ./...
+	$(GO) -C deploy vet ./...
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
 # Tests build without the profile (cmd/stormdrill/default.pgo): it changes
@@ -35,6 +36,8 @@ test: vet ## the quick tier: every package once, -race where there are goroutine
 	$(GO) test -count=1 -p 2 -timeout 15m -race $(RACE_PKGS) || status=1; \
 	echo "$(GO) -C cmd/river-sender test -count=1 -race ./..."; \
 	$(GO) -C cmd/river-sender test -count=1 -timeout 10m -race ./... || status=1; \
+	echo "$(GO) -C deploy test -count=1 ./... (the deployment files, by compose-spec's and Kubernetes' parsers)"; \
+	$(GO) -C deploy test -count=1 -timeout 10m ./... || status=1; \
 	$(NOT_RUN_SUMMARY); exit $$status
 
 # The full tier: a plain pass of every package with STORMDRILL_TEST_FULL=1
@@ -50,6 +53,8 @@ check: vet ## the full tier (CI): every test, long and timed ones included, then
 	$(GO) test -count=1 -p 2 -timeout 15m -race $(RACE_PKGS) || status=1; \
 	echo "$(GO) -C cmd/river-sender test -count=1 -race ./..."; \
 	$(GO) -C cmd/river-sender test -count=1 -timeout 10m -race ./... || status=1; \
+	echo "$(GO) -C deploy test -count=1 ./... (the deployment files, by compose-spec's and Kubernetes' parsers)"; \
+	$(GO) -C deploy test -count=1 -timeout 10m ./... || status=1; \
 	$(NOT_RUN_SUMMARY); [ $$status = 0 ] || exit $$status; \
 	$(MAKE) --no-print-directory cross-build
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -14,7 +18,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/experiments"
 )
 
 // No test can build the image (no Docker daemon in CI), so this keeps the
@@ -105,6 +112,22 @@ func TestDockerfile(t *testing.T) {
 	if err := json.Unmarshal([]byte(entry), &ep); err != nil || len(ep) == 0 || filepath.Base(ep[0]) != "stormdrill" {
 		t.Errorf("ENTRYPOINT %s: want the exec form running stormdrill, so the image runs any subcommand", entry)
 	}
+	// The image carries the drills and experiments as files, and the
+	// version comes in as a build argument stamped into the binary.
+	copied := map[string]bool{}
+	for _, in := range final {
+		if f := strings.Fields(in.args); in.op == "COPY" && len(f) > 0 {
+			copied[f[len(f)-1]] = true
+		}
+	}
+	for _, dir := range []string{"/drills", "/experiments"} {
+		if !copied[dir] {
+			t.Errorf("the final stage copies nothing to %s", dir)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^ARG VERSION\b`).Match(data) || !strings.Contains(joined, "-X main.version=${VERSION}") {
+		t.Error("the Dockerfile does not stamp a VERSION build argument with -X main.version")
+	}
 	ignore, err := os.ReadFile("../../.dockerignore")
 	if err != nil || !regexp.MustCompile(`(?m)^\.git$`).Match(ignore) {
 		t.Errorf(".dockerignore missing or does not keep .git out of the build context (%v)", err)
@@ -122,67 +145,30 @@ func isMainPackage(t *testing.T, dir string) bool {
 	return ok && len(pkgs) == 1
 }
 
-// composeService is one service of the compose file in docs/external.md, as far as
-// the test reads it.
+// composeService is one service of deploy/compose.yaml, as far as the
+// test reads it (deploy's own module loads the whole file with
+// compose-spec's loader and schema).
 type composeService struct {
-	image               string
-	entrypoint, command []string
-	env                 map[string]string
+	Image       string            `yaml:"image"`
+	Entrypoint  []string          `yaml:"entrypoint"`
+	Command     []string          `yaml:"command"`
+	Environment map[string]string `yaml:"environment"`
 }
 
-// readmeCompose reads the compose file in docs/external.md (the yaml block that
-// starts "# compose.yaml"). It reads only what the file uses: services with
-// image, entrypoint and command as flow sequences, and environment maps.
-func readmeCompose(t *testing.T) map[string]*composeService {
+// deployCompose reads the services of deploy/compose.yaml.
+func deployCompose(t *testing.T) map[string]*composeService {
 	t.Helper()
-	data, err := os.ReadFile("../../docs/external.md")
+	data, err := os.ReadFile("../../deploy/compose.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(data), "```yaml\n# compose.yaml\n")
-	if !ok {
-		t.Fatal("docs/external.md has no ```yaml block starting with # compose.yaml")
+	var file struct {
+		Services map[string]*composeService `yaml:"services"`
 	}
-	block, _, _ := strings.Cut(rest, "```")
-	services := map[string]*composeService{}
-	var cur *composeService
-	inServices, inEnv := false, false
-	for _, line := range strings.Split(block, "\n") {
-		code, _, _ := strings.Cut(line, " #")
-		if strings.TrimSpace(code) == "" {
-			continue
-		}
-		indent := len(code) - len(strings.TrimLeft(code, " "))
-		key, val, _ := strings.Cut(strings.TrimSpace(code), ":")
-		val = strings.TrimSpace(val)
-		switch {
-		case indent == 0:
-			inServices, cur = key == "services", nil
-		case inServices && indent == 2:
-			cur = &composeService{env: map[string]string{}}
-			services[key] = cur
-			inEnv = false
-		case cur != nil && indent == 4:
-			inEnv = key == "environment"
-			var list []string
-			if key == "entrypoint" || key == "command" {
-				if err := json.Unmarshal([]byte(val), &list); err != nil {
-					t.Fatalf("compose: %s: %q is not a flow sequence of strings: %v", key, val, err)
-				}
-			}
-			switch key {
-			case "image":
-				cur.image = val
-			case "entrypoint":
-				cur.entrypoint = list
-			case "command":
-				cur.command = list
-			}
-		case cur != nil && inEnv && indent == 6:
-			cur.env[key] = val
-		}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatalf("deploy/compose.yaml: %v", err)
 	}
-	return services
+	return file.Services
 }
 
 // flagNames returns the long flags args uses and its positional arguments.
@@ -235,14 +221,14 @@ func riverSenderFlags(t *testing.T) map[string]bool {
 	return out
 }
 
-// The compose file of docs/external.md runs only subcommands and flags that exist, a
+// deploy/compose.yaml runs only subcommands and flags that exist, a
 // drill the image holds, and addresses that agree with that drill: its
 // partner server's URL names the drill service and the port it listens on,
 // its ingest names the sender service and the port the sender listens on,
 // and the sender reports dead letters to that partner server with the token
 // from the environment.
-func TestDocsComposeFile(t *testing.T) {
-	services := readmeCompose(t)
+func TestDeployComposeFile(t *testing.T) {
+	services := deployCompose(t)
 	for _, name := range []string{"postgres", "sender", "drill"} {
 		if services[name] == nil {
 			t.Fatalf("compose file has no %s service (has %v)", name, services)
@@ -251,16 +237,16 @@ func TestDocsComposeFile(t *testing.T) {
 	var drill *drills.Drill
 	listenPort := map[string]string{} // service → the port it listens on
 	for name, svc := range services {
-		if svc.image != "stormdrill" {
+		if svc.Image != "stormdrill" {
 			continue
 		}
-		if len(svc.entrypoint) > 0 {
-			if svc.entrypoint[0] != "/usr/local/bin/river-sender" {
-				t.Errorf("%s: entrypoint %v: want /usr/local/bin/river-sender (or none: stormdrill)", name, svc.entrypoint)
+		if len(svc.Entrypoint) > 0 {
+			if svc.Entrypoint[0] != "/usr/local/bin/river-sender" {
+				t.Errorf("%s: entrypoint %v: want /usr/local/bin/river-sender (or none: stormdrill)", name, svc.Entrypoint)
 				continue
 			}
 			known := riverSenderFlags(t)
-			flags, pos := flagNames(svc.command, func(f string) bool { return known[f] })
+			flags, pos := flagNames(svc.Command, func(f string) bool { return known[f] })
 			for _, f := range flags {
 				if _, ok := known[f]; !ok {
 					t.Errorf("%s: river-sender has no --%s", name, f)
@@ -269,49 +255,19 @@ func TestDocsComposeFile(t *testing.T) {
 			if len(pos) > 0 {
 				t.Errorf("%s: river-sender takes no arguments (got %v)", name, pos)
 			}
-			for i, a := range svc.command {
-				if a == "--listen" && i+1 < len(svc.command) {
-					_, listenPort[name], _ = net.SplitHostPort(svc.command[i+1])
+			for i, a := range svc.Command {
+				if a == "--listen" && i+1 < len(svc.Command) {
+					_, listenPort[name], _ = net.SplitHostPort(svc.Command[i+1])
 				}
 			}
 			continue
 		}
-		if len(svc.command) == 0 {
+		if len(svc.Command) == 0 {
 			t.Errorf("%s: no command", name)
 			continue
 		}
-		var cmd *command
-		for _, c := range commands() {
-			if c.name == svc.command[0] {
-				cmd = &c
-			}
-		}
-		if cmd == nil {
-			t.Errorf("%s: stormdrill has no subcommand %q", name, svc.command[0])
-			continue
-		}
-		known := map[string]bool{}
-		for _, f := range commandFlags(*cmd, nil) {
-			_, isBool := f.Value.(interface{ IsBoolFlag() bool })
-			known[f.Name] = !isBool
-		}
-		flags, pos := flagNames(svc.command[1:], func(f string) bool { return known[f] })
-		for _, f := range flags {
-			if _, ok := known[f]; !ok {
-				t.Errorf("%s: stormdrill %s has no --%s", name, cmd.name, f)
-			}
-		}
-		for _, p := range pos {
-			rel, ok := strings.CutPrefix(p, "/drills/")
-			if !ok {
-				continue
-			}
-			d, err := drills.Load(filepath.Join("../../drills", rel), nil)
-			if err != nil {
-				t.Errorf("%s: %s: %v", name, p, err)
-				continue
-			}
-			if cmd.name == "run" {
+		for _, d := range checkStormdrillArgs(t, name, svc.Command) {
+			if svc.Command[0] == "run" {
 				drill = d
 				_, listenPort[name], _ = net.SplitHostPort(d.PartnerServer.Listen)
 			}
@@ -338,17 +294,128 @@ func TestDocsComposeFile(t *testing.T) {
 		t.Errorf("system.ingest_url %s: want a service's name and the port it listens on (%v)", drill.System.IngestURL, listenPort)
 	}
 	sender := services["sender"]
-	for i, a := range sender.command {
-		if (a == "--dead-letter-url" || a == "--alert-url") && i+1 < len(sender.command) && !strings.HasPrefix(sender.command[i+1], strings.TrimRight(ps.URL, "/")+"/") {
-			t.Errorf("sender %s %s is not on the drill's partner server %s", a, sender.command[i+1], ps.URL)
+	for i, a := range sender.Command {
+		if (a == "--dead-letter-url" || a == "--alert-url") && i+1 < len(sender.Command) && !strings.HasPrefix(sender.Command[i+1], strings.TrimRight(ps.URL, "/")+"/") {
+			t.Errorf("sender %s %s is not on the drill's partner server %s", a, sender.Command[i+1], ps.URL)
 		}
 	}
 	for _, name := range []string{"sender", "drill"} {
-		if _, ok := services[name].env[ps.TokenEnv]; !ok && name == "drill" {
+		if _, ok := services[name].Environment[ps.TokenEnv]; !ok && name == "drill" {
 			t.Errorf("the drill service does not pass $%s, the drill's token_env", ps.TokenEnv)
 		}
-		if _, ok := services[name].env["STORMDRILL_PARTNER_TOKEN"]; !ok && name == "sender" {
+		if _, ok := services[name].Environment["STORMDRILL_PARTNER_TOKEN"]; !ok && name == "sender" {
 			t.Error("the sender service does not get $STORMDRILL_PARTNER_TOKEN for its dead letters")
 		}
+	}
+}
+
+// checkStormdrillArgs checks a stormdrill command line written in a
+// deployment file: the subcommand and every flag exist, and each drill or
+// experiment it names is a file of the image (/drills/...) or a bundled
+// one, and loads. It returns the drills it loaded.
+func checkStormdrillArgs(t *testing.T, where string, args []string) []*drills.Drill {
+	t.Helper()
+	var cmd *command
+	for _, c := range commands() {
+		if len(args) > 0 && c.name == args[0] {
+			cmd = &c
+		}
+	}
+	if cmd == nil {
+		t.Errorf("%s: %v: not a stormdrill subcommand", where, args)
+		return nil
+	}
+	known := map[string]bool{}
+	for _, f := range commandFlags(*cmd, nil) {
+		_, isBool := f.Value.(interface{ IsBoolFlag() bool })
+		known[f.Name] = !isBool
+	}
+	flags, pos := flagNames(args[1:], func(f string) bool { return known[f] })
+	for _, f := range flags {
+		if _, ok := known[f]; !ok {
+			t.Errorf("%s: stormdrill %s has no --%s", where, cmd.name, f)
+		}
+	}
+	var loaded []*drills.Drill
+	for _, p := range pos {
+		if rel, ok := strings.CutPrefix(p, "/drills/"); ok {
+			d, err := drills.Load(filepath.Join("../../drills", rel), nil)
+			if err != nil {
+				t.Errorf("%s: %s: %v", where, p, err)
+				continue
+			}
+			loaded = append(loaded, d)
+			continue
+		}
+		if strings.HasPrefix(p, "/") {
+			continue // a directory of the container
+		}
+		if _, ok := experiments.BundledExperimentName(p); ok {
+			if _, err := experiments.LoadExperiment(p); err != nil {
+				t.Errorf("%s: bundled experiment %s: %v", where, p, err)
+			}
+			continue
+		}
+		d, err := drills.Load(p, nil)
+		if !drills.ResolvesToBundled(p) || err != nil {
+			t.Errorf("%s: %s: neither a bundled drill nor a bundled experiment (%v)", where, p, err)
+			continue
+		}
+		loaded = append(loaded, d)
+	}
+	return loaded
+}
+
+// TestDeployKubernetesCommands: every stormdrill container of the
+// manifests in deploy/k8s runs a subcommand, flags and drills that exist
+// (deploy's own module decodes the manifests strictly into Kubernetes'
+// types).
+func TestDeployKubernetesCommands(t *testing.T) {
+	files, err := filepath.Glob("../../deploy/k8s/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	type container struct {
+		Name  string   `yaml:"name"`
+		Image string   `yaml:"image"`
+		Args  []string `yaml:"args"`
+	}
+	checked := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		for {
+			var doc struct {
+				Kind     string `yaml:"kind"`
+				Metadata struct {
+					Name string `yaml:"name"`
+				} `yaml:"metadata"`
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []container `yaml:"containers"`
+						} `yaml:"spec"`
+					} `yaml:"template"`
+				} `yaml:"spec"`
+			}
+			if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			for _, c := range doc.Spec.Template.Spec.Containers {
+				if !strings.HasPrefix(c.Image, "stormdrill:") {
+					continue
+				}
+				checkStormdrillArgs(t, fmt.Sprintf("%s: %s %s/%s", filepath.Base(f), doc.Kind, doc.Metadata.Name, c.Name), c.Args)
+				checked++
+			}
+		}
+	}
+	if checked < 4 {
+		t.Errorf("checked %d stormdrill containers; the manifests have a partner server, a dispatcher pod, an Indexed Job and a merge", checked)
 	}
 }
