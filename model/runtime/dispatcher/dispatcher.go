@@ -327,19 +327,6 @@ func (ds *dispatcher) storeLoop(reqs <-chan storeReq, resps chan<- storeResp) {
 }
 
 func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan result) error {
-	poll := ds.cfg.ClaimPoll
-	alertEvery := ds.alertEvery
-	nextClaim := time.Now()
-	nextAlert := time.Now().Add(alertEvery)
-	// Leases of held deliveries are renewed every third of a lease, each
-	// once less than two thirds of it is left: a delivery kept waiting
-	// for a worker, a partner slot or a breaker never outlives its lease,
-	// so no other dispatcher can claim and send it meanwhile.
-	renewEvery := max(ds.cfg.Clock.Wall(ds.cfg.LeaseTimeout/3), time.Millisecond)
-	nextRenew := time.Now().Add(renewEvery)
-	timer := time.NewTimer(poll)
-	defer timer.Stop()
-	stopping := false
 	// Transitions are written in batches, at most flushEvery apart (or
 	// flushBatch at a time), rather than after every wake-up: each store
 	// transaction costs about as much as a few hundred rows in one. One
@@ -356,110 +343,168 @@ func (ds *dispatcher) loop(ctx context.Context, jobs chan<- job, results <-chan 
 		close(reqs)
 		<-storeDone
 	}()
-	claimLimit := 0
-	lastFlush := time.Now()
-	flushDue := func(wallNow time.Time) bool {
-		return len(ds.pending) > 0 && (len(ds.pending) >= flushBatch || wallNow.Sub(lastFlush) >= flushEvery || stopping)
-	}
-	nextMetrics := time.Now()
+	ls := ds.newLoopSchedule(reqs)
+	timer := time.NewTimer(ls.poll)
+	defer timer.Stop()
 	ds.event(EventReady, ds.cfg.Owner)
 	for {
-		wallNow := time.Now()
-		now := ds.cfg.Clock.At(wallNow)
-		if ds.cfg.Metrics != nil && !wallNow.Before(nextMetrics) {
-			ds.cfg.Metrics.observe(ds.core, ds.eps, now)
-			nextMetrics = wallNow.Add(metricsEvery)
-		}
-		// Start what can start before deciding to claim: a worker that a
-		// result just freed is not idle if a claimed delivery waits for it.
-		if !stopping {
-			ds.pump(now, jobs)
-		}
-		if !wallNow.Before(nextRenew) {
-			nextRenew = wallNow.Add(renewEvery)
-			if ds.renew(now) {
-				nextRenew = wallNow // more to renew: the next batch right after this one
-			}
-		}
-		if !ds.storeBusy {
-			claimNow := !stopping && !wallNow.Before(nextClaim) && !ds.enoughClaimed()
-			if !claimNow && !stopping && !wallNow.Before(nextClaim) {
-				nextClaim = wallNow.Add(poll) // enough in hand: look again after a poll, or when a result comes
-			}
-			claimLimit = 0
-			if claimNow {
-				claimLimit = min(ds.cfg.ClaimBatch, ds.cfg.HeldLimit-len(ds.held))
-			}
-			if claimLimit > 0 || flushDue(wallNow) {
-				ds.sent, ds.pending = ds.pending, ds.sent[:0]
-				reqs <- storeReq{cs: ds.sent, claim: claimLimit, now: now}
-				ds.storeBusy, lastFlush = true, wallNow
-			}
-		}
-		if !wallNow.Before(nextAlert) {
-			ds.flushAlerts(false)
-			// The next try: one interval on, or when the poster allows it
-			// if that is later (a slow post delays the next batch).
-			nextAlert = wallNow.Add(alertEvery)
-			if ready := time.Unix(0, ds.alertReadyNS.Load()); ready.After(nextAlert) {
-				nextAlert = ready
-			}
-		}
-		if stopping && ds.core.InFlight() == 0 && !ds.storeBusy {
+		ls.step(time.Now(), jobs)
+		if ls.stopping && ds.core.InFlight() == 0 && !ds.storeBusy {
 			break
 		}
-		// Sleep until the next thing to do: a claim, a wake-up of the core,
-		// an alert, a result or the store's answer.
-		wait := min(time.Until(nextAlert), time.Until(nextRenew))
-		if !ds.storeBusy && len(ds.pending) > 0 {
-			wait = min(wait, time.Until(lastFlush.Add(flushEvery)))
-		}
-		if !stopping {
-			if !ds.storeBusy {
-				wait = min(wait, time.Until(nextClaim))
-			}
-			if w, ok := ds.core.NextWake(); ok {
-				wait = min(wait, ds.cfg.Clock.Wall(w.Sub(ds.cfg.Clock.Now())))
-			}
-		}
-		wait = max(wait, 0)
-		resetTimer(timer, wait)
+		resetTimer(timer, ls.wait())
 		select {
 		case r := <-results:
-			ds.complete(r)
-			for more := true; more; { // take whatever else has arrived: one store batch
-				select {
-				case r := <-results:
-					ds.complete(r)
-				default:
-					more = false
-				}
-			}
+			ds.completeAll(r, results)
 		case p := <-resps:
 			ds.storeBusy = false
-			if err := ds.stored(p, claimLimit, time.Now()); err != nil {
+			if err := ds.stored(p, ls.claimLimit, time.Now()); err != nil {
 				return err
 			}
-			if p.claimed {
-				switch {
-				case p.claimErr != nil:
-					ds.logf("claim: %v", p.claimErr)
-					nextClaim = time.Now().Add(50 * time.Millisecond) // the store is busy or gone; back off
-				case len(p.rows) == claimLimit:
-					nextClaim = time.Now() // the store may have more due right now
-				default:
-					nextClaim = time.Now().Add(poll)
-				}
-			}
+			ls.claimAnswered(p)
 		case <-timer.C:
 		case <-ctx.Done():
-			if !stopping {
-				stopping = true
+			if !ls.stopping {
+				ls.stopping = true
 				ds.logf("stopping: %d attempts in flight", ds.core.InFlight())
 			}
 			ctx = context.Background() // Done fires once; keep the select quiet
 		}
 	}
+	return ds.finish()
+}
+
+// loopSchedule is when the loop next does each of its periodic tasks.
+type loopSchedule struct {
+	ds                              *dispatcher
+	reqs                            chan<- storeReq
+	poll, alertEvery, renewEvery    time.Duration
+	nextClaim, nextAlert, nextRenew time.Time
+	nextMetrics, lastFlush          time.Time
+	claimLimit                      int // of the claim in the store's hands
+	stopping                        bool
+}
+
+func (ds *dispatcher) newLoopSchedule(reqs chan<- storeReq) *loopSchedule {
+	now := time.Now()
+	ls := &loopSchedule{ds: ds, reqs: reqs, poll: ds.cfg.ClaimPoll, alertEvery: ds.alertEvery,
+		nextClaim: now, nextAlert: now.Add(ds.alertEvery), nextMetrics: now, lastFlush: now}
+	// Leases of held deliveries are renewed every third of a lease, each
+	// once less than two thirds of it is left: a delivery kept waiting
+	// for a worker, a partner slot or a breaker never outlives its lease,
+	// so no other dispatcher can claim and send it meanwhile.
+	ls.renewEvery = max(ds.cfg.Clock.Wall(ds.cfg.LeaseTimeout/3), time.Millisecond)
+	ls.nextRenew = now.Add(ls.renewEvery)
+	return ls
+}
+
+// step does what is due at wallNow: metrics, starting attempts, lease
+// renewals, a store batch and alerts.
+func (ls *loopSchedule) step(wallNow time.Time, jobs chan<- job) {
+	ds := ls.ds
+	now := ds.cfg.Clock.At(wallNow)
+	if ds.cfg.Metrics != nil && !wallNow.Before(ls.nextMetrics) {
+		ds.cfg.Metrics.observe(ds.core, ds.eps, now)
+		ls.nextMetrics = wallNow.Add(metricsEvery)
+	}
+	// Start what can start before deciding to claim: a worker that a
+	// result just freed is not idle if a claimed delivery waits for it.
+	if !ls.stopping {
+		ds.pump(now, jobs)
+	}
+	if !wallNow.Before(ls.nextRenew) {
+		ls.nextRenew = wallNow.Add(ls.renewEvery)
+		if ds.renew(now) {
+			ls.nextRenew = wallNow // more to renew: the next batch right after this one
+		}
+	}
+	if !ds.storeBusy {
+		ls.sendStore(wallNow, now)
+	}
+	if !wallNow.Before(ls.nextAlert) {
+		ds.flushAlerts(false)
+		// The next try: one interval on, or when the poster allows it
+		// if that is later (a slow post delays the next batch).
+		ls.nextAlert = wallNow.Add(ls.alertEvery)
+		if ready := time.Unix(0, ds.alertReadyNS.Load()); ready.After(ls.nextAlert) {
+			ls.nextAlert = ready
+		}
+	}
+}
+
+// sendStore hands the store goroutine a claim, when one is due and room
+// is left, and the pending transitions, when a flush is due.
+func (ls *loopSchedule) sendStore(wallNow, now time.Time) {
+	ds := ls.ds
+	claimDue := !ls.stopping && !wallNow.Before(ls.nextClaim)
+	claimNow := claimDue && !ds.enoughClaimed()
+	if claimDue && !claimNow {
+		ls.nextClaim = wallNow.Add(ls.poll) // enough in hand: look again after a poll, or when a result comes
+	}
+	ls.claimLimit = 0
+	if claimNow {
+		ls.claimLimit = min(ds.cfg.ClaimBatch, ds.cfg.HeldLimit-len(ds.held))
+	}
+	flushDue := len(ds.pending) > 0 && (len(ds.pending) >= flushBatch || wallNow.Sub(ls.lastFlush) >= flushEvery || ls.stopping)
+	if ls.claimLimit > 0 || flushDue {
+		ds.sent, ds.pending = ds.pending, ds.sent[:0]
+		ls.reqs <- storeReq{cs: ds.sent, claim: ls.claimLimit, now: now}
+		ds.storeBusy, ls.lastFlush = true, wallNow
+	}
+}
+
+// wait is how long the loop may sleep: until the next claim, wake-up of
+// the core, flush, renewal or alert, unless a result or the store's
+// answer comes first.
+func (ls *loopSchedule) wait() time.Duration {
+	ds := ls.ds
+	wait := min(time.Until(ls.nextAlert), time.Until(ls.nextRenew))
+	if !ds.storeBusy && len(ds.pending) > 0 {
+		wait = min(wait, time.Until(ls.lastFlush.Add(flushEvery)))
+	}
+	if !ls.stopping {
+		if !ds.storeBusy {
+			wait = min(wait, time.Until(ls.nextClaim))
+		}
+		if w, ok := ds.core.NextWake(); ok {
+			wait = min(wait, ds.cfg.Clock.Wall(w.Sub(ds.cfg.Clock.Now())))
+		}
+	}
+	return max(wait, 0)
+}
+
+// claimAnswered schedules the next claim after the store answered one.
+func (ls *loopSchedule) claimAnswered(p storeResp) {
+	if !p.claimed {
+		return
+	}
+	switch {
+	case p.claimErr != nil:
+		ls.ds.logf("claim: %v", p.claimErr)
+		ls.nextClaim = time.Now().Add(50 * time.Millisecond) // the store is busy or gone; back off
+	case len(p.rows) == ls.claimLimit:
+		ls.nextClaim = time.Now() // the store may have more due right now
+	default:
+		ls.nextClaim = time.Now().Add(ls.poll)
+	}
+}
+
+// completeAll completes r and whatever other results have arrived: one
+// store batch.
+func (ds *dispatcher) completeAll(r result, results <-chan result) {
+	ds.complete(r)
+	for {
+		select {
+		case r := <-results:
+			ds.complete(r)
+		default:
+			return
+		}
+	}
+}
+
+// finish writes what is left and gives the leases back.
+func (ds *dispatcher) finish() error {
 	// The gauges as the dispatcher stops, not as of the last walk: what a
 	// scrape reads afterwards is final.
 	ds.cfg.Metrics.observe(ds.core, ds.eps, ds.cfg.Clock.Now())
