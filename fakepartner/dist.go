@@ -102,75 +102,101 @@ const maxNormalRejections = 64
 
 // Validate reports what is wrong with d, naming the fields.
 func (d *Dist) Validate() error {
-	neg := func(name string, v time.Duration) error {
-		if v < 0 {
-			return fmt.Errorf("%s: %s must not be negative (got %v)", d.Kind, name, v)
-		}
-		return nil
-	}
 	switch d.Kind {
 	case DistConstant:
-		return neg("value", d.Value)
+		return d.nonNegative("value", d.Value)
 	case DistUniform:
-		if err := neg("min", d.Min); err != nil {
-			return err
-		}
-		if d.Max < d.Min {
-			return fmt.Errorf("uniform: max (%v) must be at least min (%v)", d.Max, d.Min)
-		}
+		return d.validateUniform()
 	case DistNormal, DistAbsNormal:
-		if err := neg("mean", d.Mean); err != nil {
-			return err
-		}
-		if err := neg("stddev", d.Stddev); err != nil {
-			return err
-		}
-		if d.Kind == DistNormal && d.Mean == 0 && d.Stddev == 0 {
-			return fmt.Errorf("normal: needs mean or stddev greater than 0")
-		}
+		return d.validateNormal()
 	case DistLognormal:
-		if d.P50 <= 0 {
-			return fmt.Errorf("lognormal: p50 must be greater than 0 (got %v)", d.P50)
-		}
-		if d.P99 <= d.P50 {
-			return fmt.Errorf("lognormal: p99 (%v) must be greater than p50 (%v)", d.P99, d.P50)
-		}
+		return d.validateLognormal()
 	case DistPareto:
-		if !(d.Alpha > 0) || math.IsInf(d.Alpha, 0) {
-			return fmt.Errorf("pareto: alpha must be a number greater than 0 (got %v)", d.Alpha)
-		}
-		switch {
-		case d.Min > 0 && d.P50 > 0:
-			return fmt.Errorf("pareto: give either min (the scale) or p50, not both")
-		case d.Min <= 0 && d.P50 <= 0:
-			return fmt.Errorf("pareto: needs min (the scale) or p50 greater than 0")
-		}
-		if d.Max != 0 && d.Max < d.paretoScale() {
-			return fmt.Errorf("pareto: max (%v) must be at least the scale (%v)", d.Max, d.paretoScale())
-		}
+		return d.validatePareto()
 	case DistEmpirical:
-		if len(d.Quantiles) < 2 {
-			return fmt.Errorf("empirical: needs at least 2 quantiles (got %d)", len(d.Quantiles))
+		return d.validateEmpirical()
+	}
+	return fmt.Errorf("unknown distribution kind %d", int(d.Kind))
+}
+
+// nonNegative refuses a negative parameter.
+func (d *Dist) nonNegative(name string, v time.Duration) error {
+	if v < 0 {
+		return fmt.Errorf("%s: %s must not be negative (got %v)", d.Kind, name, v)
+	}
+	return nil
+}
+
+func (d *Dist) validateUniform() error {
+	if err := d.nonNegative("min", d.Min); err != nil {
+		return err
+	}
+	if d.Max < d.Min {
+		return fmt.Errorf("uniform: max (%v) must be at least min (%v)", d.Max, d.Min)
+	}
+	return nil
+}
+
+func (d *Dist) validateNormal() error {
+	if err := d.nonNegative("mean", d.Mean); err != nil {
+		return err
+	}
+	if err := d.nonNegative("stddev", d.Stddev); err != nil {
+		return err
+	}
+	if d.Kind == DistNormal && d.Mean == 0 && d.Stddev == 0 {
+		return fmt.Errorf("normal: needs mean or stddev greater than 0")
+	}
+	return nil
+}
+
+func (d *Dist) validateLognormal() error {
+	if d.P50 <= 0 {
+		return fmt.Errorf("lognormal: p50 must be greater than 0 (got %v)", d.P50)
+	}
+	if d.P99 <= d.P50 {
+		return fmt.Errorf("lognormal: p99 (%v) must be greater than p50 (%v)", d.P99, d.P50)
+	}
+	return nil
+}
+
+func (d *Dist) validatePareto() error {
+	if !(d.Alpha > 0) || math.IsInf(d.Alpha, 0) {
+		return fmt.Errorf("pareto: alpha must be a number greater than 0 (got %v)", d.Alpha)
+	}
+	switch {
+	case d.Min > 0 && d.P50 > 0:
+		return fmt.Errorf("pareto: give either min (the scale) or p50, not both")
+	case d.Min <= 0 && d.P50 <= 0:
+		return fmt.Errorf("pareto: needs min (the scale) or p50 greater than 0")
+	}
+	if d.Max != 0 && d.Max < d.paretoScale() {
+		return fmt.Errorf("pareto: max (%v) must be at least the scale (%v)", d.Max, d.paretoScale())
+	}
+	return nil
+}
+
+func (d *Dist) validateEmpirical() error {
+	if len(d.Quantiles) < 2 {
+		return fmt.Errorf("empirical: needs at least 2 quantiles (got %d)", len(d.Quantiles))
+	}
+	for i, q := range d.Quantiles {
+		if !(q.Q >= 0 && q.Q <= 1) {
+			return fmt.Errorf("empirical: quantile %d: q must be in [0, 1] (got %v)", i+1, q.Q)
 		}
-		for i, q := range d.Quantiles {
-			if !(q.Q >= 0 && q.Q <= 1) {
-				return fmt.Errorf("empirical: quantile %d: q must be in [0, 1] (got %v)", i+1, q.Q)
-			}
-			if q.Value < 0 {
-				return fmt.Errorf("empirical: quantile %d: value must not be negative (got %v)", i+1, q.Value)
-			}
-			if i > 0 {
-				p := d.Quantiles[i-1]
-				if q.Q <= p.Q {
-					return fmt.Errorf("empirical: quantile %d: q (%v) must be greater than the previous q (%v)", i+1, q.Q, p.Q)
-				}
-				if q.Value < p.Value {
-					return fmt.Errorf("empirical: quantile %d: value (%v) must not be below the previous value (%v)", i+1, q.Value, p.Value)
-				}
-			}
+		if q.Value < 0 {
+			return fmt.Errorf("empirical: quantile %d: value must not be negative (got %v)", i+1, q.Value)
 		}
-	default:
-		return fmt.Errorf("unknown distribution kind %d", int(d.Kind))
+		if i == 0 {
+			continue
+		}
+		p := d.Quantiles[i-1]
+		if q.Q <= p.Q {
+			return fmt.Errorf("empirical: quantile %d: q (%v) must be greater than the previous q (%v)", i+1, q.Q, p.Q)
+		}
+		if q.Value < p.Value {
+			return fmt.Errorf("empirical: quantile %d: value (%v) must not be below the previous value (%v)", i+1, q.Value, p.Value)
+		}
 	}
 	return nil
 }
