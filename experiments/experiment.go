@@ -219,14 +219,39 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		}
 		return nil, drills.Errors{{File: path, Msg: strings.TrimPrefix(derr.Error(), "toml: ")}}
 	}
-	var errs drills.Errors
 	lines := drills.KeyLines(src)
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, &drills.Error{File: path, Line: (&Experiment{lines: lines}).at(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+	ep := &experimentParse{path: path, dir: filepath.Dir(path),
+		e: &Experiment{Path: path, Name: raw.Name, Description: raw.Description, Metrics: raw.Metrics, Overrides: map[string]string{}, lines: lines}}
+	ep.unknownKeys(md)
+	ep.head(&raw)
+	ep.metrics()
+	ep.overrides(raw.Overrides)
+	ep.axes(raw.Axes)
+	if len(ep.errs) > 0 {
+		return nil, ep.errs
 	}
+	return ep.e, nil
+}
+
+// experimentParse is one parseExperiment's state: the experiment so far
+// and what is wrong with it.
+type experimentParse struct {
+	path, dir string
+	e         *Experiment
+	errs      drills.Errors
+}
+
+func (ep *experimentParse) bad(key, format string, args ...any) {
+	ep.errs = append(ep.errs, &drills.Error{File: ep.path, Line: ep.e.at(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// unknownKeys reports the keys the experiment format does not have; the
+// drill keys under overrides and an axis's tables are checked when the
+// drills load.
+func (ep *experimentParse) unknownKeys(md toml.MetaData) {
 	for _, k := range md.Undecoded() {
 		if len(k) > 0 && k[0] == "overrides" || len(k) > 2 && k[0] == "axes" && k[1] == "values" {
-			continue // maps of drill keys, checked when the drills load
+			continue
 		}
 		parent := ""
 		if len(k) > 1 {
@@ -239,126 +264,149 @@ func parseExperiment(path string, data []byte) (e *Experiment, err error) {
 		if names, ok := experimentKeys[parent]; ok {
 			msg += "; the keys are " + strings.Join(names, ", ")
 		}
-		bad(k.String(), "%s", msg)
+		ep.bad(k.String(), "%s", msg)
 	}
-	e = &Experiment{Path: path, Name: raw.Name, Description: raw.Description, Metrics: raw.Metrics, Overrides: map[string]string{}, lines: lines}
+}
+
+// head reads the name, the base drill and the seeds.
+func (ep *experimentParse) head(raw *rawExperiment) {
+	e := ep.e
 	if e.Name == "" {
-		e.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		e.Name = strings.TrimSuffix(filepath.Base(ep.path), filepath.Ext(ep.path))
 	}
 	if !validName.MatchString(e.Name) {
-		bad("name", "%q: letters, digits, '.', '_' and '-' only (it names the output directory)", e.Name)
+		ep.bad("name", "%q: letters, digits, '.', '_' and '-' only (it names the output directory)", e.Name)
 	}
-	dir := filepath.Dir(path)
 	if raw.Drill != "" {
-		e.Drill = resolve(dir, raw.Drill)
-		if err := checkDrillFile(path, e.Drill); err != nil {
-			bad("drill", "%q: %v", clipName(raw.Drill), err)
+		e.Drill = resolve(ep.dir, raw.Drill)
+		if err := checkDrillFile(ep.path, e.Drill); err != nil {
+			ep.bad("drill", "%q: %v", clipName(raw.Drill), err)
 		}
 	}
 	e.Seeds = 1
 	if raw.Seeds != nil {
 		if *raw.Seeds < 1 || *raw.Seeds > MaxSeeds {
-			bad("seeds", "must be between 1 and %d (got %d)", MaxSeeds, *raw.Seeds)
+			ep.bad("seeds", "must be between 1 and %d (got %d)", MaxSeeds, *raw.Seeds)
 		} else {
 			e.Seeds = int(*raw.Seeds)
 		}
 	}
 	if raw.Seed != nil {
 		if *raw.Seed < 0 {
-			bad("seed", "must be 0 or more (got %d)", *raw.Seed)
+			ep.bad("seed", "must be 0 or more (got %d)", *raw.Seed)
 		} else {
 			s := uint64(*raw.Seed)
 			e.Seed = &s
 		}
 	}
-	if len(e.Metrics) == 0 {
-		bad("metrics", "name at least one metric, such as \"amplification\"")
+}
+
+// metrics checks the metric names.
+func (ep *experimentParse) metrics() {
+	ms := ep.e.Metrics
+	if len(ms) == 0 {
+		ep.bad("metrics", "name at least one metric, such as \"amplification\"")
 	}
-	if len(e.Metrics) > MaxMetrics {
-		bad("metrics", "at most %d metrics (got %d)", MaxMetrics, len(e.Metrics))
+	if len(ms) > MaxMetrics {
+		ep.bad("metrics", "at most %d metrics (got %d)", MaxMetrics, len(ms))
 	}
-	for i, m := range e.Metrics {
+	for i, m := range ms {
 		if err := CheckMetric(m); err != nil {
-			bad("metrics", "metrics[%d]: %v", i, err)
+			ep.bad("metrics", "metrics[%d]: %v", i, err)
 		}
 	}
-	for _, k := range sortedKeys(raw.Overrides) {
-		lit, err := tomlLiteral(raw.Overrides[k])
+}
+
+// overrides turns the overrides table into TOML literals.
+func (ep *experimentParse) overrides(raw map[string]any) {
+	for _, k := range sortedKeys(raw) {
+		lit, err := tomlLiteral(raw[k])
 		if err != nil {
-			bad("overrides."+k, "%v", err)
+			ep.bad("overrides."+k, "%v", err)
 			continue
 		}
-		e.Overrides[k] = lit
+		ep.e.Overrides[k] = lit
 	}
-	if len(raw.Axes) == 0 {
-		bad("axes", "give at least one [[axes]] with a key and values")
+}
+
+// axes reads the axes and bounds the runs they make.
+func (ep *experimentParse) axes(raws []rawAxis) {
+	if len(raws) == 0 {
+		ep.bad("axes", "give at least one [[axes]] with a key and values")
 	}
-	if len(raw.Axes) > MaxAxes {
-		bad("axes", "at most %d axes (got %d)", MaxAxes, len(raw.Axes))
+	if len(raws) > MaxAxes {
+		ep.bad("axes", "at most %d axes (got %d)", MaxAxes, len(raws))
 	}
-	runs := e.Seeds
+	runs := ep.e.Seeds
 	hasDrillAxis := false
 	setBy := map[string]int{} // drill key → the axis that sets it
-	for i, ra := range raw.Axes {
-		key := "axes[" + strconv.Itoa(i) + "]"
-		a := Axis{Key: ra.Key}
-		if ra.Key == "" {
-			bad(key+".key", "required: the drill key the values set, or %q", DrillAxis)
-		}
-		if len(ra.Values) == 0 || len(ra.Values) > MaxAxisValues {
-			bad(key+".values", "give between 1 and %d values (got %d)", MaxAxisValues, len(ra.Values))
-		}
-		if len(ra.Labels) > 0 && len(ra.Labels) != len(ra.Values) {
-			bad(key+".labels", "%d labels for %d values: give one label per value, or none", len(ra.Labels), len(ra.Values))
-		}
-		if ra.Key == DrillAxis {
-			hasDrillAxis = true
-		}
-		seen := map[string]bool{}
-		for j, v := range ra.Values {
-			av, err := axisValue(dir, ra.Key, v)
-			if err == nil && av.Drill != "" {
-				if ferr := checkDrillFile(path, av.Drill); ferr != nil {
-					err = fmt.Errorf("%q: %v", clipName(v.(string)), ferr)
-				}
-			}
-			if err != nil {
-				bad(fmt.Sprintf("%s.values[%d]", key, j), "%v", err)
-				continue
-			}
-			// Two axes that set one drill key: the second would silently win.
-			for k := range av.Overrides {
-				if prev, dup := setBy[k]; dup && prev != i {
-					bad(fmt.Sprintf("%s.values[%d]", key, j), "sets %s, which axes[%d] sets too: one axis per key (or one axis of tables that set both)", k, prev)
-					delete(av.Overrides, k)
-					continue
-				}
-				setBy[k] = i
-			}
-			if j < len(ra.Labels) && ra.Labels[j] != "" {
-				av.Label = ra.Labels[j]
-			}
-			if seen[av.Label] {
-				bad(fmt.Sprintf("%s.values[%d]", key, j), "%q appears twice (give labels to tell the values apart)", av.Label)
-			}
-			seen[av.Label] = true
-			a.Values = append(a.Values, av)
-		}
+	for i, ra := range raws {
+		ep.e.Axes = append(ep.e.Axes, ep.axis(i, ra, setBy))
+		hasDrillAxis = hasDrillAxis || ra.Key == DrillAxis
 		if n := len(ra.Values); n > 0 && runs <= MaxRuns {
 			runs *= n
 		}
-		e.Axes = append(e.Axes, a)
 	}
 	if runs > MaxRuns {
-		bad("axes", "cells × seeds is more than %d runs", MaxRuns)
+		ep.bad("axes", "cells × seeds is more than %d runs", MaxRuns)
 	}
-	if e.Drill == "" && !hasDrillAxis {
-		bad("drill", "required: the base drill, relative to this file (or an axis with key = %q)", DrillAxis)
+	if ep.e.Drill == "" && !hasDrillAxis {
+		ep.bad("drill", "required: the base drill, relative to this file (or an axis with key = %q)", DrillAxis)
 	}
-	if len(errs) > 0 {
-		return nil, errs
+}
+
+// axis reads axes[i]; setBy notes which axis sets each drill key, so that
+// two axes setting one key are refused.
+func (ep *experimentParse) axis(i int, ra rawAxis, setBy map[string]int) Axis {
+	key := "axes[" + strconv.Itoa(i) + "]"
+	a := Axis{Key: ra.Key}
+	if ra.Key == "" {
+		ep.bad(key+".key", "required: the drill key the values set, or %q", DrillAxis)
 	}
-	return e, nil
+	if len(ra.Values) == 0 || len(ra.Values) > MaxAxisValues {
+		ep.bad(key+".values", "give between 1 and %d values (got %d)", MaxAxisValues, len(ra.Values))
+	}
+	if len(ra.Labels) > 0 && len(ra.Labels) != len(ra.Values) {
+		ep.bad(key+".labels", "%d labels for %d values: give one label per value, or none", len(ra.Labels), len(ra.Values))
+	}
+	seen := map[string]bool{}
+	for j, v := range ra.Values {
+		vkey := fmt.Sprintf("%s.values[%d]", key, j)
+		av, err := ep.axisValue(ra.Key, v)
+		if err != nil {
+			ep.bad(vkey, "%v", err)
+			continue
+		}
+		// Two axes that set one drill key: the second would silently win.
+		for k := range av.Overrides {
+			if prev, dup := setBy[k]; dup && prev != i {
+				ep.bad(vkey, "sets %s, which axes[%d] sets too: one axis per key (or one axis of tables that set both)", k, prev)
+				delete(av.Overrides, k)
+				continue
+			}
+			setBy[k] = i
+		}
+		if j < len(ra.Labels) && ra.Labels[j] != "" {
+			av.Label = ra.Labels[j]
+		}
+		if seen[av.Label] {
+			ep.bad(vkey, "%q appears twice (give labels to tell the values apart)", av.Label)
+		}
+		seen[av.Label] = true
+		a.Values = append(a.Values, av)
+	}
+	return a
+}
+
+// axisValue converts one value of an axis, checking a drill file's name.
+func (ep *experimentParse) axisValue(key string, v any) (AxisValue, error) {
+	av, err := axisValue(ep.dir, key, v)
+	if err == nil && av.Drill != "" {
+		if ferr := checkDrillFile(ep.path, av.Drill); ferr != nil {
+			return av, fmt.Errorf("%q: %v", clipName(v.(string)), ferr)
+		}
+	}
+	return av, err
 }
 
 // checkDrillFile checks, before any cell loads it, that a drill named by
