@@ -84,16 +84,44 @@ func WriteCapacityMarkdown(w io.Writer, r *CapacityResult) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Capacity: %s, varying %s\n\n", r.Drill, r.Key)
 	fmt.Fprintf(&b, "**%s**\n\n", r.AnswerText())
+	fmt.Fprintf(&b, "%s\n\n", r.howText())
+	header, rows := r.capacityTable()
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n")
+	b.WriteString("|" + strings.Repeat(" ---: |", len(header)-1) + " --- |\n")
+	for _, row := range rows {
+		for i := range row {
+			row[i] = mdEscape(row[i])
+		}
+		b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+	}
+	if z := r.zeroLine(); z != "" {
+		b.WriteString("\n" + z + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// howText says what the search was given and how a probe reads.
+func (r *CapacityResult) howText() string {
 	how := "Each probe runs one seed."
 	if r.Seeds > 1 {
 		how = fmt.Sprintf("The search ran once for each of %d seeds; each probe below is one seed's. "+
 			"95%% CI: confidence interval of the mean per-seed boundary, Student's t with n−1 degrees of freedom.", r.Seeds)
 	}
-	fmt.Fprintf(&b, "The drill's own value: %s. Gates: %s. %s\n\n",
-		r.formatValue(r.Baseline), "`"+strings.Join(r.Gates, "`, `")+"`", how)
-	b.WriteString("| " + r.Key + " | seeds passed | amplification | healthy p99 | drain time | dead-lettered | failed gates |\n")
-	b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
-	for _, p := range r.Probes {
+	return fmt.Sprintf("The drill's own value: %s. Gates: %s. %s", r.formatValue(r.Baseline), "`"+strings.Join(r.Gates, "`, `")+"`", how)
+}
+
+// capacityTable is the probes' table: the value (the answer marked), seeds
+// passed, each metric in one unit and precision per column, failed gates.
+func (r *CapacityResult) capacityTable() (header []string, rows [][]string) {
+	header = []string{r.Key, "seeds passed"}
+	for _, m := range capacityMetrics {
+		header = append(header, m.title)
+	}
+	header = append(header, "failed gates")
+	formats := r.capacityFormats()
+	for k := range r.Probes {
+		p := &r.Probes[k]
 		mark := ""
 		if r.Found && p.Value == r.Answer {
 			mark = " ◀"
@@ -103,22 +131,23 @@ func WriteCapacityMarkdown(w io.Writer, r *CapacityResult) error {
 			first, _, _ := strings.Cut(p.Err, "\n")
 			failed = strings.TrimPrefix(failed+"; run failed: "+first, "; ")
 		}
-		drain := FormatValue("drain_time", p.DrainTimeS)
-		if math.IsNaN(p.DrainTimeS) {
-			drain = "not drained"
+		row := []string{r.formatValue(p.Value) + mark, fmt.Sprintf("%d/%d", p.Passed, p.Seeds)}
+		for i, m := range capacityMetrics {
+			cell := formats[i](m.get(p))
+			if m.metric == "drain_time" && math.IsNaN(p.DrainTimeS) {
+				cell = "not drained"
+			}
+			row = append(row, cell)
 		}
-		fmt.Fprintf(&b, "| %s%s | %d/%d | %s | %s | %s | %s | %s |\n", r.formatValue(p.Value), mark, p.Passed, p.Seeds,
-			FormatValue("amplification", p.Amplification), FormatValue("healthy.latency.p99", p.HealthyP99S), drain,
-			FormatValue("dead_lettered", roundTenth(p.DeadLettered)), mdEscape(failed))
+		rows = append(rows, append(row, failed))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return header, rows
 }
 
 func roundTenth(v float64) float64 { return math.Round(v*10) / 10 }
 
-// WriteCapacity writes report.md, summary.json and capacity.png/.svg into
-// dir.
+// WriteCapacity writes report.md, report.html, summary.json and
+// capacity.png/.svg into dir.
 func WriteCapacity(dir string, r *CapacityResult) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -179,6 +208,7 @@ func WriteCapacity(dir string, r *CapacityResult) error {
 	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
+	var svg []byte
 	for _, f := range []string{"png", "svg"} {
 		data, err := renderPlotSize(func(c draw.Canvas) error { return drawCapacity(c, r) }, f, plotWidth, 2*plotHeight)
 		if err != nil {
@@ -187,8 +217,13 @@ func WriteCapacity(dir string, r *CapacityResult) error {
 		if err := os.WriteFile(filepath.Join(dir, "capacity."+f), data, 0o644); err != nil {
 			return err
 		}
+		svg = data
 	}
-	return nil
+	var page bytes.Buffer
+	if err := writeCapacityHTML(&page, r, svg); err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "report.html"), page.Bytes(), 0o644)
 }
 
 // Probe colours from the sweep palette: bluish green passes, vermillion
@@ -318,15 +353,16 @@ func drawCapacityPanel(r *CapacityResult, pn capacityPanel, gates []reports.Gate
 	return p, nil
 }
 
-// drawCapacity draws four panels stacked: amplification, healthy p99, drain
-// time and dead letters against the parameter; passing probes green,
-// failing orange, the boundary a dashed vertical line.
+// drawCapacity draws a panel per metric, stacked: amplification, healthy
+// p99, drain time and dead letters against the parameter, leaving out a
+// metric that is 0 on every probe (amplification always stays); passing
+// probes green, failing orange, the boundary a dashed vertical line.
 func drawCapacity(c draw.Canvas, r *CapacityResult) error {
-	panels := []capacityPanel{
-		{"amplification", "amplification", func(p *Probe) float64 { return p.Amplification }},
-		{"healthy p99 (s)", "healthy.latency.p99", func(p *Probe) float64 { return p.HealthyP99S }},
-		{"drain time (s)", "drain_time", func(p *Probe) float64 { return p.DrainTimeS }},
-		{"dead-lettered", "dead_lettered", func(p *Probe) float64 { return p.DeadLettered }},
+	var panels []capacityPanel
+	for _, m := range capacityMetrics {
+		if !r.alwaysZero(m) || m.metric == "amplification" {
+			panels = append(panels, capacityPanel{title: m.title + unitSuffix(m.metric), metric: m.metric, get: m.get})
+		}
 	}
 	// The gates on a panel's metric, drawn as its thresholds.
 	gates, _ := reports.ParseGates(r.Gates)
@@ -338,7 +374,8 @@ func drawCapacity(c draw.Canvas, r *CapacityResult) error {
 		}
 		rows[i] = []*plot.Plot{p}
 	}
-	// One column, four rows; x ranges shared so that the boundary lines up.
+	// One column, a row per panel; x ranges shared so that the boundary
+	// lines up.
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for _, row := range rows {
 		xmin, xmax = math.Min(xmin, row[0].X.Min), math.Max(xmax, row[0].X.Max)

@@ -47,9 +47,10 @@ type chartSpec struct {
 	// XNames labels categories at x = 0, 1, …; Bars draws the series as
 	// bars (grouped: each series' x sits beside the category's), Points
 	// marks each value.
-	XNames []string `json:"xNames,omitempty"`
-	Bars   bool     `json:"bars,omitempty"`
-	Points bool     `json:"points,omitempty"`
+	XNames  []string `json:"xNames,omitempty"`
+	Bars    bool     `json:"bars,omitempty"`
+	Points  bool     `json:"points,omitempty"`
+	Scatter bool     `json:"scatter,omitempty"`
 }
 
 type chartSeries struct {
@@ -513,6 +514,7 @@ const chartScript = `(function () {
       if (spec.step) opt.paths = uPlot.paths.stepped({align: 1});
       if (spec.bars) { opt.paths = uPlot.paths.bars({size: [0.9, 64]}); opt.fill = s.color; opt.points = {show: false}; }
       if (spec.points) { opt.points = {show: true, size: 7}; opt.spanGaps = true; }
+      if (spec.scatter) { opt.paths = function () { return null; }; opt.points = {show: true, size: 9, fill: s.color}; }
       series.push(opt);
     });
     var yAxis = {label: spec.yLabel};

@@ -16,8 +16,9 @@ type PageChart struct {
 	X      []float64
 	XNames []string
 	Series []PageSeries
-	// Points marks each value (lines through a few measured x values).
-	Points bool
+	// Points marks each value (lines through a few measured x values);
+	// Scatter marks them without lines.
+	Points, Scatter bool
 }
 
 // PageSeries is one series of a PageChart.
@@ -65,7 +66,7 @@ func PageChartAssets(charts []PageChart) (*ChartAssets, error) {
 // plugin: series k of K sits at x = i − 0.4 + (k + ½)·0.8/K within
 // category i, and has no value at the other series' x.
 func pageChartSpec(c PageChart) (chartSpec, error) {
-	spec := chartSpec{ID: c.ID, Title: c.Title, XLabel: c.XLabel, YLabel: c.YLabel, Points: c.Points,
+	spec := chartSpec{ID: c.ID, Title: c.Title, XLabel: c.XLabel, YLabel: c.YLabel, Points: c.Points, Scatter: c.Scatter,
 		Outages: [][2]float64{}, Manual: [][2]float64{}, Replays: [][2]float64{}, Restarts: []float64{}}
 	series := c.Series[:min(len(c.Series), maxPageSeries)]
 	n := len(c.X)
