@@ -20,6 +20,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -312,8 +313,8 @@ func TestDLQReplayByReasonInBatches(t *testing.T) {
 	}
 }
 
-// termDrill answers in 300ms, so a SIGTERM 400ms after the first claim
-// finds attempts in flight.
+// termDrill answers in 300ms, so a SIGTERM after the first answer finds
+// attempts in flight.
 const termDrill = `
 name = "term"
 mode = "live"
@@ -415,7 +416,16 @@ func TestDispatchSIGTERMFinishesInFlightAndReleases(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("dispatcher not ready; stderr: %s", stderr.String())
 	}
-	time.Sleep(400 * time.Millisecond) // the first wave is in flight (300ms each, 8 workers)
+	// The first answers are in: the workers have moved on to the next
+	// 300ms calls, and most of the 120 deliveries are still to come.
+	testsuite.WaitFor(t, "the first answer", time.Minute, func() bool {
+		for _, s := range srv.Stats() {
+			if s.Requests > 0 {
+				return true
+			}
+		}
+		return false
+	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

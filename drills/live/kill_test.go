@@ -2,7 +2,10 @@ package live
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
@@ -31,6 +35,10 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// killDrill's "down" cohort is down until a test ends its outage through
+// the control API (endOutage): an outage window on the wall clock ran out
+// before the first call when the dispatcher took seconds to start on a
+// busy machine.
 const killDrill = `
 name = "kill"
 mode = "live"
@@ -49,12 +57,12 @@ count = 2
 latency = { dist = "constant", value = "2ms" }
   [[partners.outages]]
   start = "0s"
-  for = "4s"
+  for = "1h"
   kind = "unavailable"
 [policy.retry]
 max_attempts = 10
-base = "3s"
-cap = "3s"
+base = "2s"
+cap = "2s"
 jitter = "none"
 [dispatcher]
 workers = 8
@@ -114,86 +122,147 @@ func enqueueEvents(t *testing.T, r *runner, st queue.Store, events int) int {
 
 func waitTerminal(t *testing.T, st queue.Store, timeout time.Duration) queue.Counts {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := st.Counts(context.Background(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Ready+c.Delayed+c.Leased == 0 {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not drained after %v: %+v", timeout, c)
-		}
-		time.Sleep(20 * time.Millisecond)
+	return waitTerminalChecking(t, st, timeout, func() {})
+}
+
+// waitTerminalChecking waits until no delivery is pending, calling check
+// at every poll.
+func waitTerminalChecking(t *testing.T, st queue.Store, timeout time.Duration, check func()) queue.Counts {
+	t.Helper()
+	var c queue.Counts
+	var err error
+	drained := testsuite.Poll(timeout, func() bool {
+		check()
+		c, err = st.Counts(context.Background(), time.Now())
+		return err != nil || c.Ready+c.Delayed+c.Leased == 0
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !drained {
+		t.Fatalf("not drained after %v: %+v", timeout, c)
+	}
+	return c
+}
+
+// endOutage ends partner's outage through the partner server's control
+// API.
+func endOutage(t *testing.T, r *runner, partner string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, r.baseURL+"/control/outage?partner="+partner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json") // the control API speaks JSON
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"ended":1`) {
+		t.Fatalf("ending %s's outage: %s %s", partner, resp.Status, body)
 	}
 }
 
+// requestsSeen is how many calls the partners have answered.
+func requestsSeen(r *runner) int64 {
+	var n int64
+	for _, s := range r.srv.Stats() {
+		n += s.Requests
+	}
+	return n
+}
+
 // TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt kills the dispatcher
-// process four times, each after a pause drawn from a fixed seed (0.1 to
-// 0.9 s of a run whose retries come due at 3 s and 6 s, so kills fall
-// both between and inside the retry waves), while deliveries to a partner
-// that is down wait out their backoff in the store. Across every restart
-// the run_at of every delivery delayed at the kill and not yet due stays
-// the same; no attempt starts before its backoff has passed (jitter none:
-// each retry starts at least 3 s after the previous attempt ended); at the
-// end every delivery is delivered, the attempt history has each ordinal
-// once, and partners saw duplicates only for attempts in flight at a kill.
+// process four times while deliveries to a partner that is down wait out
+// their backoff in the store: each kill comes once the partners have
+// answered a number of calls drawn from a fixed seed, twice in the first
+// wave (300 first attempts), then in each of the next two retry waves
+// (100 each: base = cap = 2 s, jitter none). Kills are placed by the
+// drill's progress, not by the wall clock, so a slow machine moves them
+// with the drill. After the kills the test ends the outage and the next
+// retries deliver. It checks the restarts with the runner's own run_at
+// watch: every delivery delayed at a kill keeps its run_at until it is
+// due. No attempt starts before its backoff has passed; at the end every
+// delivery is delivered, the attempt history has each ordinal once, and
+// partners saw duplicates only for attempts in flight at a kill.
 func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
+	killAtRandomMoments(t, 0, []int64{0, 150, 300, 400, 500})
+}
+
+// TestRegression_SIGKILLOnBusyMachineFoundNothingDelayed is the SIGKILL
+// test with the dispatcher up 10 s after drill time 0, as on a machine
+// busy enough that its start takes that long. The kill test once placed
+// its kills 0.1-0.9 s apart on the wall clock against a 4 s outage timed
+// from drill time 0; under -race at a load average of 20 the first start
+// took 2.5 s and each restart 1-2 s, the outage was over after the first
+// kill, and the test failed: "no delayed delivery was compared across a
+// restart; the drill does not delay anything". Now the outage lasts until
+// the test ends it and kills follow the calls answered, so a late start
+// changes nothing: each kill finds deliveries delayed.
+func TestRegression_SIGKILLOnBusyMachineFoundNothingDelayed(t *testing.T) {
+	killAtRandomMoments(t, 10*time.Second, []int64{300, 400})
+}
+
+// killAtRandomMoments runs the kill test's scenario with drill time 0
+// bootLate before the dispatcher starts, killing it once per pair of
+// successive bounds: when the partners have answered a number of calls
+// drawn between the two.
+func killAtRandomMoments(t *testing.T, bootLate time.Duration, bounds []int64) {
 	// 20ms answers keep attempts in flight at most kills. The bound on the
 	// duplicates is every claimed and due row at a kill (inFlightBound).
 	r, st := startEnv(t, strings.ReplaceAll(killDrill, `value = "2ms"`, `value = "20ms"`))
+	r.clock.Start = time.Now().Add(-bootLate)
+	r.srv.SetStart(r.clock.Start)
 	created := enqueueEvents(t, r, st, 50)
 	rng := rand.New(rand.NewPCG(42, 1))
-	ctx := context.Background()
 	var err error
 	if r.procs[0], err = r.spawn(1); err != nil {
 		t.Fatal(err)
 	}
-	var inFlight int64
-	compared := 0
-	const kills = 4
-	for round := 0; round < kills; round++ {
-		time.Sleep(time.Duration(100+rng.IntN(800)) * time.Millisecond)
-		before, err := st.RunAts(ctx)
-		if err != nil {
+	// The runner's run_at watch, checked at every poll, as a run checks
+	// it at every sample.
+	checkRunAts := func() {
+		if err := r.checkRunAts(); err != nil {
 			t.Fatal(err)
 		}
-		killAt := r.clock.Now()
+	}
+	var inFlight int64
+	watched := 0
+	kills := len(bounds) - 1
+	for round := 0; round < kills; round++ {
+		killAfter := bounds[round] + 1 + rng.Int64N(bounds[round+1]-bounds[round])
+		testsuite.WaitFor(t, fmt.Sprintf("round %d: %d calls answered", round, killAfter), time.Minute, func() bool {
+			checkRunAts()
+			return requestsSeen(r) >= killAfter
+		})
 		if err := r.stop(1, false); err != nil {
 			t.Fatal(err)
 		}
 		inFlight += r.inFlightBound(r.clock.Now())
-		if r.procs[0], err = r.spawn(1); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-		after, err := st.RunAts(ctx)
+		delayed, err := r.watchDelayed()
 		if err != nil {
 			t.Fatal(err)
 		}
-		now := r.clock.Now()
-		for id, ra := range before {
-			// Delayed at the kill and still not due: the restart must not
-			// have moved it.
-			if !ra.After(killAt) || !ra.After(now.Add(50*time.Millisecond)) {
-				continue
-			}
-			got, ok := after[id]
-			if !ok {
-				t.Fatalf("round %d: delayed delivery %s vanished from the pending set", round, id)
-			}
-			if !got.Equal(ra) {
-				t.Fatalf("round %d: run_at of %s moved across the restart: %v -> %v", round, id, ra, got)
-			}
-			compared++
+		t.Logf("round %d: killed after %d calls, %d deliveries delayed", round, requestsSeen(r), delayed)
+		watched += delayed
+		if r.procs[0], err = r.spawn(1); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if compared == 0 {
-		t.Fatal("no delayed delivery was compared across a restart; the drill does not delay anything")
+	if watched == 0 {
+		t.Fatal("no delivery was delayed at any kill; the drill does not delay anything")
 	}
-	c := waitTerminal(t, st, 30*time.Second)
+	endOutage(t, r, "down")
+	c := waitTerminalChecking(t, st, time.Minute, checkRunAts)
+	checkRunAts()
+	if r.runAtMoved != 0 {
+		t.Fatalf("%d delayed deliveries had their run_at moved (or ended early) across a restart: %q", r.runAtMoved, r.runAtExample)
+	}
+	if len(r.runAtWatch) != 0 || r.runAtKept == 0 {
+		t.Fatalf("run_at watch: %d kept, %d still watched after the drain: want every watched delivery kept until due", r.runAtKept, len(r.runAtWatch))
+	}
 	if err := r.stop(1, true); err != nil {
 		t.Fatal(err)
 	}
@@ -208,14 +277,14 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	if bad != 0 {
 		t.Fatalf("%d deliveries have an attempt history with a repeated or missing ordinal", bad)
 	}
-	// No retry ran early, whichever process made it: base = cap = 3s and
-	// jitter none, so attempt k+1 starts at least 3s after attempt k ended
+	// No retry ran early, whichever process made it: base = cap = 2s and
+	// jitter none, so attempt k+1 starts at least 2s after attempt k ended
 	// (a kill can only make it later). 1ms of slack for clock reads.
 	var early int
 	var retries int
 	if err := st.DB().QueryRow(`SELECT count(*), coalesce(sum(b.started < a.ended + ?), 0)
 		FROM attempts a JOIN attempts b ON a.delivery_id = b.delivery_id AND b.ordinal = a.ordinal + 1`,
-		int64(3*time.Second-time.Millisecond)).Scan(&retries, &early); err != nil {
+		int64(2*time.Second-time.Millisecond)).Scan(&retries, &early); err != nil {
 		t.Fatal(err)
 	}
 	if early != 0 {
@@ -231,7 +300,7 @@ func TestSIGKILLAtRandomMomentsLosesNothingAndKeepsRunAt(t *testing.T) {
 	if dups > inFlight {
 		t.Fatalf("partners saw %d duplicates, more than the %d attempts in flight at the kills", dups, inFlight)
 	}
-	t.Logf("compared %d delayed run_ats across %d kills; %d retries none early; %d duplicates, at most %d in flight at the kills", compared, kills, retries, dups, inFlight)
+	t.Logf("%d kills; run_at kept by %d delayed deliveries (%d watched); %d retries none early; %d duplicates, at most %d in flight at the kills", kills, r.runAtKept, watched, retries, dups, inFlight)
 }
 
 // TestSIGTERMFinishesInFlightAndReleasesLeases stops a busy dispatcher
@@ -243,7 +312,15 @@ func TestSIGTERMFinishesInFlightAndReleasesLeases(t *testing.T) {
 	if r.procs[0], err = r.spawn(1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	// Busy: the first deliveries accepted, most of the 240 still to come.
+	testsuite.WaitFor(t, "a delivery accepted", time.Minute, func() bool {
+		for _, s := range r.srv.Stats() {
+			if s.Accepted > 0 {
+				return true
+			}
+		}
+		return false
+	})
 	if err := r.stop(1, true); err != nil {
 		t.Fatal(err) // a non-zero exit is an error here
 	}
@@ -268,6 +345,8 @@ func TestSIGTERMFinishesInFlightAndReleasesLeases(t *testing.T) {
 // the watch must count exactly one kept, two moved.
 func TestRunAtWatchFlagsMovedDelayedDeliveries(t *testing.T) {
 	r, st := startEnv(t, killDrill)
+	wall := time.Now()
+	r.clock.WallNow = func() time.Time { return wall }
 	ctx := context.Background()
 	now := r.clock.Now()
 	ids := []string{"evt-1:ok-0", "evt-2:ok-0", "evt-3:ok-0", "evt-4:ok-0"}
@@ -291,7 +370,7 @@ func TestRunAtWatchFlagsMovedDelayedDeliveries(t *testing.T) {
 	}
 	r.procs[0] = &child{} // checks run only while a dispatcher is up
 	defer func() { r.procs[0] = nil }()
-	time.Sleep(400 * time.Millisecond) // ids[3] comes due
+	wall = wall.Add(400 * time.Millisecond) // ids[3] comes due
 	if err := r.checkRunAts(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
@@ -118,7 +119,10 @@ on_open = "hold"`, "", 10},
 				if i == 0 {
 					// The first claims everything; the second comes up
 					// while the first holds it all.
-					time.Sleep(50 * time.Millisecond)
+					testsuite.WaitFor(t, "the first dispatcher's claim", time.Minute, func() bool {
+						c, err := st.Counts(ctx, r.clock.Now())
+						return err == nil && c.Ready+c.Delayed == 0
+					})
 				}
 			}
 			c := waitTerminal(t, st, 30*time.Second)

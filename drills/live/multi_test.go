@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 	"github.com/stormdrill/stormdrill/model/runtime/queue/queuetest"
@@ -212,7 +213,7 @@ func runMulti(t *testing.T, src string, retries bool) {
 	// then the outage would be over before the first delivery.
 	r.srv.SetStart(time.Now())
 
-	// 40 events in waves of 4, 30ms apart, fanned out to 5 subscribers.
+	// 40 events in waves of 4, fanned out to 5 subscribers.
 	const events, wave = 40, 4
 	ctx := context.Background()
 	created := 0
@@ -231,7 +232,11 @@ func runMulti(t *testing.T, src string, retries bool) {
 			t.Fatalf("enqueue: %d of %d, %v", n, len(ds), err)
 		}
 		created += n
-		time.Sleep(30 * time.Millisecond)
+		// The next wave once this one is claimed, by either process.
+		testsuite.WaitFor(t, "a wave claimed", time.Minute, func() bool {
+			c, err := st.Counts(ctx, r.clock.Now())
+			return err == nil && c.Ready == 0
+		})
 	}
 	c := waitTerminal(t, st, 60*time.Second)
 	for _, ch := range children {

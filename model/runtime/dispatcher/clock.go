@@ -8,6 +8,9 @@ import "time"
 type Clock struct {
 	Start time.Time
 	Speed float64 // > 0; 0 reads as 1
+	// WallNow is the wall clock Now reads; nil means time.Now. A test of
+	// what a reader of Now decides moves it by hand instead of sleeping.
+	WallNow func() time.Time
 }
 
 func (c Clock) speed() float64 {
@@ -23,7 +26,12 @@ func (c Clock) At(w time.Time) time.Time {
 }
 
 // Now is the drill-clock time now.
-func (c Clock) Now() time.Time { return c.At(time.Now()) }
+func (c Clock) Now() time.Time {
+	if c.WallNow != nil {
+		return c.At(c.WallNow())
+	}
+	return c.At(time.Now())
+}
 
 // Wall converts a drill duration to wall time.
 func (c Clock) Wall(d time.Duration) time.Duration { return time.Duration(float64(d) / c.speed()) }
