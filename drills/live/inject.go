@@ -1,6 +1,7 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -77,7 +78,8 @@ type injector struct {
 	unwritten      []int64
 	unwrittenSince time.Duration
 
-	batch []queue.Delivery
+	payload []byte // every delivery's body (source.payload_bytes)
+	batch   []queue.Delivery
 	// batchSince is when the batch's first event was taken (wall; zero
 	// while empty): it is written once insertWindow has passed.
 	batchSince time.Time
@@ -117,31 +119,14 @@ type scheduled struct {
 	n    int       // deliveries it made
 }
 
+// run writes the source's deliveries to the store at their scheduled
+// times, in batches, until the schedule ends or ctx is done.
 func (in *injector) run(ctx context.Context) error {
-	r := in.r
-	in.arr = r.d.NewArrivals()
-	var payload []byte
-	if n := r.d.Source.Payload; n > 0 {
-		payload = make([]byte, n)
-		for i := range payload {
-			payload[i] = 'x'
-		}
+	in.arr = in.r.d.NewArrivals()
+	if n := in.r.d.Source.Payload; n > 0 {
+		in.payload = bytes.Repeat([]byte{'x'}, n)
 	}
 	in.batch = make([]queue.Delivery, 0, 256)
-	// stop ends a cancelled run: what was batched is written (best
-	// effort), and the due deliveries not written are counted: part, the
-	// rest of the current event's subscribers, then events more whole
-	// events, then the events pulled ahead.
-	var cur time.Duration // scheduled time of the arrival being written
-	stop := func(part []int32, events int64) error {
-		_ = in.flush()
-		in.countUnwritten(part, events)
-		in.unwrittenSince = cur
-		if len(part) == 0 && events == 0 {
-			in.unwrittenSince = in.oldestAhead()
-		}
-		return ctx.Err()
-	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
@@ -150,96 +135,158 @@ func (in *injector) run(ctx context.Context) error {
 		if !ok {
 			return in.flush()
 		}
-		cur = a.at
-		wallAt := r.clock.WallAt(r.clock.Start.Add(a.at))
-		// A paused source holds the events due during the pause and
-		// releases them when it resumes, as the simulation does: held
-		// back, their latency still from the schedule.
-		for _, p := range in.pauses {
-			if a.at >= p[0] && a.at < p[1] {
-				wallAt = r.clock.WallAt(r.clock.Start.Add(p[1]))
-				a.held = true
-			}
+		wallAt := in.releaseAt(&a)
+		if err := in.waitUntilDue(ctx, a, wallAt, timer); err != nil {
+			return err
 		}
-		if wait := time.Until(wallAt); wait > 0 {
-			// Write what is batched unless this arrival comes within the
-			// window of the batch's start: then it joins it.
-			if in.batchSince.IsZero() || wallAt.Sub(in.batchSince) >= insertWindow {
-				if err := in.flush(); err != nil {
-					return err
-				}
-			}
-			// A Go timer alone wakes up to a millisecond late on Linux,
-			// which was most of the measured lateness.
-			if err := wallclock.Until(ctx, wallAt, timer); err != nil {
-				return stop(nil, 0)
-			}
-		} else if ctx.Err() != nil {
-			return stop(nil, int64(a.n))
-		}
-		created := r.clock.Start.Add(a.at)
-		for e := 0; e < a.n; e++ {
-			held := a.held
-			subs := in.pick(in.events)
-			for k, si32 := range subs {
-				si := int(si32)
-				s := &r.subs[si]
-				d := queue.Delivery{
-					ID: drills.DeliveryID(in.events, s.Name), Event: fmt.Sprintf("evt-%06d", in.events),
-					Partner: s.Name, Cohort: r.specs[s.Cohort].Name, Payload: payload, Created: created,
-				}
-				if in.capacity > 0 && !in.room() {
-					if !in.block {
-						in.rejects = append(in.rejects, d)
-						for _, at := range [...]time.Time{r.clock.Now(), d.Created} {
-							if at.After(in.rejectAt) {
-								in.rejectAt = at
-							}
-						}
-						in.countSub(si)
-						continue
-					}
-					// Held here: the rest of this arrival waits too.
-					rest := int64(len(subs)-k) + int64(float64(a.n-e-1)*in.meanFan())
-					if err := in.waitForRoom(ctx, rest); err != nil {
-						if ctx.Err() != nil {
-							return stop(subs[k:], int64(a.n-e-1))
-						}
-						return err
-					}
-					held = true
-				}
-				in.batch = append(in.batch, d)
-				in.pendingEst++
-				in.countSub(si)
-			}
-			if held {
-				// As the simulation measures it: from the scheduled
-				// arrival until the source let the event's last delivery
-				// through.
-				heldS := max(0, r.clock.Now().Sub(created).Seconds())
-				in.mu.Lock()
-				in.heldBackSum += heldS
-				in.heldBackMax = max(in.heldBackMax, heldS)
-				in.mu.Unlock()
-			} else {
-				in.due = append(in.due, scheduled{wall: wallAt, n: len(subs)})
-			}
-			in.events++
-			// due is bounded too: an event always adds to it, even one that
-			// fans out to no subscriber.
-			if in.batchSince.IsZero() {
-				in.batchSince = time.Now()
-			}
-			if len(in.batch) >= MaxInsertBatch || len(in.due) >= MaxInsertBatch || len(in.rejects) >= MaxInsertBatch ||
-				time.Since(in.batchSince) >= insertWindow {
-				if err := in.flush(); err != nil {
-					return err
-				}
-			}
+		if err := in.writeArrival(ctx, a, wallAt); err != nil {
+			return err
 		}
 		in.heldBack.Store(in.heldAheadDeliveries())
 	}
+}
+
+// stop ends a cancelled run with ctx's error: what was batched is written
+// (best effort), and the due deliveries not written are counted: part,
+// the rest of the current event's subscribers, then events more whole
+// events, then the events pulled ahead. cur is the scheduled time of the
+// arrival being written.
+func (in *injector) stop(ctx context.Context, cur time.Duration, part []int32, events int64) error {
+	_ = in.flush()
+	in.countUnwritten(part, events)
+	in.unwrittenSince = cur
+	if len(part) == 0 && events == 0 {
+		in.unwrittenSince = in.oldestAhead()
+	}
+	return ctx.Err()
+}
+
+// releaseAt is the wall time arrival a is released. A paused source holds
+// the events due during the pause and releases them when it resumes, as
+// the simulation does: held back, their latency still from the schedule.
+func (in *injector) releaseAt(a *arrival) time.Time {
+	clock := in.r.clock
+	wallAt := clock.WallAt(clock.Start.Add(a.at))
+	for _, p := range in.pauses {
+		if a.at >= p[0] && a.at < p[1] {
+			wallAt = clock.WallAt(clock.Start.Add(p[1]))
+			a.held = true
+		}
+	}
+	return wallAt
+}
+
+// waitUntilDue waits for wall time wallAt, writing what is batched first
+// unless arrival a comes within the window of the batch's start (then it
+// joins it). A cancelled ctx stops the run.
+func (in *injector) waitUntilDue(ctx context.Context, a arrival, wallAt time.Time, timer *time.Timer) error {
+	if wait := time.Until(wallAt); wait <= 0 {
+		if ctx.Err() != nil {
+			return in.stop(ctx, a.at, nil, int64(a.n))
+		}
+		return nil
+	}
+	if in.batchSince.IsZero() || wallAt.Sub(in.batchSince) >= insertWindow {
+		if err := in.flush(); err != nil {
+			return err
+		}
+	}
+	// A Go timer alone wakes up to a millisecond late on Linux, which was
+	// most of the measured lateness.
+	if err := wallclock.Until(ctx, wallAt, timer); err != nil {
+		return in.stop(ctx, a.at, nil, 0)
+	}
+	return nil
+}
+
+// writeArrival batches the deliveries of arrival a's events, due at wall
+// time wallAt, and writes the batch once it is full or insertWindow old.
+func (in *injector) writeArrival(ctx context.Context, a arrival, wallAt time.Time) error {
+	created := in.r.clock.Start.Add(a.at)
+	for e := 0; e < a.n; e++ {
+		subs, held, err := in.batchEvent(ctx, a, e, created)
+		if err != nil {
+			return err
+		}
+		if held {
+			in.recordHeld(created)
+		} else {
+			in.due = append(in.due, scheduled{wall: wallAt, n: subs})
+		}
+		in.events++
+		// due is bounded too: an event always adds to it, even one that
+		// fans out to no subscriber.
+		if in.batchSince.IsZero() {
+			in.batchSince = time.Now()
+		}
+		if len(in.batch) >= MaxInsertBatch || len(in.due) >= MaxInsertBatch || len(in.rejects) >= MaxInsertBatch ||
+			time.Since(in.batchSince) >= insertWindow {
+			if err := in.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// batchEvent batches the deliveries of event e of arrival a, the drill's
+// event in.events, created at created. A full queue rejects them, or holds
+// the source back until there is room. It returns how many subscribers the
+// event goes to and whether it was held back.
+func (in *injector) batchEvent(ctx context.Context, a arrival, e int, created time.Time) (subsN int, held bool, err error) {
+	r := in.r
+	held = a.held
+	subs := in.pick(in.events)
+	for k, si32 := range subs {
+		si := int(si32)
+		s := &r.subs[si]
+		d := queue.Delivery{
+			ID: drills.DeliveryID(in.events, s.Name), Event: fmt.Sprintf("evt-%06d", in.events),
+			Partner: s.Name, Cohort: r.specs[s.Cohort].Name, Payload: in.payload, Created: created,
+		}
+		if in.capacity > 0 && !in.room() {
+			if !in.block {
+				in.turnAway(d, si)
+				continue
+			}
+			// Held here: the rest of this arrival waits too.
+			rest := int64(len(subs)-k) + int64(float64(a.n-e-1)*in.meanFan())
+			if err := in.waitForRoom(ctx, rest); err != nil {
+				if ctx.Err() != nil {
+					return 0, false, in.stop(ctx, a.at, subs[k:], int64(a.n-e-1))
+				}
+				return 0, false, err
+			}
+			held = true
+		}
+		in.batch = append(in.batch, d)
+		in.pendingEst++
+		in.countSub(si)
+	}
+	return len(subs), held, nil
+}
+
+// turnAway turns delivery d away from a full queue (on_full = "reject"):
+// it is dead-lettered as queue-full at the next flush.
+func (in *injector) turnAway(d queue.Delivery, si int) {
+	in.rejects = append(in.rejects, d)
+	for _, at := range [...]time.Time{in.r.clock.Now(), d.Created} {
+		if at.After(in.rejectAt) {
+			in.rejectAt = at
+		}
+	}
+	in.countSub(si)
+}
+
+// recordHeld records how long an event created at created was held back,
+// as the simulation measures it: from the scheduled arrival until the
+// source let the event's last delivery through.
+func (in *injector) recordHeld(created time.Time) {
+	heldS := max(0, in.r.clock.Now().Sub(created).Seconds())
+	in.mu.Lock()
+	in.heldBackSum += heldS
+	in.heldBackMax = max(in.heldBackMax, heldS)
+	in.mu.Unlock()
 }
 
 // pick returns event n's subscribers (for all, the shared list: do not

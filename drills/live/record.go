@@ -225,129 +225,21 @@ func (r *runner) report() (*reports.Run, error) {
 	rec, t := r.rec, r.rec.t
 	rec.drain()
 	t.End(rec.endDT)
-	// Created: what the injector wrote or rejected, per subscriber, and
-	// the deliveries the source still held back when the run ended
-	// (on_full = "block"): created and pending, as the simulation counts
-	// them, though no store has seen them. Their age is the oldest's.
-	r.inj.mu.Lock()
-	for si, n := range r.inj.perSub {
-		if n > 0 {
-			t.Created(si, n)
-		}
-	}
-	lateness := r.inj.lateness.Percentiles()
-	t.Lateness(lateness)
-	writeTime := r.inj.writeTime.Percentiles()
-	t.SourceHeldBack(r.inj.heldBackSum, r.inj.heldBackMax)
-	r.inj.mu.Unlock()
-	for si := range r.subs {
-		if n := r.inj.unwrittenFor(si); n > 0 {
-			t.Created(si, n)
-			t.Pending(si, r.inj.unwrittenSince, n)
-		}
-	}
-	var unknown int64
-	ctx := context.Background()
+	lateness, writeTime := r.tellCreated(t)
 	// Replays first: what each moved, then how the replayed deliveries
 	// ended, so that the replays' drains are known when the healthy
 	// deliveries during them are counted.
-	lr := r.replays
-	if lr != nil {
-		lr.mu.Lock()
-		for k, res := range lr.results {
-			if res.started {
-				t.ReplayStarted(k, res.matched)
-			}
-		}
-		for _, b := range lr.batches {
-			t.ReplayBatch(b.replay, b.at, b.n, drillsActionWho(r.d.Replays()[b.replay]))
-			t.ReplayMoved(b.replay, b.n)
-		}
-		lr.mu.Unlock()
+	r.tellReplays(t)
+	unknown, err := r.tellOutcomes(t)
+	if err != nil {
+		return nil, err
 	}
-	replayed := func(id string) (replayedID, bool) {
-		if lr == nil {
-			return replayedID{}, false
-		}
-		return lr.of(id)
-	}
-	passes := 1
-	if lr != nil && len(lr.moved) > 0 {
-		passes = 2
-	}
-	for pass := 0; pass < passes; pass++ {
-		after := ""
-		for {
-			cctx, cancel := context.WithTimeout(ctx, storeCallTimeout)
-			page, err := r.st.Outcomes(cctx, after, outcomePage)
-			cancel()
-			if err != nil {
-				return nil, fmt.Errorf("live: reading the store: %w", err)
-			}
-			if len(page) == 0 {
-				break
-			}
-			after = page[len(page)-1].ID
-			for _, o := range page {
-				rid, isReplayed := replayed(o.ID)
-				if isReplayed != (pass == 0 && passes == 2) {
-					continue // replayed ones in the first pass, the rest in the last
-				}
-				si, ok := t.Layout().Index(o.Partner)
-				if !ok {
-					unknown++
-					continue
-				}
-				created := o.Created.Sub(r.clock.Start)
-				if isReplayed {
-					switch o.State {
-					case queue.StateDelivered:
-						t.ReplayDelivered(rid.replay, o.At.Sub(r.clock.Start), si, created)
-					case queue.StateDead:
-						t.ReplayDeadLettered(rid.replay, o.At.Sub(r.clock.Start), si, created, o.Reason)
-					default:
-						t.ReplayPending(rid.replay, si, created, 1)
-					}
-					continue
-				}
-				switch o.State {
-				case queue.StateDelivered:
-					t.Delivered(o.At.Sub(r.clock.Start), si, created)
-				case queue.StateDead:
-					t.DeadLettered(o.At.Sub(r.clock.Start), si, created, o.Reason)
-				default:
-					t.Pending(si, created, 1)
-				}
-			}
-		}
-	}
-	r.mu.Lock()
-	for _, tr := range r.transitions {
-		t.BreakerTransition(tr.at, tr.partner, tr.from, tr.to)
-	}
-	r.mu.Unlock()
-	for _, rs := range r.restarts {
-		t.Restart(rs)
-	}
-	for _, a := range r.srv.Alerts() {
-		t.Alert(reports.Alert{AtS: r.clock.At(a.At).Sub(r.clock.Start).Seconds(), Partner: a.Partner, Reason: a.Reason, Count: int64(a.Count)})
-	}
+	r.tellRunnerSaw(t)
 	run, err := t.Run()
 	if run == nil {
 		return nil, err
 	}
-	run.Policy = append(run.Policy, reports.KV{Key: "live", Value: fmt.Sprintf("speed ×%g (drill times in the report are drill time; lateness is wall time), store %s, %d dispatcher process(es), lease %s, claim batch %d",
-		r.clock.Speed, queue.RedactDSN(r.storeDSN), r.processes(), r.d.Dispatcher.LeaseTimeout.D, r.d.Dispatcher.ClaimBatch)})
-	run.Policy = append(run.Policy, reports.KV{Key: "live injection", Value: fmt.Sprintf(
-		"arrival lateness (scheduled → insert committed) p50 %s, p99 %s; of it, the insert (waiting for the store's write lock, writing, committing) p50 %s, p99 %s",
-		wallMS(lateness.P50), wallMS(lateness.P99), wallMS(writeTime.P50), wallMS(writeTime.P99))})
-	run.Policy = append(run.Policy, reports.KV{Key: "live partners", Value: fmt.Sprintf(
-		"%d attempts with a delivery id; %d arrived while another attempt of the same delivery was in flight", rec.checked, rec.overlaps)})
-	if len(r.restarts) > 0 {
-		run.Policy = append(run.Policy, reports.KV{Key: "live restarts", Value: fmt.Sprintf(
-			"%d deliveries were delayed at a restart: %d kept their run_at until due, %d were not due yet at the end, %d moved",
-			r.runAtKept+r.runAtMoved+int64(len(r.runAtWatch)), r.runAtKept, len(r.runAtWatch), r.runAtMoved)})
-	}
+	r.describeRun(run, lateness, writeTime)
 	switch {
 	case err != nil:
 		return run, err
@@ -361,6 +253,151 @@ func (r *runner) report() (*reports.Run, error) {
 		return run, fmt.Errorf("%w: %d attempts, e.g. %s", ErrOverlap, rec.overlaps, strings.Join(rec.overlapEx, "; "))
 	}
 	return run, nil
+}
+
+// tellCreated tells the tally what the injector wrote or rejected, per
+// subscriber, and the deliveries the source still held back when the run
+// ended (on_full = "block"): created and pending, as the simulation counts
+// them, though no store has seen them. Their age is the oldest's. It
+// returns the injection's lateness and write time.
+func (r *runner) tellCreated(t *tally.Tally) (lateness, writeTime reports.Percentiles) {
+	r.inj.mu.Lock()
+	for si, n := range r.inj.perSub {
+		if n > 0 {
+			t.Created(si, n)
+		}
+	}
+	lateness = r.inj.lateness.Percentiles()
+	t.Lateness(lateness)
+	writeTime = r.inj.writeTime.Percentiles()
+	t.SourceHeldBack(r.inj.heldBackSum, r.inj.heldBackMax)
+	r.inj.mu.Unlock()
+	for si := range r.subs {
+		if n := r.inj.unwrittenFor(si); n > 0 {
+			t.Created(si, n)
+			t.Pending(si, r.inj.unwrittenSince, n)
+		}
+	}
+	return lateness, writeTime
+}
+
+// tellReplays tells the tally what each dlq-replay action moved.
+func (r *runner) tellReplays(t *tally.Tally) {
+	lr := r.replays
+	if lr == nil {
+		return
+	}
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	for k, res := range lr.results {
+		if res.started {
+			t.ReplayStarted(k, res.matched)
+		}
+	}
+	for _, b := range lr.batches {
+		t.ReplayBatch(b.replay, b.at, b.n, drillsActionWho(r.d.Replays()[b.replay]))
+		t.ReplayMoved(b.replay, b.n)
+	}
+}
+
+// tellOutcomes tells the tally how every delivery in the store ended, the
+// replayed ones in a first pass when there are any, and counts the rows
+// of partners it does not know.
+func (r *runner) tellOutcomes(t *tally.Tally) (unknown int64, err error) {
+	passes := 1
+	if r.replays != nil && len(r.replays.moved) > 0 {
+		passes = 2
+	}
+	for pass := 0; pass < passes; pass++ {
+		replayedPass := pass == 0 && passes == 2
+		after := ""
+		for {
+			cctx, cancel := context.WithTimeout(context.Background(), storeCallTimeout)
+			page, err := r.st.Outcomes(cctx, after, outcomePage)
+			cancel()
+			if err != nil {
+				return unknown, fmt.Errorf("live: reading the store: %w", err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			after = page[len(page)-1].ID
+			for i := range page {
+				if !r.tellOutcome(t, &page[i], replayedPass) {
+					unknown++
+				}
+			}
+		}
+	}
+	return unknown, nil
+}
+
+// tellOutcome tells the tally how delivery o ended, if it belongs to this
+// pass: the replayed ones in the first of two, the rest in the last. It
+// returns false for a row of a partner it does not know.
+func (r *runner) tellOutcome(t *tally.Tally, o *queue.Outcome, replayedPass bool) bool {
+	var rid replayedID
+	var isReplayed bool
+	if r.replays != nil {
+		rid, isReplayed = r.replays.of(o.ID)
+	}
+	if isReplayed != replayedPass {
+		return true
+	}
+	si, ok := t.Layout().Index(o.Partner)
+	if !ok {
+		return false
+	}
+	created, at := o.Created.Sub(r.clock.Start), o.At.Sub(r.clock.Start)
+	switch {
+	case isReplayed && o.State == queue.StateDelivered:
+		t.ReplayDelivered(rid.replay, at, si, created)
+	case isReplayed && o.State == queue.StateDead:
+		t.ReplayDeadLettered(rid.replay, at, si, created, o.Reason)
+	case isReplayed:
+		t.ReplayPending(rid.replay, si, created, 1)
+	case o.State == queue.StateDelivered:
+		t.Delivered(at, si, created)
+	case o.State == queue.StateDead:
+		t.DeadLettered(at, si, created, o.Reason)
+	default:
+		t.Pending(si, created, 1)
+	}
+	return true
+}
+
+// tellRunnerSaw tells the tally what the runner saw itself: the breakers'
+// transitions, the restarts and the partners' alerts.
+func (r *runner) tellRunnerSaw(t *tally.Tally) {
+	r.mu.Lock()
+	for _, tr := range r.transitions {
+		t.BreakerTransition(tr.at, tr.partner, tr.from, tr.to)
+	}
+	r.mu.Unlock()
+	for _, rs := range r.restarts {
+		t.Restart(rs)
+	}
+	for _, a := range r.srv.Alerts() {
+		t.Alert(reports.Alert{AtS: r.clock.At(a.At).Sub(r.clock.Start).Seconds(), Partner: a.Partner, Reason: a.Reason, Count: int64(a.Count)})
+	}
+}
+
+// describeRun adds how the live run went to the run's settings: speed and
+// store, injection lateness, overlapping attempts and restarts.
+func (r *runner) describeRun(run *reports.Run, lateness, writeTime reports.Percentiles) {
+	rec := r.rec
+	run.Policy = append(run.Policy, reports.KV{Key: "live", Value: fmt.Sprintf("speed ×%g (drill times in the report are drill time; lateness is wall time), store %s, %d dispatcher process(es), lease %s, claim batch %d",
+		r.clock.Speed, queue.RedactDSN(r.storeDSN), r.processes(), r.d.Dispatcher.LeaseTimeout.D, r.d.Dispatcher.ClaimBatch)})
+	run.Policy = append(run.Policy, reports.KV{Key: "live injection", Value: fmt.Sprintf(
+		"arrival lateness (scheduled → insert committed) p50 %s, p99 %s; of it, the insert (waiting for the store's write lock, writing, committing) p50 %s, p99 %s",
+		wallMS(lateness.P50), wallMS(lateness.P99), wallMS(writeTime.P50), wallMS(writeTime.P99))})
+	run.Policy = append(run.Policy, reports.KV{Key: "live partners", Value: fmt.Sprintf(
+		"%d attempts with a delivery id; %d arrived while another attempt of the same delivery was in flight", rec.checked, rec.overlaps)})
+	if len(r.restarts) > 0 {
+		run.Policy = append(run.Policy, reports.KV{Key: "live restarts", Value: fmt.Sprintf(
+			"%d deliveries were delayed at a restart: %d kept their run_at until due, %d were not due yet at the end, %d moved",
+			r.runAtKept+r.runAtMoved+int64(len(r.runAtWatch)), r.runAtKept, len(r.runAtWatch), r.runAtMoved)})
+	}
 }
 
 // wallMS formats wall seconds as milliseconds for the report.

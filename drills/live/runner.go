@@ -566,27 +566,12 @@ func (r *runner) up() bool {
 	return false
 }
 
+// run drives the drill: it boots the dispatchers, injects the source's
+// events, takes the scripted faults and actions at their drill times and
+// samples the store at every interval, until everything injected is
+// resolved after the source and the outages end, or duration + drain.
 func (r *runner) run() error {
-	d := r.d
-	var err error
-	st, err := queue.Open(r.storeDSN)
-	if err != nil {
-		return fmt.Errorf("live: opening the store %s: %w", queue.RedactDSN(r.storeDSN), err)
-	}
-	r.st = st
-	if err := r.checkEmpty(); err != nil {
-		return err
-	}
-	// The injector writes through a store of its own. On SQLite it
-	// retries a busy store itself, every few hundred microseconds, instead
-	// of SQLite's busy handler, which sleeps 10ms and more after a few
-	// tries: that sleep would be arrival lateness.
-	var injStore queue.Store
-	if path, ok := strings.CutPrefix(r.storeDSN, "sqlite:"); ok {
-		injStore, err = queue.OpenSQLite(path, queue.WithBusyTimeout(0))
-	} else {
-		injStore, err = queue.Open(r.storeDSN)
-	}
+	injStore, err := r.openStores()
 	if err != nil {
 		return err
 	}
@@ -600,121 +585,215 @@ func (r *runner) run() error {
 	r.mu.Unlock()
 	r.inj = newInjector(r, injStore)
 	ctx, cancel := context.WithCancel(context.Background())
-	injDone := make(chan error, 1)
-	go func() { injDone <- r.inj.run(ctx) }()
+	dv := &drive{ctx: ctx, injDone: make(chan error, 1), steps: faultSteps(r.d), acts: actionSteps(r.d)}
+	go func(done chan<- error) { done <- r.inj.run(ctx) }(dv.injDone)
 	// On every return the injector is stopped and waited for before its
 	// store closes (defers run last-in, first-out).
 	defer func() {
 		cancel()
-		if injDone != nil {
-			<-injDone
+		if dv.injDone != nil {
+			<-dv.injDone
 		}
 	}()
-
 	r.replays = newLiveReplays(r)
-	acts := actionSteps(d)
 	// Deferred after the injector's stop, so it runs first: stop the
 	// replays (they pause on ctx) and wait for them.
 	defer func() {
 		cancel()
 		_ = r.replays.wait()
 	}()
+	if err := r.drive(dv); err != nil {
+		return err
+	}
+	r.rec.endDT = r.clock.At(time.Now()).Sub(r.clock.Start)
+	cancel()
+	return r.finish(dv)
+}
+
+// openStores opens the store the runner samples, checks that it holds no
+// earlier run, and opens the injector's own.
+func (r *runner) openStores() (queue.Store, error) {
+	st, err := queue.Open(r.storeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("live: opening the store %s: %w", queue.RedactDSN(r.storeDSN), err)
+	}
+	r.st = st
+	if err := r.checkEmpty(); err != nil {
+		return nil, err
+	}
+	// The injector writes through a store of its own. On SQLite it
+	// retries a busy store itself, every few hundred microseconds, instead
+	// of SQLite's busy handler, which sleeps 10ms and more after a few
+	// tries: that sleep would be arrival lateness.
+	if path, ok := strings.CutPrefix(r.storeDSN, "sqlite:"); ok {
+		return queue.OpenSQLite(path, queue.WithBusyTimeout(0))
+	}
+	return queue.Open(r.storeDSN)
+}
+
+// drive is the run's schedule as it unfolds: the faults and actions still
+// to come, the next sample, and the injector until it is done.
+type drive struct {
+	ctx        context.Context
+	injDone    chan error // the injector's result; nil once read
+	sourceDone bool
+	steps      []faultStep  // faults still to take or end, by drill time
+	acts       []actionStep // actions still to start, by drill time
+	nextSample time.Duration
+}
+
+// faultSteps lists each pipeline fault's going down and coming back, in
+// drill-time order.
+func faultSteps(d *drills.Drill) []faultStep {
 	var steps []faultStep
 	for i, f := range d.Faults {
 		steps = append(steps, faultStep{at: f.At.D, i: i, down: true, grace: f.Graceful()},
 			faultStep{at: f.At.D + f.Down.D, i: i})
 	}
 	sortSteps(steps)
-	interval := r.rec.interval
-	nextSample := interval
-	hardEnd := d.Duration.D + d.Drain.D
-	sourceDone := false
-	var injErr error
+	return steps
+}
+
+// next is the drill time of the next thing the schedule does.
+func (dv *drive) next() time.Duration {
+	next := dv.nextSample
+	if len(dv.steps) > 0 {
+		next = min(next, dv.steps[0].at)
+	}
+	if len(dv.acts) > 0 {
+		next = min(next, dv.acts[0].at)
+	}
+	return next
+}
+
+// drive runs the schedule until the drill is over or duration + drain.
+func (r *runner) drive(dv *drive) error {
+	dv.nextSample = r.rec.interval
+	hardEnd := r.d.Duration.D + r.d.Drain.D
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		now := time.Now()
-		dt := r.clock.At(now).Sub(r.clock.Start) // drill time elapsed
-		for len(steps) > 0 && steps[0].at <= dt {
-			s := steps[0]
-			steps = steps[1:]
-			f := d.Faults[s.i]
-			if s.down {
-				var inFlight int64
-				if s.grace {
-					inFlight = r.inFlightBound(r.clock.Now())
-				}
-				for _, n := range r.faultProcesses(f) {
-					if err := r.stop(n, s.grace); err != nil {
-						return err
-					}
-				}
-				if !s.grace {
-					inFlight = r.inFlightBound(r.clock.Now())
-				}
-				delayed, err := r.watchDelayed()
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(r.logw, "live: %s at %v drill time: %d deliveries delayed, their run_at watched until due\n", f.Kind, dt.Round(time.Millisecond), delayed)
-				r.restarts = append(r.restarts, reports.Restart{AtS: dt.Seconds(), DownS: f.Down.D.Seconds(), Graceful: s.grace, InFlight: inFlight})
-				fmt.Fprintf(r.logw, "live: %s at %v drill time: at most %d attempts in flight\n", f.Kind, dt.Round(time.Millisecond), inFlight)
-			} else if err := r.spawnAll(r.faultProcesses(f)); err != nil {
-				return err
-			}
+		dt := r.clock.At(time.Now()).Sub(r.clock.Start) // drill time elapsed
+		if err := r.takeFaults(dv, dt); err != nil {
+			return err
 		}
-		for len(acts) > 0 && acts[0].at <= dt {
-			r.replays.start(ctx, acts[0].replay)
-			fmt.Fprintf(r.logw, "live: dlq-replay (action %d) at %v drill time\n", d.Replays()[acts[0].replay]+1, dt.Round(time.Millisecond))
-			acts = acts[1:]
-		}
-		if dt >= nextSample {
-			p, err := r.rec.sample(dt)
-			if err != nil {
+		r.startActions(dv, dt)
+		if dt >= dv.nextSample {
+			over, err := r.sample(dv, dt)
+			if err != nil || over {
 				return err
-			}
-			if err := r.checkRunAts(); err != nil {
-				return err
-			}
-			nextSample += interval
-			if r.opt.Progress != nil {
-				r.opt.Progress(drills.Progress{DrillTime: dt, Total: d.Duration.D, Created: r.inj.created.Load(), DLQ: r.rec.lastDead})
-			}
-			if sourceDone && len(steps) == 0 && len(acts) == 0 && !r.replays.running() && r.up() && p == 0 && r.outagesOver(dt) {
-				break
 			}
 		}
 		if dt >= hardEnd {
-			break
+			return nil
 		}
-		next := nextSample
-		if len(steps) > 0 {
-			next = min(next, steps[0].at)
-		}
-		if len(acts) > 0 {
-			next = min(next, acts[0].at)
-		}
-		resetTimer(timer, max(0, r.clock.Wall(next-dt)))
-		select {
-		case <-timer.C:
-		case injErr = <-injDone:
-			sourceDone = true
-			injDone = nil
-			if injErr != nil {
-				return injErr
-			}
-		case c := <-r.exited:
-			if !c.killed {
-				r.procs[c.n-1] = nil
-				return fmt.Errorf("live: dispatcher process %d exited on its own: %v", c.n, <-c.done)
-			}
+		resetTimer(timer, max(0, r.clock.Wall(dv.next()-dt)))
+		if err := r.waitNext(dv, timer); err != nil {
+			return err
 		}
 	}
-	r.rec.endDT = r.clock.At(time.Now()).Sub(r.clock.Start)
-	cancel()
-	if injDone != nil {
-		err := <-injDone
-		injDone = nil
+}
+
+// takeFaults takes down, or brings back, the processes of every fault step
+// due by drill time dt.
+func (r *runner) takeFaults(dv *drive, dt time.Duration) error {
+	for len(dv.steps) > 0 && dv.steps[0].at <= dt {
+		s := dv.steps[0]
+		dv.steps = dv.steps[1:]
+		f := r.d.Faults[s.i]
+		if !s.down {
+			if err := r.spawnAll(r.faultProcesses(f)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.faultDown(f, s.grace, dt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// faultDown stops fault f's processes at drill time dt, gracefully or not,
+// records the restart with the attempts it may have caught in flight, and
+// watches the deliveries it left delayed.
+func (r *runner) faultDown(f drills.Fault, grace bool, dt time.Duration) error {
+	var inFlight int64
+	if grace {
+		inFlight = r.inFlightBound(r.clock.Now())
+	}
+	for _, n := range r.faultProcesses(f) {
+		if err := r.stop(n, grace); err != nil {
+			return err
+		}
+	}
+	if !grace {
+		inFlight = r.inFlightBound(r.clock.Now())
+	}
+	delayed, err := r.watchDelayed()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(r.logw, "live: %s at %v drill time: %d deliveries delayed, their run_at watched until due\n", f.Kind, dt.Round(time.Millisecond), delayed)
+	r.restarts = append(r.restarts, reports.Restart{AtS: dt.Seconds(), DownS: f.Down.D.Seconds(), Graceful: grace, InFlight: inFlight})
+	fmt.Fprintf(r.logw, "live: %s at %v drill time: at most %d attempts in flight\n", f.Kind, dt.Round(time.Millisecond), inFlight)
+	return nil
+}
+
+// startActions starts every action due by drill time dt.
+func (r *runner) startActions(dv *drive, dt time.Duration) {
+	for len(dv.acts) > 0 && dv.acts[0].at <= dt {
+		r.replays.start(dv.ctx, dv.acts[0].replay)
+		fmt.Fprintf(r.logw, "live: dlq-replay (action %d) at %v drill time\n", r.d.Replays()[dv.acts[0].replay]+1, dt.Round(time.Millisecond))
+		dv.acts = dv.acts[1:]
+	}
+}
+
+// sample samples the store at drill time dt and reports whether the drill
+// is over: the source done, no fault or action to come, no replay running,
+// a dispatcher up, nothing pending and every outage over.
+func (r *runner) sample(dv *drive, dt time.Duration) (over bool, err error) {
+	p, err := r.rec.sample(dt)
+	if err != nil {
+		return false, err
+	}
+	if err := r.checkRunAts(); err != nil {
+		return false, err
+	}
+	dv.nextSample += r.rec.interval
+	if r.opt.Progress != nil {
+		r.opt.Progress(drills.Progress{DrillTime: dt, Total: r.d.Duration.D, Created: r.inj.created.Load(), DLQ: r.rec.lastDead})
+	}
+	return dv.sourceDone && len(dv.steps) == 0 && len(dv.acts) == 0 && !r.replays.running() && r.up() && p == 0 && r.outagesOver(dt), nil
+}
+
+// waitNext waits for the timer, the injector's end or a dispatcher's exit;
+// an injector's error, or a dispatcher that exits on its own, ends the
+// run.
+func (r *runner) waitNext(dv *drive, timer *time.Timer) error {
+	select {
+	case <-timer.C:
+	case err := <-dv.injDone:
+		dv.sourceDone = true
+		dv.injDone = nil
+		if err != nil {
+			return err
+		}
+	case c := <-r.exited:
+		if !c.killed {
+			r.procs[c.n-1] = nil
+			return fmt.Errorf("live: dispatcher process %d exited on its own: %v", c.n, <-c.done)
+		}
+	}
+	return nil
+}
+
+// finish waits for the injector and the replays once the drill is over,
+// checks the watched deliveries a last time and stops the dispatchers.
+func (r *runner) finish(dv *drive) error {
+	if dv.injDone != nil {
+		err := <-dv.injDone
+		dv.injDone = nil
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
