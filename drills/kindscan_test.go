@@ -36,7 +36,7 @@ func kindTables() []kindTable {
 		{"fakepartner/outagekinds.go", fakepartner.OutageKindNames(), "OutageKind"},
 		{"drills/arrivals.go", ArrivalKindNames(), ""},
 		{"drills/faultkinds.go", FaultKindNames(), ""},
-		{"model/delivery.go", reasons, "Reason"},
+		{"model/reasons.go", reasons, "Reason"},
 	}
 }
 
@@ -57,9 +57,71 @@ var sharedWords = map[string]string{
 func TestKindsComparedOnlyInTheirTable(t *testing.T) {
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
+	names, consts := kindIndex(t, root, fset)
+	for _, file := range goFiles(t, root) {
+		f, err := parser.ParseFile(fset, filepath.Join(root, file), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range kindComparisons(f, file, names, consts) {
+			t.Errorf("%s:%d: %s compared outside its table (%s): ask the table instead", file, fset.Position(c.pos).Line, c.what, c.table)
+		}
+	}
+}
+
+// The scan finds each way of comparing a kind outside its table, in any
+// package, and lets the table's own file and the shared words be.
+func TestKindComparisonsFound(t *testing.T) {
+	fset := token.NewFileSet()
+	names, consts := kindIndex(t, moduleRoot(t), fset)
+	src := `package x
+func f() {
+	_ = s == "decorrelated"
+	_ = model.JitterHash != j
+	_ = string(r) == string(model.ReasonQueueFull)
+	_ = k.String() == fakepartner.OutageSlow.String()
+	switch s {
+	case "graceful-restart":
+	}
+	_ = s == "none"
+	_ = s == "not-a-kind"
+}`
+	want := []string{
+		`kind name "decorrelated"`, "kind constant JitterHash", "kind constant ReasonQueueFull",
+		"kind constant OutageSlow", `kind name "graceful-restart"`,
+	}
+	for _, file := range []string{"experiments/x.go", "drills/sim/x.go", "fakepartner/x.go"} {
+		f, err := parser.ParseFile(fset, file, src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range kindComparisons(f, file, names, consts) {
+			got = append(got, c.what)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: found %q, want %q", file, got, want)
+		}
+	}
+	// In the table's own file nothing is flagged; elsewhere in its package
+	// an unqualified constant is.
+	own := "package model\nfunc f() { _ = j == JitterHash; _ = s == \"hash\" }"
+	for file, want := range map[string]int{"model/jitterkinds.go": 0, "model/policy.go": 2} {
+		f, err := parser.ParseFile(fset, file, own, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(kindComparisons(f, file, names, consts)); got != want {
+			t.Errorf("%s: %d comparisons found, want %d", file, got, want)
+		}
+	}
+}
+
+// kindIndex maps each kind's name (the shared words left out) and each
+// table's constants to the files of the tables that declare them.
+func kindIndex(t *testing.T, root string, fset *token.FileSet) (names map[string][]string, consts map[string]string) {
 	tables := kindTables()
-	// The constants each table declares, by name.
-	consts := map[string]string{} // constant → its table's file
+	consts = map[string]string{} // constant → its table's file
 	for _, k := range tables {
 		if k.constType == "" {
 			continue
@@ -68,11 +130,17 @@ func TestKindsComparedOnlyInTheirTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range constsOfType(f, k.constType) {
+		cs := constsOfType(f, k.constType)
+		if len(cs) == 0 {
+			// A table moved to another file would otherwise leave its
+			// constants unchecked, and the test passing.
+			t.Errorf("%s declares no constant of type %s: is the table still there?", k.file, k.constType)
+		}
+		for _, name := range cs {
 			consts[name] = k.file
 		}
 	}
-	names := map[string][]string{} // kind name → the files of the tables that declare it
+	names = map[string][]string{} // kind name → the files of the tables that declare it
 	for _, k := range tables {
 		for _, n := range k.names {
 			if _, shared := sharedWords[n]; !shared {
@@ -85,15 +153,7 @@ func TestKindsComparedOnlyInTheirTable(t *testing.T) {
 			t.Errorf("sharedWords: %q is no kind's name any more", w)
 		}
 	}
-	for _, file := range goFiles(t, root) {
-		f, err := parser.ParseFile(fset, filepath.Join(root, file), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range kindComparisons(f, file, names, consts) {
-			t.Errorf("%s:%d: %s compared outside its table (%s): ask the table instead", file, fset.Position(c.pos).Line, c.what, c.table)
-		}
-	}
+	return names, consts
 }
 
 // comparison is a kind named in a comparison.
