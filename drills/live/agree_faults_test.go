@@ -95,11 +95,7 @@ func compareFaultCounts(t *testing.T, s, l *reports.Summary) {
 	}
 	for _, r := range rows {
 		t.Logf("%-24s sim %6d  live %6d", r.name, r.sim, r.live)
-		d := r.live - r.sim
-		if d < 0 {
-			d = -d
-		}
-		if float64(d) > max(r.tol*float64(r.sim), float64(r.slack)) {
+		if !agreeWithin(float64(r.sim), float64(r.live), r.tol, float64(r.slack)) {
 			t.Errorf("%s: sim %d, live %d: differ by more than %.0f%% (or %d)", r.name, r.sim, r.live, r.tol*100, r.slack)
 		}
 	}

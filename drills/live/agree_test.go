@@ -70,6 +70,42 @@ func within(sim, live, tol float64) bool {
 	return math.Abs(live-sim)/math.Abs(sim) <= tol
 }
 
+// agreeWithin reports whether a live figure agrees with the simulation's:
+// within the relative tolerance tol, or within slack events of it (0.01
+// more for the CSV's rounding), whichever is more.
+func agreeWithin(sim, live, tol, slack float64) bool {
+	return within(sim, live, tol) || math.Abs(live-sim) <= slack+0.01
+}
+
+// TestRegression_FaultAgreementOneRareEventApart pins the tolerance rule
+// the sim ≈ live agreements share. TestSimAndLiveAgreeOnFaults failed on a
+// busy machine with one max-attempts dead letter in simulation and none
+// live (5% of 1 is less than an event: the partner's per-call draws, made
+// in call order, fall to other calls once two calls arrive in the other
+// order), and on a cohort's attempts by outcome when an attempt near an
+// outage window's edge crossed it in a live run running late (small
+// counts: 8% or 4 attempts). Counts one event apart agree, and so do a
+// cohort's counts 4 apart; a real difference still fails.
+func TestRegression_FaultAgreementOneRareEventApart(t *testing.T) {
+	for _, c := range []struct {
+		sim, live, tol, slack float64
+		want                  bool
+	}{
+		{1, 0, 0.05, 1, true},       // the one max-attempts dead letter
+		{0, 2, 0.05, 1, false},      // two out of none is a difference
+		{1000, 1049, 0.05, 1, true}, // within 5%
+		{1000, 1060, 0.05, 1, false},
+		{20, 24, 0.08, 4, true}, // a cohort's attempts near an outage's edge
+		{100, 109, 0.08, 4, false},
+		{0.1234, 0.1262, 0.05, 0, true}, // amplification: no slack
+		{1.5, 1.0, 0.05, 0, false},
+	} {
+		if got := agreeWithin(c.sim, c.live, c.tol, c.slack); got != c.want {
+			t.Errorf("sim %g, live %g within %g or %g events: %v, want %v", c.sim, c.live, c.tol, c.slack, got, c.want)
+		}
+	}
+}
+
 // TestSimAndLiveAgree runs one drill in simulation and live, on SQLite and
 // (where a server is given) on PostgreSQL. Tolerances as the design
 // states them: delivered, dead-lettered and amplification within 5%;
@@ -166,7 +202,7 @@ func compareRuns(t *testing.T, simRun, liveRun *reports.Run) {
 		t.Logf("%-36s sim %10.4g  live %10.4g", r.name, r.sim, r.live)
 	}
 	for _, r := range rows {
-		if !within(r.sim, r.live, r.tol) && !(math.Abs(r.live-r.sim) <= r.slack+0.01) { // 0.01: the CSV's rounding
+		if !agreeWithin(r.sim, r.live, r.tol, r.slack) {
 			t.Errorf("%s: sim %.4g, live %.4g: differ by more than %.0f%% (or %g)", r.name, r.sim, r.live, r.tol*100, r.slack)
 		}
 	}
