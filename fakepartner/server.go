@@ -414,7 +414,7 @@ func (s *Server) handlePartner(w http.ResponseWriter, r *http.Request) {
 	fault := s.faultLabel(c, member, arrived)
 	out := s.serveCall(w, r, c, member, id, arrived)
 	s.finish(c, member, id, attempt, arrived, out, inFlight)
-	s.requests.add(requestKey{cohort: c.index, status: out.statusLabel(), fault: fault})
+	s.requests.add(requestKey{cohort: c.index, status: out.statusLabel(), fault: fault}, s.now().Sub(arrived))
 }
 
 // serveCall asks the subscriber's Behaviour how to answer one request, at

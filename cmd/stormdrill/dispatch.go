@@ -39,110 +39,26 @@ const dispatchExamples = `  # deliver what a replay put back into the queue a li
   # SIGTERM (or Ctrl-C) stops claiming, finishes the attempts in flight,
   # gives the leases back and exits 0`
 
+// dispatchFlags is dispatch's command line.
+type dispatchFlags struct {
+	store, configPath, drillPath, partners, owner, alertURL string
+	metricsAddr, token, ingestAddr, layout                  string
+	speed                                                   float64
+	start                                                   int64
+	ingestCap                                               int
+	printConfig                                             bool
+}
+
 func cmdDispatch(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dispatch", "--store DSN (--config FILE | --drill DRILL.toml) [--partners URL] [flags]", dispatchExamples, stdout)
-	store := fs.String("store", "", "the durable queue: sqlite:PATH, or postgres://USER@127.0.0.1:PORT/DB for several dispatchers on one queue (password in $PGPASSWORD); default $"+live.StoreEnv)
-	configPath := fs.String("config", "", "the dispatcher's configuration file (JSON): workers, leases, partners and their policies")
-	drillPath := fs.String("drill", "", "instead of --config: run this drill's policy, breaker, budget and dispatcher settings")
-	partners := fs.String("partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080; overrides the file's partners_url")
-	host, _ := os.Hostname()
-	owner := fs.String("owner", fmt.Sprintf("%s-%d", host, os.Getpid()), "lease owner name; unique per running dispatcher")
-	alertURL := fs.String("alert-url", "", "POST dead-letter alerts here (loopback), with $"+fakepartner.TokenEnv+" as a bearer token when set; overrides the file's alert_url; empty: no alerts")
-	speed := fs.Float64("speed", 0, "drill time runs this much faster than the wall clock (default: the file's or the drill's speed)")
-	start := fs.Int64("start", 0, "wall time of drill time 0 in unix nanoseconds (default: now); needed with --speed other than 1")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this loopback address, e.g. 127.0.0.1:9464 (GET /metrics); empty: none")
-	ingestAddr := fs.String("ingest", "", "take events on this loopback address (POST /events, GET /healthz), e.g. 127.0.0.1:8081; empty: none")
-	ingestCap := fs.Int("ingest-capacity", 0, "with --ingest: answer 503 while the queue holds this many waiting deliveries (default: the drill's dispatcher.queue_capacity, else 100000)")
-	layout := fs.String("partner-layout", "", "with --drill: the partners as NAME:COUNT,… (each with the drill's first partner's settings) instead of the drill's; an external run passes $STORMDRILL_PARTNER_LAYOUT")
-	printConfig := fs.Bool("print-config", false, "print the configuration file the dispatcher would run, and exit")
-	pos, err := parseFlags(fs, args)
+	df, err := parseDispatchFlags(args, stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("stormdrill dispatch: unexpected argument %q (see --help)", pos[0])
+	cfg, capacity, err := df.config()
+	if err != nil {
+		return err
 	}
-	if *store == "" {
-		// A DSN with a password comes through the environment, out of ps.
-		*store = os.Getenv(live.StoreEnv)
-	}
-	if (*configPath == "") == (*drillPath == "") {
-		return usagef("stormdrill dispatch: one of --config and --drill is required (see --help)")
-	}
-	if (*store == "" && !*printConfig) || (*drillPath != "" && *partners == "") {
-		return usagef("stormdrill dispatch: --store, and with --drill --partners, are required (see --help)")
-	}
-	if *partners != "" {
-		if err := loopbackURL(*partners); err != nil {
-			return usagef("stormdrill dispatch: --partners: %v", err)
-		}
-	}
-	if *alertURL != "" {
-		if err := loopbackURL(*alertURL); err != nil {
-			return usagef("stormdrill dispatch: --alert-url: %v", err)
-		}
-	}
-	if !(*speed >= 0) || *speed > dispatcher.MaxSpeed {
-		return usagef("stormdrill dispatch: --speed %v: must be greater than 0 and at most %g", *speed, float64(dispatcher.MaxSpeed))
-	}
-	if *layout != "" && *drillPath == "" {
-		return usagef("stormdrill dispatch: --partner-layout goes with --drill")
-	}
-	if *ingestCap < 0 || (*ingestCap > 0 && *ingestAddr == "") {
-		return usagef("stormdrill dispatch: --ingest-capacity %d: must be positive, and goes with --ingest", *ingestCap)
-	}
-	capacity := *ingestCap
-	var cfg dispatcher.Config
-	if *configPath != "" {
-		if cfg, err = dispatcher.ReadFile(*configPath); err != nil {
-			return usageError{err}
-		}
-	} else {
-		d, err := drills.Load(*drillPath, nil)
-		if err != nil {
-			return usageError{err}
-		}
-		if *layout != "" {
-			if err := applyPartnerLayout(d, *layout); err != nil {
-				return usagef("stormdrill dispatch: --partner-layout: %v", err)
-			}
-		}
-		if cfg, err = d.DispatcherConfig(*partners); err != nil {
-			return usageError{fmt.Errorf("%s: %w", *drillPath, err)}
-		}
-		cfg.AlertURL = "" // a drill names no alert sink; --alert-url does
-		if capacity == 0 {
-			capacity = d.Dispatcher.QueueCapacity
-		}
-	}
-	if capacity == 0 {
-		capacity = drills.DefaultQueueCapacity
-	}
-	if *partners != "" {
-		cfg.PartnersURL = *partners
-	}
-	if *alertURL != "" {
-		cfg.AlertURL = *alertURL
-	}
-	// A partner server started with a token requires it on /alerts.
-	cfg.AlertToken = os.Getenv(fakepartner.TokenEnv)
-	if *speed > 0 {
-		cfg.Clock.Speed = *speed
-	}
-	cfg.Owner = *owner
-	if *start != 0 {
-		cfg.Clock.Start = time.Unix(0, *start)
-	}
-	// Every problem is reported here, before the store is opened and
-	// anything claimed.
-	if err := cfg.Validate(); err != nil {
-		src := *configPath
-		if src == "" {
-			src = *drillPath
-		}
-		return usageError{eachPrefixed(src, err)}
-	}
-	if *printConfig {
+	if df.printConfig {
 		b, err := dispatcher.Marshal(cfg)
 		if err != nil {
 			return runError{err}
@@ -150,44 +66,28 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 		_, err = stdout.Write(b)
 		return err
 	}
-	var st queue.Store
-	if *ingestAddr != "" {
-		// With an ingest the dispatcher is a system of its own: it makes
-		// its queue if there is none yet.
-		if st, err = queue.Open(*store); err != nil {
-			return usagef("stormdrill dispatch: --store: %s", queue.RedactMessage(err.Error(), *store))
-		}
-	} else if st, err = openStore("dispatch", *store); err != nil {
+	st, err := df.openStore(cfg)
+	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if sp := cfg.Clock.Speed; sp > 0 && sp != 1 && !cfg.Clock.Start.IsZero() {
-		// The store's times will be drill-clock instants: record the
-		// clock, so that `stormdrill dlq` shows them as wall-clock ones.
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := st.SetClock(cctx, queue.Clock{Start: cfg.Clock.Start, Speed: sp})
-		cancel()
-		if err != nil {
-			return runError{err}
-		}
-	}
 	cfg.Store, cfg.Events, cfg.Log = st, stdout, stderr
 	if cfg.Clock.Start.IsZero() {
 		cfg.Clock.Start = time.Now() // the ingest and the dispatcher share one clock
 	}
-	if *ingestAddr != "" {
-		is, err := serveIngest(*ingestAddr, cfg, capacity, stderr)
+	if df.ingestAddr != "" {
+		is, err := serveIngest(df.ingestAddr, cfg, capacity, stderr)
 		if err != nil {
 			return err
 		}
 		defer is.Close()
 	}
-	if *metricsAddr != "" {
+	if df.metricsAddr != "" {
 		reg := prometheus.NewRegistry()
 		if cfg.Metrics, err = dispatcher.NewMetrics(reg); err != nil {
 			return runError{err}
 		}
-		ms, err := serveMetrics("dispatch", *metricsAddr, stderr, reg)
+		ms, err := serveMetricsToken("dispatch", df.metricsAddr, df.token, stderr, reg)
 		if err != nil {
 			return err
 		}
@@ -197,11 +97,163 @@ func cmdDispatch(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	stats, err := dispatcher.Run(ctx, cfg)
 	fmt.Fprintf(stderr, "dispatch %s: claimed %d, attempts %d, acked %d, rescheduled %d, dead-lettered %d, stale %d, released %d leases, %d alerts\n",
-		*owner, stats.Claimed, stats.Attempts, stats.Acked, stats.Rescheduled, stats.DeadLettered, stats.Stale, stats.Released, stats.AlertsSent)
+		df.owner, stats.Claimed, stats.Attempts, stats.Acked, stats.Rescheduled, stats.DeadLettered, stats.Stale, stats.Released, stats.AlertsSent)
 	if err != nil {
 		return runError{err}
 	}
 	return nil
+}
+
+// parseDispatchFlags parses dispatch's command line and checks what it can
+// alone.
+func parseDispatchFlags(args []string, stdout io.Writer) (*dispatchFlags, error) {
+	df := &dispatchFlags{}
+	fs := newFlags("dispatch", "--store DSN (--config FILE | --drill DRILL.toml) [--partners URL] [flags]", dispatchExamples, stdout)
+	fs.StringVar(&df.store, "store", "", "the durable queue: sqlite:PATH, or postgres://USER@127.0.0.1:PORT/DB for several dispatchers on one queue (password in $PGPASSWORD); default $"+live.StoreEnv)
+	fs.StringVar(&df.configPath, "config", "", "the dispatcher's configuration file (JSON): workers, leases, partners and their policies")
+	fs.StringVar(&df.drillPath, "drill", "", "instead of --config: run this drill's policy, breaker, budget and dispatcher settings")
+	fs.StringVar(&df.partners, "partners", "", "base URL of the partner server (loopback), e.g. http://127.0.0.1:8080; overrides the file's partners_url")
+	host, _ := os.Hostname()
+	fs.StringVar(&df.owner, "owner", fmt.Sprintf("%s-%d", host, os.Getpid()), "lease owner name; unique per running dispatcher")
+	fs.StringVar(&df.alertURL, "alert-url", "", "POST dead-letter alerts here (loopback), with $"+fakepartner.TokenEnv+" as a bearer token when set; overrides the file's alert_url; empty: no alerts")
+	fs.Float64Var(&df.speed, "speed", 0, "drill time runs this much faster than the wall clock (default: the file's or the drill's speed)")
+	fs.Int64Var(&df.start, "start", 0, "wall time of drill time 0 in unix nanoseconds (default: now); needed with --speed other than 1")
+	fs.StringVar(&df.metricsAddr, "metrics", "", "serve Prometheus metrics (GET /metrics) on this loopback address, e.g. 127.0.0.1:9464, or on any address with a token, which /metrics then requires; empty: none")
+	fs.StringVar(&df.token, "token", "", "with --metrics: require \"Authorization: Bearer TOKEN\" on /metrics, which may then listen on any address; 16 to 256 characters (default: $"+fakepartner.TokenEnv+", which keeps it out of ps)")
+	fs.StringVar(&df.ingestAddr, "ingest", "", "take events on this loopback address (POST /events, GET /healthz), e.g. 127.0.0.1:8081; empty: none")
+	fs.IntVar(&df.ingestCap, "ingest-capacity", 0, "with --ingest: answer 503 while the queue holds this many waiting deliveries (default: the drill's dispatcher.queue_capacity, else 100000)")
+	fs.StringVar(&df.layout, "partner-layout", "", "with --drill: the partners as NAME:COUNT,… (each with the drill's first partner's settings) instead of the drill's; an external run passes $STORMDRILL_PARTNER_LAYOUT")
+	fs.BoolVar(&df.printConfig, "print-config", false, "print the configuration file the dispatcher would run, and exit")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) > 0 {
+		return nil, usagef("stormdrill dispatch: unexpected argument %q (see --help)", pos[0])
+	}
+	if df.store == "" {
+		// A DSN with a password comes through the environment, out of ps.
+		df.store = os.Getenv(live.StoreEnv)
+	}
+	if df.token == "" {
+		df.token = os.Getenv(fakepartner.TokenEnv)
+	}
+	return df, df.check()
+}
+
+// check refuses contradictory or unsafe flags before anything is read.
+func (df *dispatchFlags) check() error {
+	if (df.configPath == "") == (df.drillPath == "") {
+		return usagef("stormdrill dispatch: one of --config and --drill is required (see --help)")
+	}
+	if (df.store == "" && !df.printConfig) || (df.drillPath != "" && df.partners == "") {
+		return usagef("stormdrill dispatch: --store, and with --drill --partners, are required (see --help)")
+	}
+	for _, u := range []struct{ flag, url string }{{"--partners", df.partners}, {"--alert-url", df.alertURL}} {
+		if u.url == "" {
+			continue
+		}
+		if err := loopbackURL(u.url); err != nil {
+			return usagef("stormdrill dispatch: %s: %v", u.flag, err)
+		}
+	}
+	if df.metricsAddr != "" {
+		if _, err := fakepartner.CheckListen(df.metricsAddr, df.token); err != nil {
+			return usagef("stormdrill dispatch: --metrics: %v", err)
+		}
+	}
+	if !(df.speed >= 0) || df.speed > dispatcher.MaxSpeed {
+		return usagef("stormdrill dispatch: --speed %v: must be greater than 0 and at most %g", df.speed, float64(dispatcher.MaxSpeed))
+	}
+	if df.layout != "" && df.drillPath == "" {
+		return usagef("stormdrill dispatch: --partner-layout goes with --drill")
+	}
+	if df.ingestCap < 0 || (df.ingestCap > 0 && df.ingestAddr == "") {
+		return usagef("stormdrill dispatch: --ingest-capacity %d: must be positive, and goes with --ingest", df.ingestCap)
+	}
+	return nil
+}
+
+// config reads the configuration file or the drill, applies the flags and
+// validates the result: every problem is reported here, before the store
+// is opened and anything claimed. capacity is the ingest's queue bound.
+func (df *dispatchFlags) config() (cfg dispatcher.Config, capacity int, err error) {
+	capacity = df.ingestCap
+	if df.configPath != "" {
+		if cfg, err = dispatcher.ReadFile(df.configPath); err != nil {
+			return cfg, 0, usageError{err}
+		}
+	} else {
+		d, err := drills.Load(df.drillPath, nil)
+		if err != nil {
+			return cfg, 0, usageError{err}
+		}
+		if df.layout != "" {
+			if err := applyPartnerLayout(d, df.layout); err != nil {
+				return cfg, 0, usagef("stormdrill dispatch: --partner-layout: %v", err)
+			}
+		}
+		if cfg, err = d.DispatcherConfig(df.partners); err != nil {
+			return cfg, 0, usageError{fmt.Errorf("%s: %w", df.drillPath, err)}
+		}
+		cfg.AlertURL = "" // a drill names no alert sink; --alert-url does
+		if capacity == 0 {
+			capacity = d.Dispatcher.QueueCapacity
+		}
+	}
+	if capacity == 0 {
+		capacity = drills.DefaultQueueCapacity
+	}
+	if df.partners != "" {
+		cfg.PartnersURL = df.partners
+	}
+	if df.alertURL != "" {
+		cfg.AlertURL = df.alertURL
+	}
+	// A partner server started with a token requires it on /alerts.
+	cfg.AlertToken = os.Getenv(fakepartner.TokenEnv)
+	if df.speed > 0 {
+		cfg.Clock.Speed = df.speed
+	}
+	cfg.Owner = df.owner
+	if df.start != 0 {
+		cfg.Clock.Start = time.Unix(0, df.start)
+	}
+	if err := cfg.Validate(); err != nil {
+		src := df.configPath
+		if src == "" {
+			src = df.drillPath
+		}
+		return cfg, 0, usageError{eachPrefixed(src, err)}
+	}
+	return cfg, capacity, nil
+}
+
+// openStore opens the durable queue and records the drill clock in it.
+func (df *dispatchFlags) openStore(cfg dispatcher.Config) (queue.Store, error) {
+	var st queue.Store
+	var err error
+	if df.ingestAddr != "" {
+		// With an ingest the dispatcher is a system of its own: it makes
+		// its queue if there is none yet.
+		if st, err = queue.Open(df.store); err != nil {
+			return nil, usagef("stormdrill dispatch: --store: %s", queue.RedactMessage(err.Error(), df.store))
+		}
+	} else if st, err = openStore("dispatch", df.store); err != nil {
+		return nil, err
+	}
+	if sp := cfg.Clock.Speed; sp > 0 && sp != 1 && !cfg.Clock.Start.IsZero() {
+		// The store's times will be drill-clock instants: record the
+		// clock, so that `stormdrill dlq` shows them as wall-clock ones.
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := st.SetClock(cctx, queue.Clock{Start: cfg.Clock.Start, Speed: sp})
+		cancel()
+		if err != nil {
+			st.Close()
+			return nil, runError{err}
+		}
+	}
+	return st, nil
 }
 
 // maxLayoutPartners bounds the entries of --partner-layout.

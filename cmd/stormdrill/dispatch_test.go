@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/runtime/queue"
 )
 
@@ -150,5 +151,23 @@ func TestDispatchIngestFlags(t *testing.T) {
 	}
 	if strings.Contains(out, `"name": "healthy"`) {
 		t.Errorf("the drill's own partners are still there:\n%s", out)
+	}
+}
+
+// TestDispatchMetricsTokenRule: dispatch --metrics follows partner's rule:
+// an address other machines could reach needs a token, which --token (or
+// the environment) gives; the check comes before anything is read or bound.
+func TestDispatchMetricsTokenRule(t *testing.T) {
+	t.Setenv(fakepartner.TokenEnv, "")
+	base := []string{"dispatch", "--store", "sqlite:" + filepath.Join(t.TempDir(), "q.db"), "--config", filepath.Join(t.TempDir(), "missing.json")}
+	code, _, errOut := stormdrill(t, append(base, "--metrics", "0.0.0.0:0")...)
+	if code != exitUsage || !strings.Contains(errOut, "--metrics") || !strings.Contains(errOut, "not a loopback address") || !strings.Contains(errOut, "--token") {
+		t.Errorf("--metrics 0.0.0.0:0 without a token: exit %d, stderr %q; want 2 naming --token", code, errOut)
+	}
+	// With a token the address passes; what stops the command is the
+	// missing configuration file.
+	code, _, errOut = stormdrill(t, append(base, "--metrics", "0.0.0.0:0", "--token", strings.Repeat("k", 20))...)
+	if code != exitUsage || strings.Contains(errOut, "--metrics") || !strings.Contains(errOut, "missing.json") {
+		t.Errorf("--metrics 0.0.0.0:0 --token: exit %d, stderr %q; want the configuration's error, not the address's", code, errOut)
 	}
 }

@@ -19,6 +19,10 @@ var liveExecutable = ""
 // collector.
 var liveMetrics *prometheus.Registry
 
+// liveDispatcherMetrics, when set (run --dispatcher-metrics), is the
+// address on which a live run's dispatcher serves its metrics.
+var liveDispatcherMetrics string
+
 // metricsRegisterer is liveMetrics as a Registerer, nil when unset (a nil
 // *Registry in the interface would not be nil).
 func metricsRegisterer() prometheus.Registerer {
@@ -39,5 +43,5 @@ func runLive(d *drills.Drill, dir string, progress func(drills.Progress)) (*repo
 		return nil, err
 	}
 	defer logf.Close()
-	return live.Run(d, dir, live.Options{Executable: liveExecutable, Progress: progress, Log: logf, Metrics: metricsRegisterer()})
+	return live.Run(d, dir, live.Options{Executable: liveExecutable, Progress: progress, Log: logf, Metrics: metricsRegisterer(), DispatcherMetrics: liveDispatcherMetrics})
 }

@@ -36,7 +36,7 @@ func serveMetrics(cmd, addr string, w io.Writer, reg *prometheus.Registry, cs ..
 // and with a token set the rule is one: everything but the partner paths
 // needs it.
 func serveMetricsToken(cmd, addr, token string, w io.Writer, reg *prometheus.Registry, cs ...prometheus.Collector) (*metricsServer, error) {
-	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cs = append(cs, buildInfoCollector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, runError{fmt.Errorf("metrics: %w", err)}
@@ -55,6 +55,17 @@ func serveMetricsToken(cmd, addr, token string, w io.Writer, reg *prometheus.Reg
 	go func() { ms.done <- ms.srv.Serve(l) }()
 	fmt.Fprintf(w, "metrics: http://%s/metrics\n", l.Addr())
 	return ms, nil
+}
+
+// buildInfoCollector is stormdrill_build_info{version, goversion} 1, the
+// series a dashboard joins on to show which build it is watching.
+func buildInfoCollector() prometheus.Collector {
+	b := readBuildInfo()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "stormdrill_build_info",
+		Help:        "The stormdrill build serving these metrics: its version and Go toolchain; always 1.",
+		ConstLabels: prometheus.Labels{"version": b.Version, "goversion": b.GoVersion}})
+	g.Set(1)
+	return g
 }
 
 // Close stops serving.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -48,20 +52,68 @@ func scrapeRequests(url string) (byPartner map[string]float64, total float64, ok
 	return byPartner, total, true
 }
 
-// TestLiveMetricsEndWithTheSummarysCounters: a live drill's --metrics
-// endpoint, scraped while it runs, ends with the request counters of the
-// summary: attempts in all and per cohort.
-func TestLiveMetricsEndWithTheSummarysCounters(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a live drill for a few seconds")
+// dispatcherScrape is what one scrape of a dispatcher's /metrics says:
+// attempts (ended) and first attempts (started), summed over partners and
+// statuses, and the exposition text itself.
+type dispatcherScrape struct {
+	attempts, first float64
+	text            string
+}
+
+// scrapeDispatcher scrapes a dispatcher's /metrics; ok is false when it
+// is not up.
+func scrapeDispatcher(url string) (sc dispatcherScrape, ok bool) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return sc, false
 	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return sc, false
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		return sc, false
+	}
+	sum := func(name string) float64 {
+		total := 0.0
+		for _, m := range fams[name].GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+		return total
+	}
+	return dispatcherScrape{sum("stormdrill_dispatcher_attempts_total"), sum("stormdrill_dispatcher_first_attempts_total"), string(body)}, true
+}
+
+// freeAddr is a loopback address with a port nothing listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestLiveMetricsEndWithTheSummarysCounters: a live drill's --metrics
+// endpoint (the partner server's), scraped while it runs, ends with the
+// request counters of the summary: attempts in all and per cohort. The
+// dispatcher's (--dispatcher-metrics), scraped likewise, answers the
+// README's amplification query, sum(rate(attempts_total)) ÷
+// sum(rate(first_attempts_total)) over the run, within 5% of the
+// summary's amplification. Both pass Prometheus' metric lint.
+func TestLiveMetricsEndWithTheSummarysCounters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live drill for a few seconds")
+	}
+	addr, dispatcherAddr := freeAddr(t), freeAddr(t)
 	url := "http://" + addr + "/metrics"
+	var dispatcherScrapes []dispatcherScrape
+	var lastPartnerText string
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -83,10 +135,20 @@ func TestLiveMetricsEndWithTheSummarysCounters(t *testing.T) {
 				last = byPartner
 				mu.Unlock()
 			}
+			if sc, ok := scrapeDispatcher("http://" + dispatcherAddr + "/metrics"); ok {
+				mu.Lock()
+				dispatcherScrapes = append(dispatcherScrapes, sc)
+				mu.Unlock()
+			}
+			if text, ok := scrapeText(url); ok {
+				mu.Lock()
+				lastPartnerText = text
+				mu.Unlock()
+			}
 		}
 	}()
 	out := t.TempDir()
-	code, stdout, stderr := stormdrill(t, "run", "cmd/stormdrill/testdata/live-metrics.toml", "--out", out, "--quiet", "--metrics", addr)
+	code, stdout, stderr := stormdrill(t, "run", "cmd/stormdrill/testdata/live-metrics.toml", "--out", out, "--quiet", "--metrics", addr, "--dispatcher-metrics", dispatcherAddr)
 	close(stop)
 	wg.Wait()
 	if code != exitOK {
@@ -119,6 +181,44 @@ func TestLiveMetricsEndWithTheSummarysCounters(t *testing.T) {
 		}
 	}
 	t.Logf("%d scrapes; the last: %v requests, the summary: %d attempts", len(scrapes), scrapes[len(scrapes)-1], s.Attempts.Total)
+
+	// The README's query over a window that covers the whole run: the
+	// dispatcher process started with its counters at 0, so the increase
+	// of each is its last scraped value.
+	if len(dispatcherScrapes) < 10 {
+		t.Fatalf("%d scrapes of the dispatcher during the run", len(dispatcherScrapes))
+	}
+	end := dispatcherScrapes[len(dispatcherScrapes)-1]
+	if s.Amplification == nil || *s.Amplification < 1.2 || end.first == 0 {
+		t.Fatalf("summary amplification %v, %v first attempts scraped: the drill should retry", s.Amplification, end.first)
+	}
+	query := end.attempts / end.first
+	diff := (query - *s.Amplification) / *s.Amplification
+	t.Logf("amplification: query %.4f (%v attempts ÷ %v first attempts), summary %.4f: %+.2f%%", query, end.attempts, end.first, *s.Amplification, 100*diff)
+	if math.Abs(diff) > 0.05 {
+		t.Errorf("the amplification query reads %.4f, the summary %.4f: %+.1f%%, want within 5%%", query, *s.Amplification, 100*diff)
+	}
+	for name, text := range map[string]string{"dispatcher": end.text, "partner": lastPartnerText} {
+		problems, err := promlint.New(strings.NewReader(text)).Lint()
+		if err != nil || len(problems) > 0 {
+			t.Errorf("%s /metrics: lint %v: %v", name, err, problems)
+		}
+		if !strings.Contains(text, "stormdrill_build_info{") {
+			t.Errorf("%s /metrics has no stormdrill_build_info", name)
+		}
+	}
+}
+
+// scrapeText returns the exposition text at url.
+func scrapeText(url string) (string, bool) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return string(body), err == nil && resp.StatusCode == http.StatusOK
 }
 
 // Every /metrics (the partner's and the dispatcher's share serveMetrics)

@@ -32,7 +32,7 @@ func cmdPartner(args []string, stdout, stderr io.Writer) error {
 	listen := fs.String("listen", "127.0.0.1:0", "address to serve on; one that is not loopback (0.0.0.0:8080, a host name) needs a token")
 	token := fs.String("token", "", "require \"Authorization: Bearer TOKEN\" on the control API, /alerts, /dead-letters and /metrics; 16 to 256 characters (default: $"+fakepartner.TokenEnv+", which keeps it out of ps)")
 	speed := fs.Float64("speed", 0, "divide every scripted time by this factor (default: the drill's speed)")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (requests by partner, status and fault) on this loopback address, e.g. 127.0.0.1:9465 (any address with a token, which /metrics then requires); empty: none")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics (requests by partner, status and fault, response times, outages in force) on this loopback address, e.g. 127.0.0.1:9465 (any address with a token, which /metrics then requires); empty: none")
 	var limits multiFlag
 	fs.Var(&limits, "limit", limitUsage)
 	pos, err := parseFlags(fs, args)

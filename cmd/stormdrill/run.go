@@ -18,6 +18,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/sim"
+	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/render"
 )
@@ -33,7 +34,8 @@ const runExamples = `  stormdrill run drills/fanout-outage.toml
 // runFlags is run's command line.
 type runFlags struct {
 	outDir, baseline, store, metricsAddr, summaryMD string
-	shard                                           string  // --shard I/N of --seeds
+	shard                                           string // --shard I/N of --seeds
+	dispatcherMetrics                               string
 	seed                                            *uint64 // nil: the drill's
 	seeds                                           int
 	quiet, asJSON                                   bool
@@ -68,6 +70,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}
 		return runSeedsShard(p.loaded[0], rf.seeds, shard, rf.outDir, rf.quiet, stdout, stderr)
 	}
+	if rf.dispatcherMetrics != "" {
+		if len(p.loaded) != 1 || p.loaded[0].Mode != "live" || p.loaded[0].Dispatcher.Processes > 1 {
+			return usagef("stormdrill run: --dispatcher-metrics: for one live drill (mode = \"live\") with one dispatcher process")
+		}
+		liveDispatcherMetrics = rf.dispatcherMetrics
+		defer func() { liveDispatcherMetrics = "" }()
+	}
 	if rf.metricsAddr != "" {
 		if len(p.loaded) != 1 || p.loaded[0].Mode != "live" {
 			return usagef("stormdrill run: --metrics: for one live drill (mode = \"live\")")
@@ -96,6 +105,7 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, []string, error)
 	fs.StringVar(&rf.store, "store", "", "live drills: the durable queue, sqlite:PATH or postgres://USER:PASS@127.0.0.1:PORT/DB (empty); overrides the drill's store")
 	fs.StringVar(&rf.metricsAddr, "metrics", "", "one live drill: serve Prometheus metrics of its partner server on this loopback address while it runs, e.g. 127.0.0.1:9465")
 	fs.StringVar(&rf.shard, "shard", "", "with --seeds N: simulate only seeds I, I+N, … (I counts from 0) and write DIR/shard.json for `stormdrill merge`")
+	fs.StringVar(&rf.dispatcherMetrics, "dispatcher-metrics", "", "one live drill with one dispatcher process: the dispatcher serves its Prometheus metrics on this loopback address while it runs, e.g. 127.0.0.1:9464")
 	fs.StringVar(&rf.summaryMD, "summary-md", os.Getenv("GITHUB_STEP_SUMMARY"), "append each run's terminal summary as Markdown to this file (default $GITHUB_STEP_SUMMARY when set, so a GitHub Actions job shows it)")
 	fs.Var(&rf.failOn, "fail-on", "with --baseline: a tolerance such as healthy.latency.p99=+10% (repeatable); exceeding it fails the run")
 	fs.Var(&rf.limits, "limit", limitUsage)
@@ -118,6 +128,11 @@ func parseRunFlags(args []string, stdout io.Writer) (*runFlags, []string, error)
 	}
 	if len(rf.failOn) > 0 && rf.baseline == "" {
 		return nil, nil, usagef("stormdrill run: --fail-on needs --baseline DIR to compare against")
+	}
+	if rf.dispatcherMetrics != "" {
+		if _, err := fakepartner.CheckListen(rf.dispatcherMetrics, ""); err != nil {
+			return nil, nil, usagef("stormdrill run: --dispatcher-metrics: %v", err)
+		}
 	}
 	if rf.store != "" {
 		if scheme, rest, _ := strings.Cut(rf.store, ":"); scheme != "sqlite" && scheme != "postgres" && scheme != "postgresql" || rest == "" {

@@ -82,6 +82,11 @@ type Options struct {
 	// or else an SQLite file queue.db in the run directory. A PostgreSQL
 	// store must be empty when the run starts.
 	Store string
+	// DispatcherMetrics, if set, is the address on which the dispatcher
+	// process serves its Prometheus metrics (dispatch --metrics); one
+	// process only (dispatcher.processes = 1), which serves them again on
+	// the same address after a restart.
+	DispatcherMetrics string
 	// Metrics, if set, gets the partner server's Prometheus collector
 	// (requests by partner, status and fault) for the run's length.
 	Metrics prometheus.Registerer
@@ -204,6 +209,8 @@ func newRunner(d *drills.Drill, dir string, opt Options) (*runner, error) {
 	}
 	if n := r.processes(); n > MaxProcesses {
 		return nil, fmt.Errorf("live: %d dispatcher processes, at most %d", n, MaxProcesses)
+	} else if n > 1 && opt.DispatcherMetrics != "" {
+		return nil, fmt.Errorf("live: dispatcher metrics on one address: for one dispatcher process, not %d", n)
 	}
 	r.procs = make([]*child, r.processes())
 	// Every spawn's exit is reported once; a run spawns each process once
@@ -377,8 +384,12 @@ const StoreEnv = "STORMDRILL_STORE"
 // dispatchCommand is the command of one dispatcher process: the DSN in its
 // environment, never in its arguments.
 func (r *runner) dispatchCommand(owner string) *exec.Cmd {
-	cmd := exec.Command(r.exe, "dispatch", "--config", r.dispatchConfig, "--owner", owner,
-		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10))
+	args := []string{"dispatch", "--config", r.dispatchConfig, "--owner", owner,
+		"--start", strconv.FormatInt(r.clock.Start.UnixNano(), 10)}
+	if r.opt.DispatcherMetrics != "" {
+		args = append(args, "--metrics", r.opt.DispatcherMetrics)
+	}
+	cmd := exec.Command(r.exe, args...)
 	cmd.Env = append(os.Environ(), StoreEnv+"="+r.storeDSN)
 	return cmd
 }

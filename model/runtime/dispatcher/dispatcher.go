@@ -144,6 +144,7 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	cfg.Metrics.bind(&ds.cfg)
 	return ds.run(ctx)
 }
 
@@ -580,6 +581,7 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 			body = []byte(`{"id":` + strconv.Quote(it.ID) + `}`)
 		}
 		ds.stats.Attempts++
+		ds.cfg.Metrics.started(ds.cfg.Partners[ds.eps[it.Partner].group].Name, it.Attempts)
 		// The core keeps attempts in flight at most at workers, which is the
 		// channel's capacity plus what the workers hold: this never blocks.
 		jobs <- job{it: it, url: ds.eps[it.Partner].url, body: body, started: now}
@@ -595,7 +597,7 @@ func (ds *dispatcher) complete(r result) {
 	}
 	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
 	partner := ds.cfg.Partners[ds.eps[it.Partner].group].Name
-	ds.cfg.Metrics.attempt(partner, it.Attempts, r.o, r.ended.Sub(r.started))
+	ds.cfg.Metrics.attempt(partner, r.o, r.ended.Sub(r.started))
 	if dec.RetryAfterIgnored {
 		ds.stats.RetryAfterIgnored++
 	}
@@ -605,7 +607,7 @@ func (ds *dispatcher) complete(r result) {
 	case model.ActAck:
 		c.Kind = queue.KindAck
 		ds.stats.Acked++
-		ds.cfg.Metrics.delivered(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
+		ds.cfg.Metrics.deliveredOne(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
 		ds.unhold(it.ID)
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
@@ -629,7 +631,7 @@ func (ds *dispatcher) complete(r result) {
 func (ds *dispatcher) deadLetter(it *dispatchcore.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
 	ds.unhold(it.ID)
 	ds.stats.DeadLettered++
-	ds.cfg.Metrics.deadLettered(reason)
+	ds.cfg.Metrics.deadLetteredOne(ds.cfg.Partners[ds.eps[it.Partner].group].Name, reason)
 	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
 		Attempt: it.Attempts, Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
 	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}

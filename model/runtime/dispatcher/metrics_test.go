@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model"
@@ -59,16 +60,27 @@ func TestMetricsCountWhatTheDispatcherDid(t *testing.T) {
 
 	got := gather(t, reg)
 	want := map[string]float64{
-		"stormdrill_dispatcher_attempts_total,outcome=200,partner=acme":               n / 2,
-		"stormdrill_dispatcher_attempts_total,outcome=422,partner=acme":               n / 2,
-		"stormdrill_dispatcher_attempt_duration_seconds,partner=acme":                 n,
-		"stormdrill_dispatcher_first_attempts_total,partner=acme":                     n,
-		"stormdrill_dispatcher_delivery_latency_seconds,partner=acme":                 n / 2,
-		"stormdrill_dispatcher_deliveries_total,reason=,state=delivered":              float64(stats.Acked),
-		"stormdrill_dispatcher_deliveries_total,reason=permanent,state=dead_lettered": float64(stats.DeadLettered),
-		"stormdrill_dispatcher_queue_deliveries,state=ready":                          0,
-		"stormdrill_dispatcher_queue_deliveries,state=in_flight":                      0,
-		"stormdrill_dispatcher_breaker_state,endpoint=acme":                           0,
+		"stormdrill_dispatcher_attempts_total,partner=acme,status=200":            n / 2,
+		"stormdrill_dispatcher_attempts_total,partner=acme,status=422":            n / 2,
+		"stormdrill_dispatcher_attempt_duration_seconds,partner=acme":             n,
+		"stormdrill_dispatcher_first_attempts_total,partner=acme":                 n,
+		"stormdrill_dispatcher_delivery_latency_seconds,partner=acme":             n / 2,
+		"stormdrill_dispatcher_delivered_total,partner=acme":                      float64(stats.Acked),
+		"stormdrill_dispatcher_dead_lettered_total,partner=acme,reason=permanent": float64(stats.DeadLettered),
+		"stormdrill_dispatcher_queue_deliveries,state=ready":                      0,
+		"stormdrill_dispatcher_queue_deliveries,state=in_flight":                  0,
+		"stormdrill_dispatcher_breakers,partner=acme,state=closed":                1,
+		"stormdrill_dispatcher_breakers,partner=acme,state=open":                  0,
+		"stormdrill_dispatcher_breakers,partner=acme,state=half_open":             0,
+	}
+	if problems, err := lintRegistry(reg); err != nil || len(problems) > 0 {
+		t.Errorf("metric lint: %v %v", err, problems)
+	}
+	for k := range got {
+		// No series carries an empty label.
+		if strings.Contains(k, "=,") || strings.HasSuffix(k, "=") {
+			t.Errorf("series with an empty label: %s", k)
+		}
 	}
 	if stats.Acked != n/2 || stats.DeadLettered != n/2 || stats.Attempts != n {
 		t.Fatalf("stats %+v: want %d acked, %d dead-lettered, %d attempts", stats, n/2, n/2, n)
@@ -179,4 +191,61 @@ func metricsSetup(t *testing.T, n int) (*queue.Memory, *prometheus.Registry, Con
 	cfg := Defaults()
 	cfg.Store, cfg.Owner, cfg.Metrics = st, "t", m
 	return st, reg, cfg
+}
+
+// TestMetricsAreRealSeconds: at speed 100 a partner that takes 20 ms of
+// wall time per answer shows 20 ms attempts, not the 2 s of drill time
+// they stand for.
+func TestMetricsAreRealSeconds(t *testing.T) {
+	const hold = 20 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(hold) // the partner's latency under test, in wall time
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	const n = 4
+	st, reg, cfg := metricsSetup(t, n)
+	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL}}
+	cfg.Clock = Clock{Start: time.Now(), Speed: 100}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, cfg)
+		done <- err
+	}()
+	testsuite.WaitFor(t, "every delivery delivered", time.Minute, func() bool {
+		c, err := st.Counts(context.Background(), time.Now())
+		return err == nil && c.Delivered == n
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "stormdrill_dispatcher_attempt_duration_seconds" {
+			continue
+		}
+		h := f.GetMetric()[0].GetHistogram()
+		mean := h.GetSampleSum() / float64(h.GetSampleCount())
+		// Drill seconds would read 100 times the wall time: 2 s and more.
+		if mean < hold.Seconds() || mean >= 100*hold.Seconds() {
+			t.Errorf("mean attempt duration %.3fs; want wall seconds, at least %v and well under the drill's %v", mean, hold, 100*hold)
+		}
+		return
+	}
+	t.Fatal("no attempt duration histogram")
+}
+
+// lintRegistry runs Prometheus' metric lint (promtool check metrics) on
+// what reg gathers.
+func lintRegistry(reg *prometheus.Registry) ([]promlint.Problem, error) {
+	fams, err := reg.Gather()
+	if err != nil {
+		return nil, err
+	}
+	return promlint.NewWithMetricFamilies(fams).Lint()
 }
