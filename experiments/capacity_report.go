@@ -74,7 +74,7 @@ func (r *CapacityResult) formatValue(v float64) string {
 		return "n/a"
 	}
 	if r.Integer {
-		return strconv.FormatInt(int64(v), 10)
+		return reports.GroupDigits(int64(v))
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64) + "/s"
 }

@@ -92,33 +92,11 @@ func WriteSweep(dir string, r *SweepResult) error {
 	return nil
 }
 
-// FormatValue writes a metric value in its unit: durations in s/ms/min,
-// fractions as percentages, counts and ratios as plain numbers.
+// FormatValue writes a metric value in its unit, as a run's report does
+// (reports.FormatValue): durations "850ms", "12.3s", "4m46s", fractions as
+// percentages, counts with thousands separators ("1,377").
 func FormatValue(metric string, v float64) string {
-	if math.IsNaN(v) {
-		return "n/a"
-	}
-	switch metricKind(metric) {
-	case reports.Duration:
-		switch a := math.Abs(v); {
-		case a == 0:
-			return "0s"
-		case a < 1:
-			return strconv.FormatFloat(v*1000, 'f', 1, 64) + "ms"
-		case a < 600:
-			return strconv.FormatFloat(v, 'f', 2, 64) + "s"
-		default:
-			return strconv.FormatFloat(v/60, 'f', 1, 64) + "min"
-		}
-	case reports.Fraction:
-		return strconv.FormatFloat(v*100, 'f', 2, 64) + "%"
-	case reports.Count:
-		if v == math.Trunc(v) && math.Abs(v) < 1e15 {
-			return strconv.FormatInt(int64(v), 10)
-		}
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
+	return reports.FormatValue(metricKind(metric), v)
 }
 
 // columnFormat writes every value of one table column in one unit and one

@@ -74,7 +74,7 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 		return usagef("stormdrill dlq %s: unexpected argument %q", sub, pos[0])
 	}
 	if sub == "replay" {
-		if err := checkReplayScope(*reason, *partner, *cohort, *all); err != nil {
+		if err := checkReplay(*reason, *partner, *cohort, *all, *batch, *rate); err != nil {
 			return err
 		}
 	}
@@ -108,19 +108,19 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 	case "show":
 		return dlqShow(ctx, st, clock, pos[0], *asJSON, stdout)
 	}
-	if *batch < 1 || *batch > queue.MaxReplayBatch {
-		return usagef("stormdrill dlq replay: --batch %d: must be between 1 and %d", *batch, queue.MaxReplayBatch)
-	}
-	if *rate < 0 {
-		return usagef("stormdrill dlq replay: --rate %v: must not be negative", *rate)
-	}
+	req := model.ReplayRequest{Reason: *reason, Partner: *partner, Cohort: *cohort, All: *all, Batch: *batch, Rate: *rate}
+	return dlqReplay(ctx, st, clock, f, req, *dryRun, *asJSON, stdout)
+}
+
+// dlqReplay moves the dead letters f matches back into the queue (or, on
+// a dry run, counts them) and says what it did.
+func dlqReplay(ctx context.Context, st queue.Store, clock queue.Clock, f queue.DLQFilter, req model.ReplayRequest, dryRun, asJSON bool, stdout io.Writer) error {
 	who := os.Getenv("USER")
 	if who == "" {
 		who = "stormdrill"
 	}
 	// Replayed deliveries run from now on the store's clock.
-	req := model.ReplayRequest{Reason: *reason, Partner: *partner, Cohort: *cohort, All: *all, Batch: *batch, Rate: *rate}
-	res, err := queue.RunReplay(ctx, st, req, f, queue.ReplayOptions{DryRun: *dryRun, Who: who,
+	res, err := queue.RunReplay(ctx, st, req, f, queue.ReplayOptions{DryRun: dryRun, Who: who,
 		Now: func() time.Time { return clock.At(dlqNow()) }})
 	if err != nil {
 		var pe *queue.ReplayProblemError
@@ -129,15 +129,29 @@ func cmdDLQ(args []string, stdout, stderr io.Writer) error {
 		}
 		return runError{err}
 	}
-	if *asJSON {
+	if asJSON {
 		return writeJSONOut(stdout, map[string]any{"matched": res.Matched, "moved": res.Moved, "batches": res.Batches,
-			"dry_run": *dryRun, "who": who, "batch_size": *batch})
+			"dry_run": dryRun, "who": who, "batch_size": req.Batch})
 	}
-	if *dryRun {
-		fmt.Fprintf(stdout, "dry run: %d dead letters match; a replay would move them in %d batches of at most %d (audit record written)\n", res.Matched, res.Batches, *batch)
+	if dryRun {
+		fmt.Fprintf(stdout, "dry run: %d dead letters match; a replay would move them in %d batches of at most %d (audit record written)\n", res.Matched, res.Batches, req.Batch)
 		return nil
 	}
-	fmt.Fprintf(stdout, "replayed %d of %d matching dead letters in %d batches of at most %d, as %s (one audit record per batch)\n", res.Moved, res.Matched, res.Batches, *batch, who)
+	fmt.Fprintf(stdout, "replayed %d of %d matching dead letters in %d batches of at most %d, as %s (one audit record per batch)\n", res.Moved, res.Matched, res.Batches, req.Batch, who)
+	return nil
+}
+
+// checkReplay refuses a replay's flags before the store is opened.
+func checkReplay(reason, partner, cohort string, all bool, batch int, rate float64) error {
+	if err := checkReplayScope(reason, partner, cohort, all); err != nil {
+		return err
+	}
+	if batch < 1 || batch > queue.MaxReplayBatch {
+		return usagef("stormdrill dlq replay: --batch %d: must be between 1 and %d", batch, queue.MaxReplayBatch)
+	}
+	if rate < 0 {
+		return usagef("stormdrill dlq replay: --rate %v: must not be negative", rate)
+	}
 	return nil
 }
 
