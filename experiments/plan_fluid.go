@@ -91,8 +91,20 @@ type fluid struct {
 }
 
 func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
-	in := &p.in
-	f := &fluid{p: p, o: o, br: in.Breaker}
+	f := &fluid{p: p, o: o, br: p.in.Breaker}
+	f.setSpan()
+	events := f.setSubscribers()
+	f.setRewait(events)
+	maxDelay := f.setClasses(winDead)
+	f.setRings(maxDelay)
+	f.setBreaker()
+	f.out.dead = map[string]float64{}
+	return f
+}
+
+// setSpan sets the modelled span around the outage and the step.
+func (f *fluid) setSpan() {
+	in, o := &f.p.in, f.o
 	f.startS = o.Start.Seconds()
 	f.endS = f.startS + o.Length.Seconds()
 	f.stopS = (in.Duration + in.DrainAfter).Seconds()
@@ -105,8 +117,13 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	span := math.Max(f.stopS-from, 1)
 	f.dt = math.Min(math.Max(span/MaxDrainSteps, MinDrainStep.Seconds()), MaxDrainStep.Seconds())
 	f.out.modelledFromS = from
+}
 
-	// The affected subscribers and the rest.
+// setSubscribers sets the affected subscribers' and the rest's service,
+// failures, event shares and amplification, and returns the events per
+// second.
+func (f *fluid) setSubscribers() (events float64) {
+	p, in, o := f.p, &f.p.in, f.o
 	totalSubs := 0
 	for _, c := range in.Cohorts {
 		totalSubs += c.Subscribers
@@ -139,7 +156,7 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	// Deliveries per second to the affected subscribers and to the rest.
 	rateA := in.ArrivalPerS * o.ShareOfDeliveries
 	rateO := in.ArrivalPerS - rateA
-	events := in.EventsPerS
+	events = in.EventsPerS
 	if events <= 0 {
 		events = in.ArrivalPerS / math.Max(float64(totalSubs), 1)
 		if totalSubs == 0 {
@@ -162,14 +179,19 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	} else {
 		f.ampA = 1
 	}
-	// An attempt that ends rejoins the round robin behind the subscribers an
-	// event's fan-out made due. The pool works through one event's fan-out
-	// in Tb; events arrive at random, so fan-outs queue behind each other
-	// like the jobs of an M/D/1 queue at load ρ = events/s × Tb, whose mean
-	// wait is ρ·Tb/(2(1−ρ)). The round robin bounds the wait: ahead of the
-	// partner are at most the other subscribers, one start each, which
-	// the pool gets through in about Tb while busy (probability ρ).
-	if workers := float64(in.Workers); f.subsO > 1 && events > 0 {
+	return events
+}
+
+// setRewait sets how long an attempt that ends waits to rejoin the round
+// robin. It rejoins behind the subscribers an event's fan-out made due.
+// The pool works through one event's fan-out in Tb; events arrive at
+// random, so fan-outs queue behind each other like the jobs of an M/D/1
+// queue at load ρ = events/s × Tb, whose mean wait is ρ·Tb/(2(1−ρ)). The
+// round robin bounds the wait: ahead of the partner are at most the other
+// subscribers, one start each, which the pool gets through in about Tb
+// while busy (probability ρ).
+func (f *fluid) setRewait(events float64) {
+	if workers := float64(f.p.in.Workers); f.subsO > 1 && events > 0 {
 		tb := f.eventsO * f.svcO * f.ampO / workers
 		rho := math.Min(1, events*tb)
 		f.rewaitS = rho * tb
@@ -177,8 +199,12 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 			f.rewaitS = rho * tb / (2 * (1 - rho))
 		}
 	}
+}
 
-	// Attempt classes and their delays.
+// setClasses sets the attempt classes, their delays and which of them the
+// delivery window ends, and returns the longest delay a failure waits.
+func (f *fluid) setClasses(winDead func(k int) bool) (maxDelay float64) {
+	p, in := f.p, &f.p.in
 	f.classes = in.MaxAttempts
 	if f.classes == 0 {
 		f.classes = unlimitedClasses
@@ -188,7 +214,6 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	f.winDead = make([]bool, f.classes+2)
 	sch := scheduler{p: p}
 	sch.next()
-	maxDelay := 0.0
 	for k := 2; k <= f.classes+1; k++ {
 		st := sch.next()
 		lo, hi := st.lo, st.hi
@@ -202,10 +227,18 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 		f.winDead[k] = winDead(k)
 	}
 	for i := range in.Outages {
-		if ra := in.Outages[i].RetryAfter.Seconds(); ra > 0 && in.Outages[i].Partner == o.Partner {
+		if ra := in.Outages[i].RetryAfter.Seconds(); ra > 0 && in.Outages[i].Partner == f.o.Partner {
 			maxDelay = math.Max(maxDelay, math.Min(ra, p.retryAfterLimitS()))
 		}
 	}
+	return maxDelay
+}
+
+// setRings sizes the rings of delayed work (coarsening the step when the
+// longest delay would need too many bins) and of calls in flight, and
+// makes the per-class arrays.
+func (f *fluid) setRings(maxDelay float64) {
+	p, in := f.p, &f.p.in
 	f.ring = min(int(math.Ceil(maxDelay/f.dt))+3, MaxDrainRingBins)
 	for f.ring >= MaxDrainRingBins && f.dt < MaxDrainStep.Seconds() {
 		f.dt = math.Min(f.dt*2, MaxDrainStep.Seconds())
@@ -213,7 +246,7 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	}
 	maxCall := math.Max(p.timeoutS, 1)
 	if p.timeoutS == 0 {
-		maxCall = math.Max(f.svcA*maxSlowFactor(in.Outages, o.Partner), 60)
+		maxCall = math.Max(f.svcA*maxSlowFactor(in.Outages, f.o.Partner), 60)
 	}
 	f.cring = min(int(math.Ceil((maxCall+f.rewaitS)/f.dt))+3, MaxDrainRingBins)
 	for pp := range 2 {
@@ -231,17 +264,21 @@ func newFluid(p *planParams, o *PlanOutage, winDead func(k int) bool) *fluid {
 	f.probeIg = make([]float64, f.cring)
 	f.relA = make([]float64, f.cring)
 	f.relO = make([]float64, f.cring)
-	if f.br != nil {
-		f.trip, _ = model.ParseTripRule(f.br.Trip) // validated
-		f.bs = model.BreakerSettings{Trip: f.trip, Threshold: f.br.Threshold, Ratio: f.br.Ratio, MinCalls: f.br.MinCalls}
+}
+
+// setBreaker reads the breaker's rule and, for a windowed one, makes its
+// window's bins (after setRings, which may coarsen the step).
+func (f *fluid) setBreaker() {
+	if f.br == nil {
+		return
 	}
-	if f.br != nil && f.trip.Info().Windowed {
+	f.trip, _ = model.ParseTripRule(f.br.Trip) // validated
+	f.bs = model.BreakerSettings{Trip: f.trip, Threshold: f.br.Threshold, Ratio: f.br.Ratio, MinCalls: f.br.MinCalls}
+	if f.trip.Info().Windowed {
 		f.winBin = math.Max(f.br.Window.Seconds()/10, f.dt)
 		f.winFails = make([]float64, 10)
 		f.winCalls = make([]float64, 10)
 	}
-	f.out.dead = map[string]float64{}
-	return f
 }
 
 func grow(s []float64, n int) []float64 {
@@ -439,47 +476,78 @@ func (f *fluid) eventRate(t float64) float64 {
 
 // start hands free workers to the affected subscribers and the rest.
 func (f *fluid) start(t float64, step int) {
-	in := &f.p.in
 	f.cur = step
 	rA := f.readyA(0) + f.readyA(1)
 	if f.br != nil && f.state == 2 && f.br.OnOpenDeadLetter && rA > 0 {
-		for pp := range 2 {
-			for k := range f.ready[pp] {
-				if v := f.ready[pp][k]; v > 0 {
-					f.terminal(pp, v, "circuit-open")
-					if k == 0 {
-						f.out.deliveries -= v // dead-lettered before any attempt
-						f.out.noAttempt += v
-					}
-					f.ready[pp][k] = 0
-				}
-			}
-		}
+		f.deadLetterReady()
 		rA = 0
 	}
-	wantA := rA
+	wantA, wantO := f.wantA(rA), f.wantO()
+	sA, sO := f.share(wantA, wantO)
+	if sO > 0 {
+		f.readyO -= sO
+		f.inO += sO
+		f.relO[(step+f.bins(f.svcO))%f.cring] += sO
+	}
+	if sA > 0 {
+		f.startA(t, step, sA)
+	}
+}
+
+// deadLetterReady dead-letters every ready affected delivery: an open
+// breaker with on_open = "dead-letter".
+func (f *fluid) deadLetterReady() {
+	for pp := range 2 {
+		for k := range f.ready[pp] {
+			if v := f.ready[pp][k]; v > 0 {
+				f.terminal(pp, v, "circuit-open")
+				if k == 0 {
+					f.out.deliveries -= v // dead-lettered before any attempt
+					f.out.noAttempt += v
+				}
+				f.ready[pp][k] = 0
+			}
+		}
+	}
+}
+
+// wantA is how many of the rA ready affected deliveries may start: none
+// while the breaker is open or its probes are out, its probes while
+// half-open, and no more than the per-partner limit leaves room for.
+func (f *fluid) wantA(rA float64) float64 {
+	want := rA
 	if f.br != nil {
 		switch f.state {
 		case 2:
-			wantA = 0
+			want = 0
 		case 1:
 			if f.probesOut > 0 {
-				wantA = 0 // wait for the probes' results
+				want = 0 // wait for the probes' results
 			} else {
-				wantA = math.Min(wantA, f.probesLeft)
+				want = math.Min(want, f.probesLeft)
 			}
 		}
 	}
-	ppc := float64(in.PerPartnerConcurrency)
-	if ppc > 0 {
-		wantA = math.Min(wantA, math.Max(0, ppc*f.subsA-f.inA))
+	if ppc := float64(f.p.in.PerPartnerConcurrency); ppc > 0 {
+		want = math.Min(want, math.Max(0, ppc*f.subsA-f.inA))
 	}
-	wantO := f.readyO
-	if ppc > 0 && f.subsO > 0 {
-		wantO = math.Min(wantO, math.Max(0, ppc*f.subsO-f.inO))
+	return want
+}
+
+// wantO is how many of the other subscribers' ready deliveries may start.
+func (f *fluid) wantO() float64 {
+	want := f.readyO
+	if ppc := float64(f.p.in.PerPartnerConcurrency); ppc > 0 && f.subsO > 0 {
+		want = math.Min(want, math.Max(0, ppc*f.subsO-f.inO))
 	}
-	free := math.Max(0, float64(in.Workers)-f.inA-f.inO)
-	sA, sO := wantA, wantO
+	return want
+}
+
+// share divides the free workers between the affected and the other
+// subscribers when they want more than there is.
+func (f *fluid) share(wantA, wantO float64) (sA, sO float64) {
+	free := math.Max(0, float64(f.p.in.Workers)-f.inA-f.inO)
+	sA, sO = wantA, wantO
 	if wantA+wantO > free {
 		// Round robin: one start per partner with due work in turn.
 		nA := math.Min(f.subsA, wantA)
@@ -493,14 +561,13 @@ func (f *fluid) start(t float64, step int) {
 			sA, sO = math.Min(wantA, sA+sO-wantO), wantO
 		}
 	}
-	if sO > 0 {
-		f.readyO -= sO
-		f.inO += sO
-		f.relO[(step+f.bins(f.svcO))%f.cring] += sO
-	}
-	if sA <= 0 {
-		return
-	}
+	return sA, sO
+}
+
+// startA starts sA attempts at the affected subscribers at t: they end as
+// the outage answers them, and each class of ready deliveries gives its
+// share.
+func (f *fluid) startA(t float64, step int, sA float64) {
 	if f.br != nil && f.state == 1 {
 		f.probesLeft -= sA
 		f.probesOut += sA
@@ -509,28 +576,7 @@ func (f *fluid) start(t float64, step int) {
 	f.out.attempts += sA
 	f.inA += sA
 	c := f.call(t)
-	dur := c.durS
-	fails, timedOut := 0.0, false
-	if !c.fails {
-		svc := f.svcA * c.factor
-		wait := 0.0
-		if f.concA > 0 {
-			wait = f.workA / f.concA
-			f.workA += sA * svc
-		}
-		dur = wait + svc
-		if f.p.timeoutS > 0 && dur > f.p.timeoutS {
-			dur, timedOut = f.p.timeoutS, true
-		}
-		fails = f.failA
-		c.kind = model.Count5xx // a transient error is a 503
-		if timedOut {
-			fails = 1
-			c.kind = model.CountTimeout
-		}
-	} else {
-		fails = 1
-	}
+	dur, fails := f.answer(&c, sA)
 	counts := f.br == nil || f.br.Count == 0 || f.br.Count&c.kind != 0
 	cb := (step + f.bins(dur)) % f.cring
 	f.relA[(step+f.bins(dur+f.rewaitS))%f.cring] += sA
@@ -545,6 +591,35 @@ func (f *fluid) start(t float64, step int) {
 	if counts {
 		f.counted[cb] += sA * fails
 	}
+	f.takeReady(sA, cb, fails, c.retryAfter)
+}
+
+// answer is how long sA attempts answered by c take and the fraction of
+// them that fail: a call the outage does not fail waits behind the
+// partner's queue and may time out.
+func (f *fluid) answer(c *fluidCall, sA float64) (dur, fails float64) {
+	if c.fails {
+		return c.durS, 1
+	}
+	svc := f.svcA * c.factor
+	wait := 0.0
+	if f.concA > 0 {
+		wait = f.workA / f.concA
+		f.workA += sA * svc
+	}
+	dur = wait + svc
+	fails = f.failA
+	c.kind = model.Count5xx // a transient error is a 503
+	if f.p.timeoutS > 0 && dur > f.p.timeoutS {
+		dur, fails = f.p.timeoutS, 1
+		c.kind = model.CountTimeout
+	}
+	return dur, fails
+}
+
+// takeReady takes sA started attempts from the ready classes in
+// proportion, and books their successes and failures at bin cb.
+func (f *fluid) takeReady(sA float64, cb int, fails, retryAfter float64) {
 	left := sA
 	for pp := range 2 {
 		tot := f.readyA(pp)
@@ -565,10 +640,10 @@ func (f *fluid) start(t float64, step int) {
 			kk := min(k+1, f.classes)
 			f.succ[pp][kk] = grow(f.succ[pp][kk], f.cring)
 			f.succ[pp][kk][cb] += m * (1 - fails)
-			if c.retryAfter > 0 {
+			if retryAfter > 0 {
 				f.failRA[pp][kk] = grow(f.failRA[pp][kk], f.cring)
 				f.failRA[pp][kk][cb] += m * fails
-				f.raAt[cb] = c.retryAfter
+				f.raAt[cb] = retryAfter
 			} else {
 				f.fail[pp][kk] = grow(f.fail[pp][kk], f.cring)
 				f.fail[pp][kk][cb] += m * fails
