@@ -282,11 +282,25 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{key}, a...)...))
 	}
-	nonNeg := func(key string, d time.Duration) {
-		if d < 0 {
-			bad(key, "%v is negative", d)
-		}
+	validatePoolInput(&in, bad)
+	validatePolicyInput(&in, bad)
+	validateLoadInput(&in, bad)
+	validateDrainInput(&in, bad)
+	if len(errs) > 0 {
+		return planParams{}, errors.Join(errs...)
 	}
+	return newPlanParams(in), nil
+}
+
+// nonNegative reports a negative duration.
+func nonNegative(bad func(key, format string, a ...any), key string, d time.Duration) {
+	if d < 0 {
+		bad(key, "%v is negative", d)
+	}
+}
+
+// validatePoolInput checks the load and the worker pool.
+func validatePoolInput(in *PlanInput, bad func(key, format string, a ...any)) {
 	if !finiteNonNeg(in.ArrivalPerS) {
 		bad("arrival_per_s", "%v, want a finite number ≥ 0", in.ArrivalPerS)
 	}
@@ -296,31 +310,19 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	if in.MeanService <= 0 {
 		bad("mean_service", "%v, want > 0", in.MeanService)
 	}
-	nonNeg("attempt_timeout", in.AttemptTimeout)
-	if in.MaxAttempts < 0 || in.MaxAttempts > MaxPlanAttempts {
-		bad("max_attempts", "%d, want 0 (unlimited) or 1..%d", in.MaxAttempts, MaxPlanAttempts)
-	}
-	nonNeg("base", in.Base)
-	nonNeg("cap", in.Cap)
-	if in.Multiplier != 0 && !(in.Multiplier >= 1 && !math.IsInf(in.Multiplier, 0)) {
-		bad("multiplier", "%v, want a finite number ≥ 1 (0 for the default %g)", in.Multiplier, DefaultPlanMultiplier)
-	}
-	jitter, err := model.ParseJitter(in.Jitter)
-	if err != nil {
-		bad("jitter", "%q, want one of %v", in.Jitter, model.JitterNames())
-	}
-	if !(in.JitterRatio >= 0 && in.JitterRatio <= 1) {
-		bad("jitter_ratio", "%v, want a number in [0, 1]", in.JitterRatio)
-	}
-	nonNeg("delivery_window", in.DeliveryWindow)
+	nonNegative(bad, "attempt_timeout", in.AttemptTimeout)
+}
+
+// validateLoadInput checks the partners' figures and the outages' sizes.
+func validateLoadInput(in *PlanInput, bad func(key, format string, a ...any)) {
 	if !(in.FailureProb >= 0 && in.FailureProb <= 1) {
 		bad("failure_prob", "%v, want a number in [0, 1]", in.FailureProb)
 	}
-	nonNeg("queue_wait_target", in.QueueWaitTarget)
+	nonNegative(bad, "queue_wait_target", in.QueueWaitTarget)
 	if in.PerPartnerConcurrency < 0 {
 		bad("per_partner_concurrency", "%d is negative", in.PerPartnerConcurrency)
 	}
-	nonNeg("partner_mean_service", in.PartnerMeanService)
+	nonNegative(bad, "partner_mean_service", in.PartnerMeanService)
 	for i, o := range in.Outages {
 		key := fmt.Sprintf("outages[%d]", i)
 		if o.Length <= 0 {
@@ -333,11 +335,30 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 			bad(key+".subscribers", "%d is negative", o.Subscribers)
 		}
 	}
-	validateDrainInput(&in, bad)
-	if len(errs) > 0 {
-		return planParams{}, errors.Join(errs...)
-	}
+}
 
+// validatePolicyInput checks the retry schedule's settings.
+func validatePolicyInput(in *PlanInput, bad func(key, format string, a ...any)) {
+	if in.MaxAttempts < 0 || in.MaxAttempts > MaxPlanAttempts {
+		bad("max_attempts", "%d, want 0 (unlimited) or 1..%d", in.MaxAttempts, MaxPlanAttempts)
+	}
+	nonNegative(bad, "base", in.Base)
+	nonNegative(bad, "cap", in.Cap)
+	if in.Multiplier != 0 && !(in.Multiplier >= 1 && !math.IsInf(in.Multiplier, 0)) {
+		bad("multiplier", "%v, want a finite number ≥ 1 (0 for the default %g)", in.Multiplier, DefaultPlanMultiplier)
+	}
+	if _, err := model.ParseJitter(in.Jitter); err != nil {
+		bad("jitter", "%q, want one of %v", in.Jitter, model.JitterNames())
+	}
+	if !(in.JitterRatio >= 0 && in.JitterRatio <= 1) {
+		bad("jitter_ratio", "%v, want a number in [0, 1]", in.JitterRatio)
+	}
+	nonNegative(bad, "delivery_window", in.DeliveryWindow)
+}
+
+// newPlanParams derives the plan's working figures from a valid input.
+func newPlanParams(in PlanInput) planParams {
+	jitter, _ := model.ParseJitter(in.Jitter) // validated
 	p := planParams{in: in}
 	p.meanS = in.MeanService.Seconds()
 	p.timeoutS = in.AttemptTimeout.Seconds()
@@ -378,7 +399,7 @@ func validatePlanInput(in PlanInput) (planParams, error) {
 	if p.timeoutS > 0 && p.partnerS > p.timeoutS {
 		p.partnerS = p.timeoutS
 	}
-	return p, nil
+	return p
 }
 
 // ExpectedAttempts is the mean number of attempts a delivery makes when

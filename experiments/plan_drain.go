@@ -270,28 +270,8 @@ func deadLetterText(dead map[string]float64) string {
 
 // validateDrainInput checks what only the drain model reads.
 func validateDrainInput(in *PlanInput, bad func(key, format string, a ...any)) {
-	for i, o := range in.Outages {
-		key := fmt.Sprintf("outages[%d]", i)
-		if _, err := fakepartner.ParseOutageKind(o.Kind); o.Kind != "" && err != nil {
-			bad(key+".kind", "%q, want one of %v", o.Kind, fakepartner.OutageKindNames())
-		}
-		if o.Start < 0 {
-			bad(key+".start", "%v is negative", o.Start)
-		}
-		if o.FailLatency < 0 {
-			bad(key+".fail_latency", "%v is negative", o.FailLatency)
-		}
-		if o.RetryAfter < 0 {
-			bad(key+".retry_after", "%v is negative", o.RetryAfter)
-		}
-		// The kind's own keys are checked by its declaration.
-		if fo, _ := o.fakeOutage(); o.Kind != "" {
-			for _, pr := range fo.Problems(0) {
-				if pr.Key == "factor" || pr.Key == "period" {
-					bad(key+"."+pr.Key, "%s", pr.Msg)
-				}
-			}
-		}
+	for i := range in.Outages {
+		validateDrainOutage(fmt.Sprintf("outages[%d]", i), &in.Outages[i], bad)
 	}
 	for i, c := range in.Cohorts {
 		key := fmt.Sprintf("cohorts[%d]", i)
@@ -318,5 +298,23 @@ func validateDrainInput(in *PlanInput, bad func(key, format string, a ...any)) {
 	}
 	if !finiteNonNeg(in.EventsPerS) {
 		bad("events_per_s", "%v, want a finite number ≥ 0", in.EventsPerS)
+	}
+}
+
+// validateDrainOutage checks one outage's kind and timing; the kind's own
+// keys are checked by its declaration.
+func validateDrainOutage(key string, o *PlanOutage, bad func(key, format string, a ...any)) {
+	if _, err := fakepartner.ParseOutageKind(o.Kind); o.Kind != "" && err != nil {
+		bad(key+".kind", "%q, want one of %v", o.Kind, fakepartner.OutageKindNames())
+	}
+	nonNegative(bad, key+".start", o.Start)
+	nonNegative(bad, key+".fail_latency", o.FailLatency)
+	nonNegative(bad, key+".retry_after", o.RetryAfter)
+	if fo, _ := o.fakeOutage(); o.Kind != "" {
+		for _, pr := range fo.Problems(0) {
+			if pr.Key == "factor" || pr.Key == "period" {
+				bad(key+"."+pr.Key, "%s", pr.Msg)
+			}
+		}
 	}
 }
