@@ -204,6 +204,8 @@ func partnerServer(d *drills.Drill) (drills.PartnerServer, string, error) {
 	return ps, token, nil
 }
 
+// newHarness sets up an external run of d in dir: the partners' server,
+// and what the system under drill is given.
 func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if !d.IsExternal() {
 		return nil, fmt.Errorf("external: drill %s has mode %q, not \"external\"", d.Name, d.Mode)
@@ -226,56 +228,85 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 	if base == "" {
 		base = "."
 	}
-	h.workdir = d.SystemDir(base)
-	if h.workdir, err = filepath.Abs(h.workdir); err != nil {
+	if h.workdir, err = filepath.Abs(d.SystemDir(base)); err != nil {
 		return nil, err
 	}
-	// partner_server: loopback unless the drill opts into a reachable
-	// address with a token from the environment.
-	ps, token, err := partnerServer(d)
+	token, err := h.startPartnerServer()
 	if err != nil {
 		return nil, err
 	}
-	if h.runID, err = newRunID(); err != nil {
+	if err := h.prepareSystem(token); err != nil {
+		h.srv.Close()
 		return nil, err
 	}
-	h.srv, err = fakepartner.NewServer(specs, fakepartner.ServerOptions{
-		Seed: d.Seed, KeyHeader: d.System.KeyHeader, AttemptHeader: d.System.AttemptHeader, RunID: h.runID,
+	return h, nil
+}
+
+// startPartnerServer starts the partners' server where partner_server
+// says: loopback unless the drill opts into a reachable address with a
+// token from the environment, which it returns.
+func (h *harness) startPartnerServer() (token string, err error) {
+	ps, token, err := partnerServer(h.d)
+	if err != nil {
+		return "", err
+	}
+	if h.runID, err = newRunID(); err != nil {
+		return "", err
+	}
+	h.srv, err = fakepartner.NewServer(h.specs, fakepartner.ServerOptions{
+		Seed: h.d.Seed, KeyHeader: h.sys.KeyHeader, AttemptHeader: h.sys.AttemptHeader, RunID: h.runID,
 		Observe: h.rec.observe, OnDeadLetter: h.rec.deadLetter, Script: h.script,
 		ControlToken: token,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("external: partner server: %w", err)
+		return "", fmt.Errorf("external: partner server: %w", err)
 	}
 	l, err := fakepartner.Listen(ps.Listen, token)
 	if err != nil {
-		return nil, fmt.Errorf("external: partner server: %w", err)
+		return "", fmt.Errorf("external: partner server: %w", err)
 	}
 	go func() { _ = h.srv.Serve(l) }()
 	h.base = ps.PartnerBaseURL(l.Addr())
+	return token, nil
+}
+
+// prepareSystem makes what the system under drill is given: a fresh state
+// directory, its environment and the way events reach it.
+func (h *harness) prepareSystem(token string) error {
 	// A fresh, empty directory for the system's own state (its queue, say)
 	// each run, so that a run directory used again does not hand the
 	// system the last run's deliveries; restarts within the run keep it.
-	stateDir := filepath.Join(dir, StateDirName)
+	stateDir := filepath.Join(h.dir, StateDirName)
 	if err := os.RemoveAll(stateDir); err != nil {
-		h.srv.Close()
-		return nil, fmt.Errorf("external: clearing %s: %w", stateDir, err)
+		return fmt.Errorf("external: clearing %s: %w", stateDir, err)
 	}
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		h.srv.Close()
-		return nil, err
+		return err
 	}
+	if err := h.makeEnv(stateDir, token); err != nil {
+		return err
+	}
+	r, err := newRenderer(h.sys)
+	if err != nil {
+		return err
+	}
+	h.ing, err = h.newIngester(r)
+	return err
+}
+
+// makeEnv sets the environment the system's commands run in.
+func (h *harness) makeEnv(stateDir, token string) error {
 	h.env = env{
 		"STORMDRILL_STATE_DIR":       stateDir,
 		"STORMDRILL_PARTNER_URL":     h.base,
 		"STORMDRILL_DEAD_LETTER_URL": h.base + "/dead-letters",
 		"STORMDRILL_ALERT_URL":       h.base + "/alerts",
-		"STORMDRILL_RUN_DIR":         dir,
+		"STORMDRILL_RUN_DIR":         h.dir,
 	}
 	// The partners as NAME:COUNT,…, for a system that must be told its
 	// endpoints (stormdrill dispatch --partner-layout); verify brings its own.
 	var layout []string
-	for _, sp := range specs {
+	for _, sp := range h.specs {
 		layout = append(layout, fmt.Sprintf("%s:%d", sp.Name, sp.Count))
 	}
 	h.env["STORMDRILL_PARTNER_LAYOUT"] = strings.Join(layout, ",")
@@ -288,63 +319,66 @@ func newHarness(d *drills.Drill, dir string, opt Options) (*harness, error) {
 		// The system reports dead letters and alerts with it.
 		h.env[fakepartner.TokenEnv] = token
 	}
-	for k, v := range opt.Env {
+	for k, v := range h.opt.Env {
 		h.env[k] = v
 	}
-	if len(d.System.Start) > 0 {
+	if len(h.sys.Start) > 0 {
 		addr, err := freeLoopbackAddr()
 		if err != nil {
-			h.srv.Close()
-			return nil, err
+			return err
 		}
 		h.env["STORMDRILL_INGEST_ADDR"] = addr
 		h.env["STORMDRILL_INGEST_URL"] = "http://" + addr + "/events"
 	}
-	r, err := newRenderer(h.sys)
-	if err != nil {
-		h.srv.Close()
-		return nil, err
-	}
+	return nil
+}
+
+// newIngester returns how events reach the system (system.ingest): its
+// ingest command, a JSON-lines file or its stdin, or HTTP.
+func (h *harness) newIngester(r *renderer) (ingester, error) {
 	switch h.sys.Ingest {
 	case "command":
-		h.ing = &commandIngest{e: h.env, dir: h.workdir, argv: h.sys.IngestCommand, r: r}
+		return &commandIngest{e: h.env, dir: h.workdir, argv: h.sys.IngestCommand, r: r}, nil
 	case "jsonl":
-		j := &jsonlIngest{r: r}
-		if h.sys.JSONLPath != "" {
-			p := h.env.expand(h.sys.JSONLPath)
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(h.workdir, p)
-			}
-			if h.file, err = openJSONL(p); err != nil {
-				h.srv.Close()
-				return nil, fmt.Errorf("external: system.jsonl_path: %w", err)
-			}
-			j.w = func() io.Writer { return h.file }
-		} else {
-			j.w = func() io.Writer {
-				h.procMu.Lock()
-				defer h.procMu.Unlock()
-				if h.proc == nil || h.proc.stdin == nil {
-					return nil
-				}
-				return h.proc.stdin
-			}
-		}
-		h.ing = j
-	default:
-		u := h.env.expand(h.sys.IngestURL)
-		if strings.Contains(u, "${") || u == "" {
-			h.srv.Close()
-			return nil, fmt.Errorf("external: system.ingest_url %q: nothing to expand it with (the harness sets STORMDRILL_INGEST_URL only when it starts the system)", h.sys.IngestURL)
-		}
-		hi := &httpIngest{url: u, r: r, client: &http.Client{Timeout: ingestTimeout}}
-		for _, hd := range h.sys.IngestHeaders {
-			name, val, _ := strings.Cut(hd, ":")
-			hi.headers = append(hi.headers, [2]string{strings.TrimSpace(name), h.env.expand(strings.TrimSpace(val))})
-		}
-		h.ing = hi
+		return h.newJSONLIngest(r)
 	}
-	return h, nil
+	u := h.env.expand(h.sys.IngestURL)
+	if strings.Contains(u, "${") || u == "" {
+		return nil, fmt.Errorf("external: system.ingest_url %q: nothing to expand it with (the harness sets STORMDRILL_INGEST_URL only when it starts the system)", h.sys.IngestURL)
+	}
+	hi := &httpIngest{url: u, r: r, client: &http.Client{Timeout: ingestTimeout}}
+	for _, hd := range h.sys.IngestHeaders {
+		name, val, _ := strings.Cut(hd, ":")
+		hi.headers = append(hi.headers, [2]string{strings.TrimSpace(name), h.env.expand(strings.TrimSpace(val))})
+	}
+	return hi, nil
+}
+
+// newJSONLIngest appends events to system.jsonl_path, or without one
+// writes them to the started system's stdin.
+func (h *harness) newJSONLIngest(r *renderer) (ingester, error) {
+	j := &jsonlIngest{r: r}
+	if h.sys.JSONLPath == "" {
+		j.w = func() io.Writer {
+			h.procMu.Lock()
+			defer h.procMu.Unlock()
+			if h.proc == nil || h.proc.stdin == nil {
+				return nil
+			}
+			return h.proc.stdin
+		}
+		return j, nil
+	}
+	p := h.env.expand(h.sys.JSONLPath)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(h.workdir, p)
+	}
+	var err error
+	if h.file, err = openJSONL(p); err != nil {
+		return nil, fmt.Errorf("external: system.jsonl_path: %w", err)
+	}
+	j.w = func() io.Writer { return h.file }
+	return j, nil
 }
 
 func (h *harness) close() {
