@@ -2,14 +2,11 @@ package experiments
 
 import (
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stormdrill/stormdrill/internal/testsuite"
-	"github.com/stormdrill/stormdrill/reports/browsercheck"
 )
 
 // capacityFixture is a finished search over workers: 8 fails its drain
@@ -57,46 +54,12 @@ func TestCapacityReportView(t *testing.T) {
 // is not always 0, with values on hover.
 func TestCapacityReportInBrowser(t *testing.T) {
 	testsuite.FullTier(t, "opens a capacity report in Chromium")
-	chromium, err := browsercheck.Chromium()
-	if err != nil {
-		testsuite.NotRun(t, "Chromium", err.Error())
-	}
 	r := capacityFixture()
 	dir := t.TempDir()
 	if err := WriteCapacity(dir, r); err != nil {
 		t.Fatal(err)
 	}
-	var opts []browsercheck.Option
-	if os.Getenv("STORMDRILL_SCREENSHOT") != "" {
-		opts = append(opts, browsercheck.Screenshots())
-	}
-	page, err := browsercheck.Visit(t.Context(), chromium, filepath.Join(dir, "report.html"), t.TempDir(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err := page.SaveScreenshot("STORMDRILL_SCREENSHOT"); err != nil {
-		t.Errorf("STORMDRILL_SCREENSHOT: %v", err)
-	} else if p != "" {
-		t.Logf("screenshot in %s", p)
-	}
-	for _, p := range page.Problems {
-		t.Errorf("page: %s", p)
-	}
-	if l := page.Layout; l.ScrollWidth > l.InnerWidth {
-		t.Errorf("page is %dpx wide in a %dpx window", l.ScrollWidth, l.InnerWidth)
-	}
-	charts := capacityCharts(r)
-	if page.Layout.ChartsDrawn != strconv.Itoa(len(charts)) || len(page.Charts) != len(charts) {
-		t.Errorf("charts: script drew %q, page has %d, want %d", page.Layout.ChartsDrawn, len(page.Charts), len(charts))
-	}
-	for _, c := range page.Charts {
-		if c.Width <= 0 || c.Painted < 100 {
-			t.Errorf("chart %s: canvas %vx%v, %d pixels painted", c.ID, c.Width, c.Height, c.Painted)
-		}
-	}
-	for _, p := range page.HoverProblems() {
-		t.Error(p)
-	}
+	page := openReport(t, filepath.Join(dir, "report.html"), len(capacityCharts(r)))
 	if !strings.Contains(page.Text, r.zeroLine()) || !strings.Contains(page.Text, r.AnswerText()) {
 		t.Errorf("the page lacks the answer or the zero line:\n%s", page.Text)
 	}

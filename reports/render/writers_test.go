@@ -5,9 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"math"
-	"os"
-	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -198,56 +195,6 @@ func TestCSVShape(t *testing.T) {
 	}
 }
 
-func TestSummaryJSONRoundTrip(t *testing.T) {
-	s := fixture.Run(t).Summary
-	before := render(t, func(b *bytes.Buffer) error { return reports.WriteSummaryJSON(b, s) })
-	if !bytes.HasSuffix(before, []byte("}\n")) {
-		t.Errorf("no trailing newline")
-	}
-	if *s.Amplification != 1.0417520833 {
-		t.Errorf("writing rounded the caller's summary: %v", *s.Amplification)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "summary.json"), before, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{dir, filepath.Join(dir, "summary.json")} {
-		got, err := reports.ReadSummary(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Amplification == nil || *got.Amplification != 1.041752 || got.Deliveries != s.Deliveries || len(got.Gates) != len(s.Gates) {
-			t.Errorf("%s: read back %+v", path, got)
-		}
-		// Writing what was read gives the same bytes: rounding is stable.
-		if again := render(t, func(b *bytes.Buffer) error { return reports.WriteSummaryJSON(b, got) }); !bytes.Equal(before, again) {
-			t.Errorf("%s: rewrite differs", path)
-		}
-	}
-	if _, err := reports.ReadSummary(filepath.Join(dir, "missing")); err == nil {
-		t.Error("ReadSummary of a missing path: no error")
-	}
-}
-
-func TestSummaryJSONRefusesNaN(t *testing.T) {
-	s := fixture.Summary()
-	s.Cohorts[1].LatencyS.P99 = math.NaN()
-	var buf bytes.Buffer
-	err := reports.WriteSummaryJSON(&buf, s)
-	if err == nil || !strings.Contains(err.Error(), "Cohorts[1].LatencyS.P99") {
-		t.Errorf("err = %v, want one naming the NaN field", err)
-	}
-}
-
-func TestSummaryJSONNilBecomesEmpty(t *testing.T) {
-	out := render(t, func(b *bytes.Buffer) error { return reports.WriteSummaryJSON(b, &reports.Summary{Drill: "x"}) })
-	for _, want := range []string{`"outages": []`, `"dead_letter_reasons": {}`, `"gates": []`, `"drain_time_s": null`} {
-		if !bytes.Contains(out, []byte(want)) {
-			t.Errorf("output lacks %s:\n%s", want, out)
-		}
-	}
-}
-
 func TestMarkdownBounds(t *testing.T) {
 	run := fixture.Run(t)
 	out := string(render(t, func(b *bytes.Buffer) error { return WriteMarkdown(b, run, fixturePlots) }))
@@ -285,15 +232,6 @@ func TestWritersHandleEmptyRun(t *testing.T) {
 	}
 	if err := WriteTimeseriesCSV(&bytes.Buffer{}, nil); err == nil {
 		t.Error("WriteTimeseriesCSV(nil): no error")
-	}
-}
-
-func TestRoundedCopyLeavesInputAlone(t *testing.T) {
-	s := fixture.Summary()
-	want := fixture.Summary()
-	render(t, func(b *bytes.Buffer) error { return reports.WriteSummaryJSON(b, s) })
-	if !reflect.DeepEqual(s, want) {
-		t.Error("WriteSummaryJSON changed its input")
 	}
 }
 
