@@ -95,14 +95,17 @@ func TestSummaryMDGoesToTheJobSummary(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	got, _ := os.ReadFile(step)
-	if !strings.HasPrefix(string(got), "earlier step\n### stormdrill fanout-one\n\n```\nfanout-one: PASS") {
+	// Markdown tables, not a code block, and no local path.
+	if !strings.HasPrefix(string(got), "earlier step\n### ✅ stormdrill fanout-one\n\n**PASS") ||
+		!strings.Contains(string(got), "| gate | measured | verdict |") || !strings.Contains(string(got), "| `lost == 0` | 0 | ✅ pass |") ||
+		!strings.Contains(string(got), "| figure") || strings.Contains(string(got), "```") || strings.Contains(string(got), os.TempDir()) {
 		t.Errorf("job summary:\n%s", got)
 	}
 	other := filepath.Join(t.TempDir(), "summary.md")
 	if code, _, _ := stormdrill(t, "run", "cmd/stormdrill/testdata/fanout-one.toml", "--out", t.TempDir(), "--quiet", "--summary-md", other); code != exitOK {
 		t.Fatal("second run failed")
 	}
-	if b, _ := os.ReadFile(other); !strings.Contains(string(b), "fanout-one: PASS") {
+	if b, _ := os.ReadFile(other); !strings.Contains(string(b), "stormdrill fanout-one") {
 		t.Errorf("--summary-md file:\n%s", b)
 	}
 }

@@ -449,20 +449,19 @@ func expandGlobs(args []string) ([]string, error) {
 	return out, nil
 }
 
-// appendSummaryMD appends the run's terminal summary to a Markdown file,
-// as GitHub Actions' job summary ($GITHUB_STEP_SUMMARY) expects: appended,
-// one block per run.
+// appendSummaryMD appends the run's verdict, gates and totals as Markdown
+// tables to a file, as GitHub Actions' job summary ($GITHUB_STEP_SUMMARY)
+// expects: appended, one section per run.
 func appendSummaryMD(path string, run *reports.Run) error {
 	var b strings.Builder
-	if err := render.WriteTerminalSummary(&b, run); err != nil {
+	if err := render.WriteStepSummary(&b, run); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	fence := "```"
-	_, werr := fmt.Fprintf(f, "### stormdrill %s\n\n%s\n%s%s\n\n", run.Summary.Drill, fence, strings.ReplaceAll(b.String(), fence, ""), fence)
+	_, werr := io.WriteString(f, b.String())
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,7 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
-	Time     string       `xml:"time,attr"`
+	Time     string       `xml:"time,attr,omitempty"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -28,7 +29,7 @@ type junitSuite struct {
 	Failures   int             `xml:"failures,attr"`
 	Errors     int             `xml:"errors,attr"`
 	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
+	Time       string          `xml:"time,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Cases      []junitCase     `xml:"testcase"`
 }
@@ -41,7 +42,7 @@ type junitProperty struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
+	Time      string        `xml:"time,attr,omitempty"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
@@ -57,8 +58,8 @@ type junitFailure struct {
 // reports show it); one per --fail-on tolerance, named "tolerance
 // EXPR"; one per other seed of a multi-seed run that failed; and one for
 // the accounting identity. A failed case carries a <failure> whose message
-// holds the measured value. Times are 0: a gate has no duration of its
-// own, and a fixed value keeps the file byte-identical across runs.
+// holds the measured value. Times are the span each case judged (see
+// junitSeconds).
 func WriteJUnit(w io.Writer, s *reports.Summary) error {
 	if s == nil {
 		return fmt.Errorf("junit.xml: no summary")
@@ -67,9 +68,10 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 	if name == "" {
 		name = "drill"
 	}
+	span, seedSpan := junitSeconds(s)
 	suite := junitSuite{
 		Name: name,
-		Time: "0",
+		Time: span,
 		Properties: []junitProperty{
 			{Name: "mode", Value: s.Mode},
 			{Name: "seed", Value: strconv.FormatUint(s.Seed, 10)},
@@ -88,7 +90,7 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 		c := junitCase{
 			Name:      g.Expr,
 			Classname: "stormdrill." + name,
-			Time:      "0",
+			Time:      span,
 			SystemOut: "measured: " + measured,
 		}
 		if !g.Pass {
@@ -114,7 +116,7 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 		if t.Test != "" {
 			measured += ", " + t.Test
 		}
-		c := junitCase{Name: "tolerance " + t.Expr, Classname: "stormdrill." + name + ".tolerances", Time: "0", SystemOut: measured}
+		c := junitCase{Name: "tolerance " + t.Expr, Classname: "stormdrill." + name + ".tolerances", Time: span, SystemOut: measured}
 		if !t.Pass {
 			c.Failure = &junitFailure{
 				Message: fmt.Sprintf("tolerance %s exceeded: %s", t.Expr, measured),
@@ -133,11 +135,11 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 			if r.Lost != 0 {
 				what += fmt.Sprintf("; lost %d", r.Lost)
 			}
-			add(junitCase{Name: fmt.Sprintf("seed %d", r.Seed), Classname: "stormdrill." + name + ".seeds", Time: "0",
+			add(junitCase{Name: fmt.Sprintf("seed %d", r.Seed), Classname: "stormdrill." + name + ".seeds", Time: seedSpan,
 				Failure: &junitFailure{Message: fmt.Sprintf("seed %d: %s", r.Seed, what), Type: "SeedFailed", Text: what + "\n"}})
 		}
 	}
-	acc := junitCase{Name: "accounting identity", Classname: "stormdrill." + name, Time: "0", SystemOut: reports.AccountingText(s)}
+	acc := junitCase{Name: "accounting identity", Classname: "stormdrill." + name, Time: span, SystemOut: reports.AccountingText(s)}
 	if !reports.AccountingHolds(s) {
 		acc.Failure = &junitFailure{Message: "accounting identity broken: " + reports.AccountingText(s), Type: "AccountingBroken", Text: reports.AccountingText(s) + "\n"}
 	}
@@ -146,7 +148,7 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 		Name:     "stormdrill",
 		Tests:    suite.Tests,
 		Failures: suite.Failures,
-		Time:     "0",
+		Time:     span,
 		Suites:   []junitSuite{suite},
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -162,4 +164,32 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitSeconds is the time, in seconds, that the run's test cases span,
+// over every seed and over one seed; empty (the attribute left out) when
+// the summary does not say. Every gate, tolerance and the accounting
+// identity is judged over the whole drill, so each case carries the
+// drill's span, as does the suite (the cases are not run one after the
+// other). In simulation the span is drill time (the duration and drain as
+// run): it is what the gates measured, and being a function of the drill
+// and seed it keeps junit.xml byte-identical for a seed, where the
+// simulator's own wall time (milliseconds) says nothing of the pipeline.
+// Live and external runs give the wall time the drill took (drill time ÷
+// speed): the time CI waited on it. A multi-seed run spans every seed's
+// drill.
+func junitSeconds(s *reports.Summary) (all, one string) {
+	t := s.DrillTimeS
+	if s.Mode != "sim" && s.Speed > 0 {
+		t /= s.Speed
+	}
+	if !(t > 0) || math.IsInf(t, 0) {
+		return "", ""
+	}
+	seeds := 1
+	if s.Seeds != nil && len(s.Seeds.Runs) > 1 {
+		seeds = len(s.Seeds.Runs)
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	return f(t * float64(seeds)), f(t)
 }
