@@ -29,8 +29,13 @@ type BundledDrill struct {
 // BundledDrills lists the bundled drills (drills/*.toml of the source
 // tree), sorted by name. The included files and the compose example are
 // bundled too, but only as what these drills read.
-func BundledDrills() []BundledDrill {
-	entries, err := fs.ReadDir(bundledFS, ".")
+func BundledDrills() []BundledDrill { return BundledIn(bundledFS) }
+
+// BundledIn lists the *.toml files at the root of fsys, an embedded tree,
+// with the description each declares, sorted by name: the bundled drills
+// here, the bundled experiments in package experiments.
+func BundledIn(fsys fs.FS) []BundledDrill {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
@@ -41,8 +46,8 @@ func BundledDrills() []BundledDrill {
 			continue
 		}
 		var head struct{ Description string }
-		data, _ := fs.ReadFile(bundledFS, e.Name())
-		_, _ = toml.Decode(string(data), &head) // the drills' own tests load them strictly
+		data, _ := fs.ReadFile(fsys, e.Name())
+		_, _ = toml.Decode(string(data), &head) // the files' own tests load them strictly
 		out = append(out, BundledDrill{Name: name, File: e.Name(), Description: head.Description})
 	}
 	slices.SortFunc(out, func(a, b BundledDrill) int { return strings.Compare(a.Name, b.Name) })

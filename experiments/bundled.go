@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/stormdrill/stormdrill/drills"
 )
 
@@ -41,22 +39,10 @@ type BundledExperiment struct {
 // BundledExperiments lists the bundled experiments (experiments/*.toml of
 // the source tree), sorted by name.
 func BundledExperiments() []BundledExperiment {
-	entries, err := fs.ReadDir(bundledFS, ".")
-	if err != nil {
-		panic(err) // the embedded tree is fixed at build time
-	}
 	var out []BundledExperiment
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".toml")
-		if !ok || e.IsDir() {
-			continue
-		}
-		var head struct{ Description string }
-		data, _ := fs.ReadFile(bundledFS, e.Name())
-		_, _ = toml.Decode(string(data), &head) // the experiments' own tests load them strictly
-		out = append(out, BundledExperiment{Name: name, File: path.Join(bundledExperimentDir, e.Name()), Description: head.Description})
+	for _, b := range drills.BundledIn(bundledFS) {
+		out = append(out, BundledExperiment{Name: b.Name, File: path.Join(bundledExperimentDir, b.File), Description: b.Description})
 	}
-	slices.SortFunc(out, func(a, b BundledExperiment) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
