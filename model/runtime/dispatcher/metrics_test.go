@@ -205,7 +205,7 @@ func TestMetricsAreRealSeconds(t *testing.T) {
 	defer srv.Close()
 	const n = 4
 	st, reg, cfg := metricsSetup(t, n)
-	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL}}
+	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Policy: model.DefaultPolicySettings()}}
 	cfg.Clock = Clock{Start: time.Now(), Speed: 100}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
