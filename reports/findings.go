@@ -20,6 +20,9 @@ type Finding struct {
 	// logged, a key the harness never issued.
 	Detail   []string `json:"detail,omitempty"`
 	Expected bool     `json:"expected"`
+	// Advisory: the finding casts doubt on the run's figures but does not
+	// fail it (a live run's late injection: see LateInjection).
+	Advisory bool `json:"advisory,omitempty"`
 }
 
 // FindingKind is one kind of finding: its name, as `expect` and
@@ -50,7 +53,7 @@ var FindingKinds = []FindingKind{
 	{FindingUnknownDeadLetters, "dead letters for ids the harness never issued"},
 	{FindingReportsRefused, "the partner server refused dead letters or alerts the system posted (a body it cannot read, a missing token): what they reported is missing from the run"},
 	{FindingDeadLetterListError, "system.dead_letter_command failed or printed something other than dead letters: the dead letters it should have listed are missing"},
-	{FindingLateInjection, "the injector sent events so late (lateness p99 above both 100 ms and 10% of the healthy p50) that latencies measured from the schedule mean little"},
+	{FindingLateInjection, "the injector sent events so late that latencies measured from the schedule mean little: in an external run, lateness p99 above both 100 ms and 10% of the healthy p50 (fails the run); in a live run, above 10% of the smallest latency the report gives (flagged, does not fail the run)"},
 }
 
 // FindingKindNames lists the kinds' names, for messages.
@@ -114,6 +117,9 @@ func FindingText(f Finding) string {
 	if f.Expected {
 		b.WriteString("; expected by the drill")
 	}
+	if f.Advisory {
+		b.WriteString("; flagged, it does not fail the run")
+	}
 	return b.String()
 }
 
@@ -121,7 +127,7 @@ func FindingText(f Finding) string {
 func unexpectedFindings(s *Summary) []Finding {
 	var out []Finding
 	for _, f := range s.Findings {
-		if !f.Expected {
+		if !f.Expected && !f.Advisory {
 			out = append(out, f)
 		}
 	}

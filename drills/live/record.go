@@ -239,6 +239,9 @@ func (r *runner) report() (*reports.Run, error) {
 	if run == nil {
 		return nil, err
 	}
+	if f := reports.LateInjection(run.Summary); f != nil {
+		reports.AddFindings(run.Summary, []reports.Finding{*f}, nil)
+	}
 	r.describeRun(run, lateness, writeTime)
 	switch {
 	case err != nil:
