@@ -19,11 +19,13 @@ const benchExamples = `  stormdrill bench
   stormdrill bench --scale 1,10,100 --cpuprofile sim.pprof   # then: go tool pprof sim.pprof`
 
 // cmdBench measures the simulator on a drill and prints a table: simulated
-// attempts per CPU-second and its ratio to a bare retry loop measured in the
-// same run, just before and after the row; the most deliveries the run held
-// pending, beside the loop's heap size (past the caches, both cost more per
-// attempt); peak heap in use; and how much faster than real time the drill
-// ran. The table comes at the end; a line on stderr marks each row measured.
+// attempts per CPU-second beside the bare retry loop's rate at the row's
+// own peak pending (the matched reference, measured in the same run just
+// after the row), their ratio; the most deliveries the run held pending;
+// peak heap in use and that heap per pending delivery (what the simulator
+// spends on each, fixed costs included); and how much faster than real
+// time the drill ran. The table comes at the end; a line on stderr marks
+// each row measured.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[flags]", benchExamples, stdout)
 	path := fs.String("drill", "drills/fanout-outage.toml", "the drill to measure")
@@ -39,25 +41,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	var factors []int
 	for _, f := range splitComma(*scales) {
 		var n int
-		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 || n > 100 {
-			return usagef("stormdrill bench: --scale %q: want integers from 1 to 100", f)
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 || n > maxBenchScale {
+			return usagef("stormdrill bench: --scale %q: want integers from 1 to %d", f, maxBenchScale)
 		}
 		factors = append(factors, n)
-	}
-	// The reference row: a bare retry loop on a 4-ary heap, measured in
-	// the same process, so each row's ratio to it holds on a busy machine.
-	// It runs before every row and after the last, and a row's ratio is to
-	// the loops just before and after it: on a shared machine the load
-	// changes over the minutes a large row takes.
-	const barePending, bareAttempts = 100_000, 5_000_000
-	var bareTotal time.Duration
-	bare := func() float64 {
-		runtime.GC()
-		cpu0 := cpuTime()
-		_ = sim.BareRetryLoop(barePending, bareAttempts, 0.2, 1)
-		cpu := cpuTime() - cpu0
-		bareTotal += cpu
-		return float64(bareAttempts) / cpu.Seconds()
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -71,13 +58,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	type row struct {
-		name                  string
-		subs                  int
-		m                     measurement
-		bareBefore, bareAfter float64
+		name string
+		subs int
+		m    measurement
+		bare float64 // the bare loop's attempts per CPU-second at the row's peak pending
 	}
 	var rows []row
-	before := bare()
 	for _, k := range factors {
 		d, err := drills.Load(*path, nil)
 		if err != nil {
@@ -97,26 +83,42 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return runError{err}
 		}
-		after := bare()
 		fmt.Fprintf(stderr, "bench: %s, %d subscribers: %.2f CPU s\n", d.Name, subs, m.cpu.Seconds())
-		rows = append(rows, row{d.Name, subs, m, before, after})
-		before = after
+		rows = append(rows, row{d.Name, subs, m, bareRate(int(max(m.peakPending, 1)))})
 	}
-	bareRuns := len(factors) + 1
-	fmt.Fprintln(stdout, "| drill | subscribers | peak pending | attempts | CPU s | attempts per CPU-second | ÷ bare loop | peak heap in use | drill time ÷ wall time |")
-	fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-	fmt.Fprintf(stdout, "| bare retry loop (4-ary heap; %d runs) | – | %d | %d | %.2f | %.0f | 1.00 | – | – |\n",
-		bareRuns, barePending, bareRuns*bareAttempts, bareTotal.Seconds(), float64(bareRuns*bareAttempts)/bareTotal.Seconds())
+	fmt.Fprintln(stdout, "| drill | subscribers | peak pending | attempts | CPU s | attempts per CPU-second | bare loop at the same pending | ÷ bare loop | peak heap in use | bytes per pending | drill time ÷ wall time |")
+	fmt.Fprintln(stdout, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, rw := range rows {
 		m := rw.m
 		rate := float64(m.attempts) / m.cpu.Seconds()
-		// The bare loop's rate over the two runs around this row.
-		bareRate := 2 / (1/rw.bareBefore + 1/rw.bareAfter)
-		fmt.Fprintf(stdout, "| %s | %d | %d | %d | %.2f | %.0f | %.2f | %.1f MiB | %.0f× |\n",
-			rw.name, rw.subs, m.peakPending, m.attempts, m.cpu.Seconds(), rate, rate/bareRate,
-			float64(m.peakHeap)/(1<<20), m.drillTime.Seconds()/m.wall.Seconds())
+		perPending := "unknown"
+		if m.peakPending > 0 {
+			perPending = fmt.Sprintf("%.0f", float64(m.peakHeap)/float64(m.peakPending))
+		}
+		// Two significant digits: a tiny drill's ratio to a loop that
+		// fills a heap of its size is well below 0.01.
+		fmt.Fprintf(stdout, "| %s | %d | %d | %d | %.2f | %.0f | %.0f | %.2g | %.1f MiB | %s | %.0f× |\n",
+			rw.name, rw.subs, m.peakPending, m.attempts, m.cpu.Seconds(), rate, rw.bare, rate/rw.bare,
+			float64(m.peakHeap)/(1<<20), perPending, m.drillTime.Seconds()/m.wall.Seconds())
 	}
 	return nil
+}
+
+// maxBenchScale bounds --scale: 500 times the flagship is 100,000
+// subscribers.
+const maxBenchScale = 500
+
+// bareRate is the bare retry loop's attempts per CPU-second holding pending
+// deliveries: the least work a retry simulation of that size can do per
+// attempt (its heap past the caches costs it as the simulator's does). It
+// makes at least 20 attempts per pending delivery, so that filling the heap
+// is a small part of the time.
+func bareRate(pending int) float64 {
+	attempts := max(5_000_000, 20*pending)
+	runtime.GC()
+	cpu0 := cpuTime()
+	_ = sim.BareRetryLoop(pending, attempts, 0.2, 1)
+	return float64(attempts) / (cpuTime() - cpu0).Seconds()
 }
 
 type measurement struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,11 +10,11 @@ import (
 	"github.com/stormdrill/stormdrill/drills/sim"
 )
 
-// TestBenchPrintsReferenceRowAndPeakPending: the table has the bare loop's
-// row (ratio 1.00, its heap's size as its pending) and a row per scale,
-// whose peak pending is the simulated run's and whose ratio is a positive
-// number.
-func TestBenchPrintsReferenceRowAndPeakPending(t *testing.T) {
+// TestBenchPrintsMatchedReferenceAndBytesPerPending: the table has a row
+// per scale whose peak pending is the simulated run's, beside the bare
+// loop's rate measured at that pending, the ratio of the two rates, and
+// the peak heap divided by the peak pending.
+func TestBenchPrintsMatchedReferenceAndBytesPerPending(t *testing.T) {
 	const drill = "drills/demo-healthy.toml"
 	code, out, errOut := stormdrill(t, "bench", "--drill", drill, "--scale", "1,2")
 	if code != exitOK {
@@ -25,16 +26,13 @@ func TestBenchPrintsReferenceRowAndPeakPending(t *testing.T) {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if len(cells) != 9 {
-			t.Fatalf("row with %d cells, want 9: %q", len(cells), line)
+		if len(cells) != 11 {
+			t.Fatalf("row with %d cells, want 11: %q", len(cells), line)
 		}
 		rows = append(rows, cells)
 	}
-	if len(rows) != 3 {
-		t.Fatalf("%d rows, want the bare loop's and two drill rows:\n%s", len(rows), out)
-	}
-	if bare := rows[0]; !strings.HasPrefix(bare[0], "bare retry loop") || bare[2] != "100000" || bare[6] != "1.00" {
-		t.Errorf("reference row %q, want the bare loop with 100000 pending and ratio 1.00", bare)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want two drill rows:\n%s", len(rows), out)
 	}
 	d, err := drills.Load("../../"+drill, nil)
 	if err != nil {
@@ -44,19 +42,32 @@ func TestBenchPrintsReferenceRowAndPeakPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := rows[1][2], strconv.FormatInt(run.Summary.PeakPending, 10); got != want || want == "0" {
+	if got, want := rows[0][2], strconv.FormatInt(run.Summary.PeakPending, 10); got != want || want == "0" {
 		t.Errorf("scale 1: peak pending %s, want the run's %s (not 0)", got, want)
 	}
 	subs := 0
 	for _, p := range d.Partners {
 		subs += p.Count
 	}
-	for k, row := range rows[1:] {
+	num := func(row []string, i int) float64 {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(row[i], " MiB"), 64)
+		if err != nil || v <= 0 {
+			t.Fatalf("cell %d %q, want a positive number", i, row[i])
+		}
+		return v
+	}
+	for k, row := range rows {
 		if row[1] != strconv.Itoa((k+1)*subs) {
 			t.Errorf("scale %d: %s subscribers, want %d", k+1, row[1], (k+1)*subs)
 		}
-		if r, err := strconv.ParseFloat(row[6], 64); err != nil || r <= 0 {
-			t.Errorf("scale %d: ratio to the bare loop %q, want a positive number", k+1, row[6])
+		rate, bare, ratio := num(row, 5), num(row, 6), num(row, 7)
+		if got := rate / bare; math.Abs(got-ratio) > 0.05*got {
+			t.Errorf("scale %d: ratio %v, want rate ÷ bare loop = %.2g", k+1, ratio, got)
+		}
+		pending, heapMiB, perPending := num(row, 2), num(row, 8), num(row, 9)
+		// The heap is printed to a tenth of a MiB, the bytes to one.
+		if heap := perPending * pending; math.Abs(heap-heapMiB*(1<<20)) > 0.05*(1<<20)+pending {
+			t.Errorf("scale %d: %v bytes per pending × %v pending is not the peak heap %v MiB", k+1, perPending, pending, heapMiB)
 		}
 	}
 }
