@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/drills/sim"
@@ -18,8 +19,8 @@ const (
 	// DefaultRatePrecision is where bisection on a rate stops: the bracket
 	// is within 2% of its lower end.
 	DefaultRatePrecision = 0.02
-	// maxBracketFactor: bracketing gives up 2^10 times away from the start.
-	maxBracketSteps = 10
+	// maxBracketSteps: bracketing gives up 2^30 times away from the start.
+	maxBracketSteps = 30
 	maxIntegerValue = 1_000_000
 	// DefaultCapacitySeeds is how many seeds `capacity` runs unless told:
 	// enough for the answer to carry a 95% confidence interval.
@@ -98,9 +99,10 @@ var rateKeys = map[string]bool{"source.rate": true, "source.rate_to": true}
 // Capacity searches one parameter of the drill at path (or of the drill a
 // bundled experiment of that name sweeps) for the boundary at
 // which every gate still holds: bracketing outward from the drill's own
-// value by factors of two (three probes at a time), then bisection (three
-// interior points at a time) to the precision. The probes of a round run in
-// parallel; the result depends only on the drill, the options and seeds.
+// value by factors of two, then bisection to the precision, one probe at a
+// time, each where the probes so far leave the answer open. With several
+// seeds the per-seed searches run in parallel; the result depends only on
+// the drill, the options and seeds.
 func Capacity(path string, opt CapacityOptions) (*CapacityResult, error) {
 	c, err := prepareCapacity(path, opt)
 	if err != nil {
@@ -114,11 +116,11 @@ func Capacity(path string, opt CapacityOptions) (*CapacityResult, error) {
 		return res, nil
 	}
 	// One search per seed: the spread of the per-seed boundaries is the
-	// noise of the answer, and it is stated with it.
+	// noise of the answer, and it is stated with it. The searches run side
+	// by side, each probing one value at a time: a search's next probe
+	// depends on its last, and the seeds keep the cores busy instead.
 	subs := make([]*CapacityResult, c.opt.Seeds)
-	for k := range subs {
-		subs[k] = c.searchSeed(k)
-	}
+	runPool(len(subs), c.opt.Workers, nil, func(k int) { subs[k] = c.searchSeed(k) })
 	c.combine(subs)
 	return c.res, nil
 }
@@ -131,6 +133,9 @@ type capacitySearch struct {
 	path  string
 	start float64
 	seed  uint64
+
+	mu   sync.Mutex // guards done
+	done []int      // probes done by each seed's search, for Progress
 }
 
 // prepareCapacity checks the options, loads the drill and fills in the
@@ -183,9 +188,23 @@ func prepareCapacity(path string, opt CapacityOptions) (*capacitySearch, error) 
 // different machines (capacity --shard) and combined.
 func (c *capacitySearch) searchSeed(k int) *CapacityResult {
 	one := c.opt
-	one.Seeds = 1
+	one.Seeds, one.Workers = 1, 1
 	if progress := c.opt.Progress; progress != nil {
-		one.Progress = func(done, bound int) { progress(k*bound+done, c.opt.Seeds*bound) }
+		// Seeds may be searched at once: each reports its own count, and
+		// the total is their sum.
+		one.Progress = func(done, bound int) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.done == nil {
+				c.done = make([]int, c.opt.Seeds)
+			}
+			c.done[k] = done
+			total := 0
+			for _, d := range c.done {
+				total += d
+			}
+			progress(total, c.opt.Seeds*bound)
+		}
 	}
 	sub := *c.res
 	sub.Probes, sub.Found, sub.Bracket, sub.Seeds = nil, false, false, 1
@@ -438,7 +457,10 @@ func (s *search) run(start float64) {
 	}
 	s.probe(first)
 	// Bracketing: step away from what has been seen by factors of two,
-	// three values a round, until a pass and a failure beyond it are seen.
+	// one value at a time, until a pass and a failure beyond it are seen.
+	// A failure ends the steps toward failure: the values past it are
+	// taken to fail too, so they are not run (the rates past the boundary
+	// are the dearest probes).
 	for step := 0; step < maxBracketSteps && len(s.tried) < s.opt.MaxProbes; step++ {
 		good, bad, haveGood, haveBad := s.bounds()
 		if haveGood && haveBad {
@@ -448,17 +470,12 @@ func (s *search) run(start float64) {
 		if !haveGood {
 			from, up = bad, !res.Largest // from a failure, toward passing
 		}
-		var vals []float64
-		for k := 1; k <= 3; k++ {
-			f := math.Pow(2, float64(k))
-			if up {
-				vals = append(vals, s.clamp(from*f))
-			} else {
-				vals = append(vals, s.clamp(from/f))
-			}
+		v := s.clamp(from / 2)
+		if up {
+			v = s.clamp(from * 2)
 		}
 		before := len(s.tried)
-		s.probe(vals)
+		s.probe([]float64{v})
 		if len(s.tried) == before {
 			break // clamped to the bounds: nothing new to try
 		}
@@ -473,19 +490,26 @@ func (s *search) run(start float64) {
 		res.Note = "every value tried passes; the boundary lies beyond the range searched"
 		return
 	}
-	// Bisection with three interior points a round.
+	// Bisection to a quarter of the bracket a round: its middle, then the
+	// quarter point between the middle and the end it did not match. The
+	// three quarter points a round once probed together find the same
+	// quarter with one probe more, on a side the middle already decided.
 	for len(s.tried) < s.opt.MaxProbes && !s.narrow(good, bad) {
-		lo, hi := math.Min(good, bad), math.Max(good, bad)
-		var vals []float64
-		for k := 1; k <= 3; k++ {
-			vals = append(vals, s.clamp(lo+(hi-lo)*float64(k)/4))
-		}
 		before := len(s.tried)
-		s.probe(vals)
+		lo, hi := math.Min(good, bad), math.Max(good, bad)
+		quarter := func(k int) float64 { return s.clamp(lo + (hi-lo)*float64(k)/4) }
+		s.probe([]float64{quarter(2)})
+		good, bad, _, _ = s.bounds()
+		for _, v := range []float64{quarter(1), quarter(3)} {
+			if math.Min(good, bad) < v && v < math.Max(good, bad) && len(s.tried) < s.opt.MaxProbes {
+				s.probe([]float64{v})
+				good, bad, _, _ = s.bounds()
+				break
+			}
+		}
 		if len(s.tried) == before {
 			break
 		}
-		good, bad, _, _ = s.bounds()
 	}
 	res.Answer, res.Found, res.Bracket, res.Failing = good, true, true, bad
 	if s.narrow(good, bad) {
