@@ -11,25 +11,24 @@ import (
 
 // sample feeds the tally what the simulated queue looks like at t.
 func (r *simRun) sample(t int64) {
-	st := r.core.Snapshot(r.wall(t))
+	// Per cohort: the age of its oldest waiting delivery, ready or
+	// delayed: the faulty cohort's backlog ages while the healthy ones'
+	// do not. A cohort's subscribers are consecutive, so the core finds
+	// it in the walk that counts the queue.
+	n := min(len(r.specs), tally.MaxCohortColumns)
+	if len(r.oldestBuf) != n {
+		r.oldestBuf = make([]int64, n)
+	}
+	st := r.core.SnapshotGroups(r.wall(t), r.cohortLo[:n+1], r.oldestBuf)
 	g := tally.Gauges{
 		Ready: int64(st.Ready), Delayed: int64(st.Delayed), InFlight: int64(st.InFlight),
 		OldestReadyAge: st.OldestReadyAge, OldestDelayedAge: st.OldestDelayedAge,
 	}
 	g.SourceHeldBack = r.heldDeliveries()
-	// Per cohort: the age of its oldest waiting delivery, ready or
-	// delayed: the faulty cohort's backlog ages while the healthy ones'
-	// do not.
-	if n := min(len(r.specs), tally.MaxCohortColumns); n > 0 {
-		oldest := make([]int64, n)
+	if n > 0 {
 		now := r.wall(t).UnixNano()
-		r.core.Each(func(it *dispatchcore.Item) {
-			if c := int(r.cohortOf(it.Partner)); c < n && (oldest[c] == 0 || it.FirstSeen < oldest[c]) {
-				oldest[c] = it.FirstSeen
-			}
-		})
 		g.CohortOldestAge = make([]time.Duration, n)
-		for c, first := range oldest {
+		for c, first := range r.oldestBuf {
 			if first != 0 {
 				g.CohortOldestAge[c] = time.Duration(max(0, now-first))
 			}

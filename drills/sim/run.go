@@ -105,6 +105,7 @@ type simRun struct {
 	// data, so its items need a Key.
 	cohortLo  []int32
 	cohortBad []bool
+	oldestBuf []int64 // sample's per-cohort oldest FirstSeen
 
 	fan     *drills.Fanout
 	fanout  []int32 // the subscriber indexes held[heldHead] fans out to

@@ -485,33 +485,61 @@ type Stats struct {
 
 // Snapshot walks the queue. It costs O(queued); call it at the sampling
 // interval, not per event.
-func (c *Core) Snapshot(now time.Time) Stats {
+func (c *Core) Snapshot(now time.Time) Stats { return c.SnapshotGroups(now, nil, nil) }
+
+// SnapshotGroups is Snapshot that also finds, in the same walk, each
+// partner group's oldest queued delivery: groups are runs of consecutive
+// partners, group g from partner groupLo[g] up to groupLo[g+1], and
+// oldest[g] (len(groupLo)-1 of them) gets the least FirstSeen of its
+// queued deliveries, or 0 when it has none. Partners past the last group
+// count in the Stats only. One walk reads each queued delivery once: at a
+// backlog of many thousands, each read is a cache miss.
+func (c *Core) SnapshotGroups(now time.Time, groupLo []int32, oldest []int64) Stats {
 	n := now.UnixNano()
 	s := Stats{InFlight: c.busy}
 	var oldReady, oldDelayed int64 = n, n
+	for g := range oldest {
+		oldest[g] = 0
+	}
+	g := 0 // the group of partner i, while i is in one
 	for i := range c.partners {
 		p := &c.partners[i]
 		if p.head.it == nil {
 			continue
 		}
+		for g < len(oldest) && int32(i) >= groupLo[g+1] {
+			g++
+		}
+		grouped := g < len(oldest) && int32(i) >= groupLo[g]
 		// A breaker that is not closed holds the partner's deliveries: they
 		// wait out the breaker, not a worker.
 		held := false
 		if b := p.breaker; b != nil && b.State(now) != model.StateClosed {
 			held = true
 		}
+		groupOldest := int64(0)
+		if grouped {
+			groupOldest = oldest[g]
+		}
 		for k := -1; k < len(p.q); k++ {
-			it := p.head.it
+			e := &p.head
 			if k >= 0 {
-				it = p.q[k].it
+				e = &p.q[k]
 			}
-			if !held && it.RunAt <= n {
+			first := e.it.FirstSeen
+			if !held && e.runAt <= n { // runAt is it.RunAt while queued
 				s.Ready++
-				oldReady = min(oldReady, it.FirstSeen)
+				oldReady = min(oldReady, first)
 			} else {
 				s.Delayed++
-				oldDelayed = min(oldDelayed, it.FirstSeen)
+				oldDelayed = min(oldDelayed, first)
 			}
+			if groupOldest == 0 || first < groupOldest {
+				groupOldest = first
+			}
+		}
+		if grouped {
+			oldest[g] = groupOldest
 		}
 	}
 	s.OldestReadyAge = time.Duration(n - oldReady)
