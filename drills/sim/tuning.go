@@ -44,9 +44,17 @@ func newBreakers(n int) []simBreaker {
 }
 
 // newSlab returns the next slab of items after one of prev items: twice as
-// many, up to 8 MiB, so that the deliveries in flight span few pages.
+// many up to 1 MiB, then 4 MiB ones, so that the deliveries in flight span
+// few pages (a 4 MiB slab holds at least one whole huge page) while the
+// last slab, mostly unused when the pending deliveries peak, stays small
+// beside them.
 func newSlab(prev int) []slabItem {
-	s := make([]slabItem, min(max(2*prev, 64), 1<<23/int(unsafe.Sizeof(slabItem{}))))
+	const mib = 1 << 20
+	n := max(2*prev, 64)
+	if n*int(unsafe.Sizeof(slabItem{})) > mib {
+		n = 4 * mib / int(unsafe.Sizeof(slabItem{}))
+	}
+	s := make([]slabItem, n)
 	tuning.HugePagesOf(s)
 	return s
 }
