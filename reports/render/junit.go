@@ -53,7 +53,9 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
-// WriteJUnit writes the verdict as JUnit XML: one test case per gate,
+// WriteJUnit writes the verdict as JUnit XML from the report's view: one
+// test case per finding, named "finding KIND" and failed unless the drill
+// expects it; one per gate,
 // named by its expression (over every seed of a multi-seed run, as the
 // reports show it); one per --fail-on tolerance, named "tolerance
 // EXPR"; one per other seed of a multi-seed run that failed; and one for
@@ -76,34 +78,11 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 			{Name: "mode", Value: s.Mode},
 			{Name: "seed", Value: strconv.FormatUint(s.Seed, 10)},
 		},
-		Cases: make([]junitCase, 0, len(s.Gates)),
 	}
-	// The gates as the reports show them: over every seed of a multi-seed
-	// run, so that a CI system's verdict on a gate is the report's.
+	// The cases are the report's view: its findings, gates (over every
+	// seed of a multi-seed run) and tolerances, so that what a CI system
+	// says of a run is what report.md says.
 	v := buildView(&reports.Run{Summary: s}, nil)
-	for _, g := range v.Gates {
-		measured, failed := g.Measured, "failed"
-		if v.SeedGates {
-			measured = fmt.Sprintf("held on %s; min %s, mean %s, max %s", g.HeldOn, g.Min, g.Mean, g.Max)
-			failed = "failed on some seeds"
-		}
-		c := junitCase{
-			Name:      g.Expr,
-			Classname: "stormdrill." + name,
-			Time:      span,
-			SystemOut: "measured: " + measured,
-		}
-		if !g.Pass {
-			c.Failure = &junitFailure{
-				Message: fmt.Sprintf("gate %s %s: measured %s", g.Expr, failed, measured),
-				Type:    "GateFailed",
-				Text:    fmt.Sprintf("gate: %s\nmeasured: %s\n", g.Expr, measured),
-			}
-			suite.Failures++
-		}
-		suite.Tests++
-		suite.Cases = append(suite.Cases, c)
-	}
 	add := func(c junitCase) {
 		if c.Failure != nil {
 			suite.Failures++
@@ -111,7 +90,13 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 		suite.Tests++
 		suite.Cases = append(suite.Cases, c)
 	}
-	for _, t := range s.Tolerances {
+	for _, f := range v.Findings {
+		add(junitFindingCase(f, "stormdrill."+name+".findings", span))
+	}
+	for _, g := range v.Gates {
+		add(junitGateCase(g, v.SeedGates, "stormdrill."+name, span))
+	}
+	for _, t := range v.Tolerances {
 		measured := fmt.Sprintf("base %s, candidate %s, change %s", t.Base, t.Candidate, t.Change)
 		if t.Test != "" {
 			measured += ", " + t.Test
@@ -164,6 +149,41 @@ func WriteJUnit(w io.Writer, s *reports.Summary) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitGateCase is one gate of the report's view as a test case, failed
+// when the gate failed; seeds says the gate is judged over every seed of a
+// multi-seed run.
+func junitGateCase(g gateRow, seeds bool, class, span string) junitCase {
+	measured, failed := g.Measured, "failed"
+	if seeds {
+		measured = fmt.Sprintf("held on %s; min %s, mean %s, max %s", g.HeldOn, g.Min, g.Mean, g.Max)
+		failed = "failed on some seeds"
+	}
+	c := junitCase{Name: g.Expr, Classname: class, Time: span, SystemOut: "measured: " + measured}
+	if !g.Pass {
+		c.Failure = &junitFailure{
+			Message: fmt.Sprintf("gate %s %s: measured %s", g.Expr, failed, measured),
+			Type:    "GateFailed",
+			Text:    fmt.Sprintf("gate: %s\nmeasured: %s\n", g.Expr, measured),
+		}
+	}
+	return c
+}
+
+// junitFindingCase is one finding of the report's view as a test case,
+// named by its kind so that CI history follows it from run to run; it
+// fails unless the drill expects that kind, as the run's verdict does.
+func junitFindingCase(f findingRow, class, span string) junitCase {
+	text := f.Text
+	for _, d := range f.Detail {
+		text += "\n" + d
+	}
+	c := junitCase{Name: "finding " + f.Kind, Classname: class, Time: span, SystemOut: text}
+	if !f.Expected {
+		c.Failure = &junitFailure{Message: "finding " + f.Text, Type: "Finding", Text: text + "\n"}
+	}
+	return c
 }
 
 // junitSeconds is the time, in seconds, that the run's test cases span,

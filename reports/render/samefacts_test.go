@@ -197,3 +197,93 @@ func TestEveryWriterSaysTheSameVerdict(t *testing.T) {
 		}
 	}
 }
+
+// mdFindings is report.md's findings list, one entry per finding (its
+// detail lines left out).
+func mdFindings(md string) []string {
+	i := strings.Index(md, "\n## Findings\n")
+	if i < 0 {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(md[i+len("\n## Findings\n"):], "\n") {
+		if line == "" && len(out) > 0 {
+			break // the list ends; the failures follow
+		}
+		if strings.HasPrefix(line, "- ") {
+			out = append(out, mdText(strings.TrimPrefix(strings.TrimPrefix(line, "- "), "⚠️ ")))
+		}
+	}
+	return out
+}
+
+// TestJUnitSaysWhatTheReportSays renders every report variant as
+// junit.xml and report.md and compares them: the same gates in the same
+// order, failed alike; a case per finding, failed unless expected, saying
+// what report.md's findings list says; and a failure in junit.xml exactly
+// when the verdict is FAIL.
+func TestJUnitSaysWhatTheReportSays(t *testing.T) {
+	findings := 0
+	for _, v := range reportVariants(t) {
+		s := v.run.Summary
+		if s == nil {
+			continue
+		}
+		md := renderedReports(t, v.run)["report.md"]
+		var junit struct {
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Name      string    `xml:"name,attr"`
+				Classname string    `xml:"classname,attr"`
+				SystemOut string    `xml:"system-out"`
+				Failure   *struct{} `xml:"failure"`
+			} `xml:"testsuite>testcase"`
+		}
+		if err := xml.Unmarshal(render(t, func(b *bytes.Buffer) error { return WriteJUnit(b, s) }), &junit); err != nil {
+			t.Fatal(err)
+		}
+		var gates, failed, findingText []string
+		var findingFailed []bool
+		for _, c := range junit.Cases {
+			switch c.Classname {
+			case "stormdrill." + s.Drill:
+				if c.Name == "accounting identity" {
+					continue
+				}
+				gates = append(gates, c.Name)
+				if c.Failure != nil {
+					failed = append(failed, c.Name)
+				}
+			case "stormdrill." + s.Drill + ".findings":
+				findingText = append(findingText, strings.SplitN(c.SystemOut, "\n", 2)[0])
+				findingFailed = append(findingFailed, c.Failure != nil)
+			}
+		}
+		mdGates := mdTable(md, "## Gates")
+		var want []string
+		for _, r := range mdGates[min(1, len(mdGates)):] {
+			want = append(want, r[0])
+		}
+		if len(want) == 0 || !slices.Equal(gates, want) {
+			t.Errorf("%s: junit.xml has gates %q, report.md %q", v.name, gates, want)
+		}
+		if want := failedGatesOf(mdGates); !slices.Equal(failed, want) {
+			t.Errorf("%s: junit.xml fails gates %q, report.md %q", v.name, failed, want)
+		}
+		if want := mdFindings(md); len(want) != len(s.Findings) || !slices.Equal(findingText, want) {
+			t.Errorf("%s: junit.xml's findings %q, report.md's %q", v.name, findingText, want)
+		}
+		for i, f := range s.Findings {
+			if i < len(findingFailed) && findingFailed[i] == f.Expected {
+				t.Errorf("%s: junit.xml's finding %s failed %v, want %v (expected by the drill: %v)", v.name, f.Kind, findingFailed[i], !f.Expected, f.Expected)
+			}
+		}
+		findings += len(s.Findings)
+		if (junit.Failures > 0) != strings.HasPrefix(reports.VerdictText(s), "FAIL") {
+			t.Errorf("%s: junit.xml has %d failures, the verdict is %q", v.name, junit.Failures, reports.VerdictText(s))
+		}
+	}
+	if findings == 0 {
+		t.Error("no variant has a finding: the findings went unchecked")
+	}
+}

@@ -85,7 +85,7 @@ func externalRun(t *testing.T) *reports.Run {
 
 // reportVariants is every kind of run a report is written for: single
 // seed with and without a baseline, several seeds with and without one,
-// external and live.
+// external (with findings, one expected, and without) and live.
 func reportVariants(t *testing.T) []reportVariant {
 	t.Helper()
 	live := fixture.Run(t) // a live run compared with a baseline
@@ -103,6 +103,15 @@ func reportVariants(t *testing.T) []reportVariant {
 		{"multi-seed", seedsRun(t, false)},
 		{"multi-seed with baseline", seedsRun(t, true)},
 		{"external", externalRun(t)},
+		{"external with findings", func() *reports.Run {
+			r := externalRun(t)
+			at := 1.5
+			reports.AddFindings(r.Summary, []reports.Finding{
+				{Kind: reports.FindingSystemExited, Count: 1, FirstAtS: &at, Message: "the system exited on its own", Detail: []string{"panic: boom"}},
+				{Kind: reports.FindingIngestRefused, Count: 3, Message: "the ingest refused 3 of 10 events"},
+			}, []string{reports.FindingIngestRefused})
+			return r
+		}()},
 		{"live", liveAlone},
 		{"live with baseline", live},
 		{"no summary", &reports.Run{}},

@@ -236,7 +236,7 @@ func viewHeadline(v *reportView, s *reports.Summary) {
 
 	v.Verdict = reports.VerdictText(s)
 	for _, f := range s.Findings {
-		row := findingRow{Text: reports.FindingText(f), Expected: f.Expected}
+		row := findingRow{Kind: reports.OneLine(f.Kind), Text: reports.FindingText(f), Expected: f.Expected}
 		for _, d := range f.Detail {
 			row.Detail = append(row.Detail, reports.OneLine(d))
 		}
