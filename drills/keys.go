@@ -2,6 +2,7 @@ package drills
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -88,10 +89,10 @@ var Keys = []KeyDoc{
 	{"policy.retry.permanent_status", "array of integers", "", "HTTP statuses (100–599) never to retry; not also in retryable_status."},
 
 	{"policy.breaker.trip", "string", `"none"`, tripDoc()},
-	{"policy.breaker.threshold", "integer", "5", "consecutive, window: failures that open the breaker; at least 1."},
-	{"policy.breaker.window", "duration", `"60s"`, "window, rate: the sliding window."},
-	{"policy.breaker.ratio", "number", "0.5", "rate: failure ratio that opens the breaker, in (0, 1]."},
-	{"policy.breaker.min_calls", "integer", "10", "rate: calls in the window before the ratio counts; at least 1."},
+	{"policy.breaker.threshold", "integer", "5", tripRulesUsing("threshold") + ": failures that open the breaker; at least 1."},
+	{"policy.breaker.window", "duration", `"60s"`, tripRulesUsing("window") + ": the sliding window."},
+	{"policy.breaker.ratio", "number", "0.5", tripRulesUsing("ratio") + ": failure ratio that opens the breaker, in (0, 1]."},
+	{"policy.breaker.min_calls", "integer", "10", tripRulesUsing("min_calls") + ": calls in the window before the ratio counts; at least 1."},
 	{"policy.breaker.cooldown", "duration", `"30s"`, "How long the breaker stays open before probing; above 0."},
 	{"policy.breaker.probes", "integer", "1", "Trial calls let through half-open; at least 1."},
 	{"policy.breaker.count", "array of strings", "all", "The failures that count against the breaker: `5xx`, `429`, `4xx`, `timeout`, `reset`, `refused`, `other`; empty counts every failure. Without `429`, a throttling partner's deliveries follow Retry-After instead of opening the breaker."},
@@ -218,6 +219,18 @@ func tripDoc() string {
 		parts = append(parts, "`"+k.Name+"` ("+k.Doc+")")
 	}
 	return "Per-partner circuit breaker: " + joinChoices(parts) + "."
+}
+
+// tripRulesUsing names the trip rules that read the breaker setting key,
+// as "window, rate".
+func tripRulesUsing(key string) string {
+	var names []string
+	for i := range model.TripRules {
+		if slices.Contains(model.TripRules[i].Uses, key) {
+			names = append(names, model.TripRules[i].Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // KeysMarkdown renders Keys as a Markdown table.

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,21 @@ func TestTripRuleProblems(t *testing.T) {
 		}
 		if got := strings.Join(keys, " "); got != tt.keys {
 			t.Errorf("%s %+v: problems with %q, want %q", tt.s.Trip, tt.s, got, tt.keys)
+		}
+	}
+}
+
+// A trip rule's Uses are the settings its Check validates: with every
+// setting out of range, it reports exactly those keys.
+func TestTripRuleUsesWhatItChecks(t *testing.T) {
+	for i := range TripRules {
+		r := &TripRules[i]
+		var keys []string
+		for _, p := range r.Check(&BreakerSettings{Trip: TripRule(i), Threshold: 0, Window: -1, Ratio: 2, MinCalls: 0}) {
+			keys = append(keys, p.Key)
+		}
+		if !slices.Equal(keys, r.Uses) {
+			t.Errorf("%s: Check reports %q, Uses declares %q", r.Name, keys, r.Uses)
 		}
 	}
 }

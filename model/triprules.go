@@ -27,8 +27,11 @@ type TripRuleInfo struct {
 	Rule TripRule
 	Name string // as written in a drill
 	Doc  string // one line: when the breaker opens
-	// Check reports what is wrong with the settings the rule reads
-	// (threshold, window, ratio, min_calls), keyed as the drill names them.
+	// Uses lists the settings the rule reads (threshold, window, ratio,
+	// min_calls), as the drill names them; the key reference says so.
+	Uses []string
+	// Check reports what is wrong with the settings in Uses, keyed as the
+	// drill names them.
 	Check func(s *BreakerSettings) []Problem
 	// FailuresToOpen is the plan's effect of the rule: how many failed
 	// calls in a row open a closed breaker on a partner that fails every
@@ -69,6 +72,7 @@ var TripRules = [...]TripRuleInfo{
 	TripConsecutive: {
 		Rule: TripConsecutive, Name: "consecutive",
 		Doc:            "opens after threshold failures in a row",
+		Uses:           []string{"threshold"},
 		Check:          checkThreshold,
 		FailuresToOpen: func(s *BreakerSettings) int { return max(s.Threshold, 1) },
 		FluidOpens: func(s *BreakerSettings, run, _, _ float64) bool {
@@ -85,7 +89,8 @@ var TripRules = [...]TripRuleInfo{
 	},
 	TripWindow: {
 		Rule: TripWindow, Name: "window",
-		Doc: "opens after threshold failures within window",
+		Doc:  "opens after threshold failures within window",
+		Uses: []string{"threshold", "window"},
 		Check: func(s *BreakerSettings) []Problem {
 			return append(checkThreshold(s), checkWindow(s)...)
 		},
@@ -112,7 +117,8 @@ var TripRules = [...]TripRuleInfo{
 	},
 	TripRate: {
 		Rule: TripRate, Name: "rate",
-		Doc: "opens when the failure ratio within window reaches ratio, once the window holds min_calls calls",
+		Doc:  "opens when the failure ratio within window reaches ratio, once the window holds min_calls calls",
+		Uses: []string{"window", "ratio", "min_calls"},
 		Check: func(s *BreakerSettings) []Problem {
 			ps := checkWindow(s)
 			if !(s.Ratio > 0 && s.Ratio <= 1) {
