@@ -144,24 +144,14 @@ func TestMetricsGaugesStaleAfterLastWalk(t *testing.T) {
 	const n = 4
 	st, reg, cfg := metricsSetup(t, n)
 	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Policy: model.DefaultPolicySettings()}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, cfg)
-		done <- err
-	}()
+	stop := startRun(cfg)
 	inFlight := "stormdrill_dispatcher_queue_deliveries,state=in_flight"
 	testsuite.WaitFor(t, "a gauge walk that sees the attempts in flight", time.Minute, func() bool {
 		return gather(t, reg)[inFlight] > 0
 	})
 	close(release)
-	testsuite.WaitFor(t, "every delivery delivered", time.Minute, func() bool {
-		c, err := st.Counts(context.Background(), time.Now())
-		return err == nil && c.Delivered == n
-	})
-	cancel()
-	if err := <-done; err != nil {
+	waitDelivered(t, st, n)
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if g := gather(t, reg)[inFlight]; g != 0 {
@@ -207,18 +197,9 @@ func TestMetricsAreRealSeconds(t *testing.T) {
 	st, reg, cfg := metricsSetup(t, n)
 	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Policy: model.DefaultPolicySettings()}}
 	cfg.Clock = Clock{Start: time.Now(), Speed: 100}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(ctx, cfg)
-		done <- err
-	}()
-	testsuite.WaitFor(t, "every delivery delivered", time.Minute, func() bool {
-		c, err := st.Counts(context.Background(), time.Now())
-		return err == nil && c.Delivered == n
-	})
-	cancel()
-	if err := <-done; err != nil {
+	stop := startRun(cfg)
+	waitDelivered(t, st, n)
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	fams, err := reg.Gather()
@@ -248,4 +229,28 @@ func lintRegistry(reg *prometheus.Registry) ([]promlint.Problem, error) {
 		return nil, err
 	}
 	return promlint.NewWithMetricFamilies(fams).Lint()
+}
+
+// startRun runs a dispatcher on cfg; stop cancels it and returns Run's
+// error once it has returned (the gauges are final then).
+func startRun(cfg Config) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, cfg)
+		done <- err
+	}()
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// waitDelivered waits until st holds n delivered deliveries.
+func waitDelivered(t *testing.T, st *queue.Memory, n int) {
+	t.Helper()
+	testsuite.WaitFor(t, "every delivery delivered", time.Minute, func() bool {
+		c, err := st.Counts(context.Background(), time.Now())
+		return err == nil && c.Delivered == int64(n)
+	})
 }
