@@ -119,9 +119,9 @@ func (ld *loader) decodeValue(v any, f reflect.Value, path, spath string) {
 	var ok bool
 	switch t := f.Type(); {
 	case t == durationType:
-		ok = ld.decodeDuration(v, f, path)
+		ok = ld.decodeWithUnit(v, f, path, `a duration with a unit, like "2s"`, parseDurationValue)
 	case t == rateType:
-		ok = ld.decodeRate(v, f, path)
+		ok = ld.decodeWithUnit(v, f, path, `a rate, like "12/s"`, parseRateValue)
 	case isTableType(t):
 		var m map[string]any
 		if m, ok = v.(map[string]any); !ok {
@@ -146,34 +146,32 @@ func (ld *loader) wantErr(path, what string, v any) {
 	ld.typeErrAt(path, fmt.Sprintf("want %s, got %s", what, tomlTypeName(v)))
 }
 
-func (ld *loader) decodeDuration(v any, f reflect.Value, path string) bool {
+// decodeWithUnit decodes text with a unit (a duration, a rate) into f:
+// parse reads it into f's type; want says what was expected when v is no
+// such text.
+func (ld *loader) decodeWithUnit(v any, f reflect.Value, path, want string, parse func(string) (any, error)) bool {
 	s, ok := unitText(v)
 	if !ok {
-		ld.wantErr(path, `a duration with a unit, like "2s"`, v)
+		ld.wantErr(path, want, v)
 		return false
 	}
-	d, err := ParseDuration(s)
+	x, err := parse(s)
 	if err != nil {
 		ld.typeErrAt(path, err.Error())
 		return false
 	}
-	f.Set(reflect.ValueOf(Duration{D: d, Set: true}))
+	f.Set(reflect.ValueOf(x))
 	return true
 }
 
-func (ld *loader) decodeRate(v any, f reflect.Value, path string) bool {
-	s, ok := unitText(v)
-	if !ok {
-		ld.wantErr(path, `a rate, like "12/s"`, v)
-		return false
-	}
+func parseDurationValue(s string) (any, error) {
+	d, err := ParseDuration(s)
+	return Duration{D: d, Set: true}, err
+}
+
+func parseRateValue(s string) (any, error) {
 	r, err := ParseRate(s)
-	if err != nil {
-		ld.typeErrAt(path, err.Error())
-		return false
-	}
-	f.Set(reflect.ValueOf(Rate{PerSecond: r, Set: true}))
-	return true
+	return Rate{PerSecond: r, Set: true}, err
 }
 
 // decodeArray decodes an array of tables, or an array of values, into the
