@@ -87,6 +87,7 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 		s = &reports.Summary{}
 	}
 	ts := run.Timeseries
+	series := timeseriesColumns(ts)
 	span := math.Max(s.DrillTimeS, ts.Samples[len(ts.Samples)-1].T)
 	axis := chooseTimeAxis(span)
 	marks := timeMarks(s, axis.divS)
@@ -141,11 +142,11 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 			col(func(s *reports.Sample) float64 { return s.SuccessesPerS }),
 		})
 
-	if labels, colors, _, cols := faultyAttemptColumns(s, ts); anyNonZeroCols(cols) {
+	if labels, colors, _, cols := faultyAttemptColumns(s, series); anyNonZeroCols(cols) {
 		add("chart-faulty-attempts", "Attempts per second to the faulty partners", "attempts/s", labels, colors, cols)
 	}
 
-	labels, colors, cols := cohortColumns(s, ts, func(sm *reports.Sample) []float64 { return sm.CohortAmplification })
+	labels, colors, cols := cohortColumns(s, series, cohortAmplificationColumn)
 	ampTitle := "Retry amplification"
 	if len(cols) > 0 {
 		ampTitle += " by cohort"
@@ -166,7 +167,7 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 			col(func(s *reports.Sample) float64 { return s.InFlight }),
 		})
 
-	labels, colors, cols = cohortColumns(s, ts, func(sm *reports.Sample) []float64 { return sm.CohortOldestAgeS })
+	labels, colors, cols = cohortColumns(s, series, cohortOldestAgeColumn)
 	if len(cols) == 0 {
 		labels = []string{"oldest ready", "oldest delayed"}
 		colors = []color.Color{plotPalette[0], plotPalette[1]}
@@ -196,10 +197,10 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 		}
 	}
 
-	dlqLabels, dlqCols := deadLetterColumns(ts)
+	dlqLabels, dlqCols := deadLetterColumns(series)
 	add("chart-dead-letters", "Dead letters by reason (cumulative)", "dead letters", dlqLabels, paletteN(len(dlqCols)), dlqCols)
 
-	brLabels, brCols := breakerColumns(ts)
+	brLabels, brCols := breakerColumns(series)
 	if c := add("chart-breaker", "Circuit breaker state", "state", brLabels, paletteN(len(brCols)), brCols); c != nil {
 		c.Step = true
 		c.YNames = []string{"closed", "half-open", "open"}
@@ -208,34 +209,37 @@ func interactiveCharts(run *reports.Run) []chartSpec {
 }
 
 // deadLetterColumns is the running count of dead letters for each reason
-// that has any.
-func deadLetterColumns(ts *reports.Timeseries) (labels []string, cols [][]float64) {
-	for r, reason := range ts.Reasons {
-		running := make([]float64, len(ts.Samples))
+// that has any: cumulative counts read better than per-interval ones,
+// which at a 1 s interval are a comb of 0s and 1s. Reasons keep the
+// Timeseries order.
+func deadLetterColumns(series []seriesColumn) (labels []string, cols [][]float64) {
+	for _, c := range columnsOf(series, deadLetterColumn) {
+		running := make([]float64, len(c.Counts))
 		var sum float64
-		for i := range ts.Samples {
-			sum += math.Max(0, sampleColumn(ts.Samples[i].DLQByReason, r))
+		for i, n := range c.Counts {
+			sum += math.Max(0, plotFinite(n))
 			running[i] = sum
 		}
 		if sum > 0 {
-			labels = append(labels, reason)
+			labels = append(labels, c.Of)
 			cols = append(cols, running)
 		}
 	}
 	return labels, cols
 }
 
-// breakerColumns is each partner's breaker state, up to maxBreakerLines.
-func breakerColumns(ts *reports.Timeseries) (labels []string, cols [][]float64) {
-	for p, partner := range ts.BreakerPartners {
+// breakerColumns is each partner's breaker state, up to maxBreakerLines;
+// a sample without one reads closed.
+func breakerColumns(series []seriesColumn) (labels []string, cols [][]float64) {
+	for p, c := range columnsOf(series, breakerColumn) {
 		if p >= maxBreakerLines {
 			break
 		}
-		states := make([]float64, len(ts.Samples))
-		for i := range ts.Samples {
-			states[i] = sampleColumn(ts.Samples[i].Breaker, p)
+		states := make([]float64, len(c.Values))
+		for i, v := range c.Values {
+			states[i] = plotFinite(v)
 		}
-		labels = append(labels, partner)
+		labels = append(labels, c.Of)
 		cols = append(cols, states)
 	}
 	return labels, cols
@@ -263,47 +267,34 @@ func scaleAgeColumns(cols [][]float64, sloS float64) durationAxis {
 	return unit
 }
 
-// cohortColumns is one column per Timeseries.Cohorts entry, faulty cohorts
-// first and labelled so; nil when the series carry no cohort columns.
-func cohortColumns(s *reports.Summary, ts *reports.Timeseries, get func(*reports.Sample) []float64) (labels []string, colors []color.Color, cols [][]float64) {
+// cohortColumns is one column of the kind per Timeseries.Cohorts entry
+// (a copy: the caller may scale it), faulty cohorts first and labelled
+// so; nil when no sample carries that kind of cohort column. NaN stays:
+// "no value in this interval" is a gap, not 0.
+func cohortColumns(s *reports.Summary, series []seriesColumn, kind columnKind) (labels []string, colors []color.Color, cols [][]float64) {
 	faulty := map[string]bool{}
 	for _, c := range s.Cohorts {
 		faulty[c.Name] = c.Faulty
 	}
-	have := false
-	for i := range ts.Samples {
-		if len(get(&ts.Samples[i])) > 0 {
-			have = true
-			break
-		}
-	}
-	if !have {
+	cohorts := columnsOf(series, kind)
+	if len(cohorts) == 0 || !cohorts[0].Sampled {
 		return nil, nil, nil
 	}
-	order := make([]int, 0, len(ts.Cohorts))
+	n := 0
 	for pass := range 2 {
-		for k, name := range ts.Cohorts {
-			if faulty[name] == (pass == 0) {
-				order = append(order, k)
+		for _, c := range cohorts {
+			if faulty[c.Of] != (pass == 0) {
+				continue
 			}
-		}
-	}
-	for n, k := range order {
-		vs := make([]float64, len(ts.Samples))
-		for i := range ts.Samples {
-			// NaN stays: "no value in this interval" is a gap, not 0.
-			vs[i] = math.NaN()
-			if row := get(&ts.Samples[i]); k < len(row) {
-				vs[i] = row[k]
+			label := c.Of
+			if faulty[label] {
+				label += " (faulty)"
 			}
+			labels = append(labels, label)
+			colors = append(colors, paletteColor(n))
+			cols = append(cols, append([]float64(nil), c.Values...))
+			n++
 		}
-		label := ts.Cohorts[k]
-		if faulty[label] {
-			label += " (faulty)"
-		}
-		labels = append(labels, label)
-		colors = append(colors, paletteColor(n))
-		cols = append(cols, vs)
 	}
 	return labels, colors, cols
 }
@@ -314,28 +305,30 @@ const maxFaultyAttemptCohorts = 4
 
 // faultyAttemptColumns is, for each faulty cohort (at most
 // maxFaultyAttemptCohorts), its first attempts/s and its retries/s, each
-// in a colour of its own (the plots dash the retries); nil when the
-// series carry no cohort attempt columns.
-func faultyAttemptColumns(s *reports.Summary, ts *reports.Timeseries) (labels []string, colors []color.Color, dashed []bool, cols [][]float64) {
+// in a colour of its own (the plots dash the retries); a sample without
+// them reads 0.
+func faultyAttemptColumns(s *reports.Summary, series []seriesColumn) (labels []string, colors []color.Color, dashed []bool, cols [][]float64) {
 	faulty := map[string]bool{}
 	for _, c := range s.Cohorts {
 		faulty[c.Name] = c.Faulty
 	}
+	firsts, retries := columnsOf(series, cohortFirstAttemptsColumn), columnsOf(series, cohortRetriesColumn)
 	n := 0
-	for k, name := range ts.Cohorts {
-		if !faulty[name] || n >= maxFaultyAttemptCohorts {
+	for k, c := range firsts {
+		if !faulty[c.Of] || n >= maxFaultyAttemptCohorts || k >= len(retries) {
 			continue
 		}
-		first := make([]float64, len(ts.Samples))
-		retries := make([]float64, len(ts.Samples))
-		for i := range ts.Samples {
-			first[i] = math.Max(0, plotFinite(sampleColumn(ts.Samples[i].CohortFirstAttemptsPerS, k)))
-			retries[i] = math.Max(0, plotFinite(sampleColumn(ts.Samples[i].CohortRetriesPerS, k)))
+		nonNegative := func(vs []float64) []float64 {
+			out := make([]float64, len(vs))
+			for i, v := range vs {
+				out[i] = math.Max(0, plotFinite(v))
+			}
+			return out
 		}
-		labels = append(labels, name+" first attempts/s", name+" retries/s")
+		labels = append(labels, c.Of+" first attempts/s", c.Of+" retries/s")
 		colors = append(colors, paletteColor(2*n), paletteColor(2*n+1))
 		dashed = append(dashed, false, true)
-		cols = append(cols, first, retries)
+		cols = append(cols, nonNegative(c.Values), nonNegative(retries[k].Values))
 		n++
 	}
 	return labels, colors, dashed, cols

@@ -164,6 +164,7 @@ func buildPlots(run *reports.Run) ([]namedPlot, error) {
 		span = math.Max(span, in.ts.Samples[n-1].T)
 	}
 	in.time = chooseTimeAxis(span)
+	in.series = timeseriesColumns(in.ts)
 
 	builders := []struct {
 		name, title string
@@ -199,6 +200,7 @@ type plotInput struct {
 	run     *reports.Run
 	summary *reports.Summary
 	ts      *reports.Timeseries
+	series  []seriesColumn // ts as the report's columns
 	time    timeAxis
 }
 
@@ -620,7 +622,7 @@ func attemptsPlot(in plotInput, title string) (*plot.Plot, error) {
 // per second, a faulty partner's retries would lie flat on the axis. Nil
 // when no faulty cohort has its columns.
 func faultyAttemptsPlot(in plotInput, title string) (*plot.Plot, error) {
-	labels, colors, dashed, cols := faultyAttemptColumns(in.summary, in.ts)
+	labels, colors, dashed, cols := faultyAttemptColumns(in.summary, in.series)
 	if !anyNonZeroCols(cols) {
 		return nil, nil
 	}
@@ -640,7 +642,7 @@ func faultyAttemptsPlot(in plotInput, title string) (*plot.Plot, error) {
 }
 
 func amplificationPlot(in plotInput, title string) (*plot.Plot, error) {
-	labels, colors, cols := cohortColumns(in.summary, in.ts, func(sm *reports.Sample) []float64 { return sm.CohortAmplification })
+	labels, colors, cols := cohortColumns(in.summary, in.series, cohortAmplificationColumn)
 	if len(cols) > 0 {
 		// Faulty against healthy: the pipeline figure is dominated by the
 		// healthy cohorts and hides the outage.
@@ -713,7 +715,7 @@ func oldestAgePlot(in plotInput, title string) (*plot.Plot, error) {
 	if len(in.ts.Samples) == 0 {
 		return nil, nil
 	}
-	labels, colors, cols := cohortColumns(in.summary, in.ts, func(sm *reports.Sample) []float64 { return sm.CohortOldestAgeS })
+	labels, colors, cols := cohortColumns(in.summary, in.series, cohortOldestAgeColumn)
 	if len(cols) > 0 {
 		title += " by cohort"
 	} else {
@@ -865,7 +867,7 @@ func compactCount(v float64) string {
 }
 
 func deadLettersPlot(in plotInput, title string) (*plot.Plot, error) {
-	reasons, series := deadLetterSeries(in.ts, in.time.divS, MaxPlotPoints)
+	reasons, series := deadLetterSeries(in.ts.Samples, in.series, in.time.divS, MaxPlotPoints)
 	if len(series) == 0 {
 		return nil, nil
 	}
@@ -887,7 +889,7 @@ func breakerPlot(in plotInput, title string) (*plot.Plot, error) {
 	if len(in.ts.Samples) == 0 {
 		return nil, nil
 	}
-	partners, series := breakerSeries(in.ts, in.time.divS, MaxPlotPoints)
+	partners, series := breakerSeries(in.ts.Samples, in.series, in.time.divS, MaxPlotPoints)
 	if len(series) == 0 {
 		return nil, nil
 	}

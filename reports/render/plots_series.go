@@ -155,38 +155,15 @@ func zeroLike(xys plotter.XYs) plotter.XYs {
 	return z
 }
 
-// sampleColumn returns vs[i], or 0 when a sample carries fewer columns than its
-// header promises.
-func sampleColumn(vs []float64, i int) float64 {
-	if i < 0 || i >= len(vs) {
-		return 0
-	}
-	return plotFinite(vs[i])
-}
-
-// deadLetterSeries is, for each reason that has any dead letter, the
-// cumulative number of dead letters with that reason over time. Cumulative
-// counts read better than per-interval counts, which at a 1 s interval are
-// a comb of 0s and 1s. Reasons keep the Timeseries order.
-func deadLetterSeries(ts *reports.Timeseries, xDivS float64, maxPoints int) (reasons []string, series []plotter.XYs) {
-	var values [][]float64
-	for r, reason := range ts.Reasons {
-		running := make([]float64, len(ts.Samples))
-		var sum float64
-		for i := range ts.Samples {
-			sum += math.Max(0, sampleColumn(ts.Samples[i].DLQByReason, r))
-			running[i] = sum
-		}
-		if sum <= 0 {
-			continue
-		}
-		reasons = append(reasons, reason)
-		values = append(values, running)
-	}
+// deadLetterSeries is deadLetterColumns as plot points: for each reason
+// that has any dead letter, the cumulative number of dead letters with
+// that reason over time.
+func deadLetterSeries(samples []reports.Sample, series []seriesColumn, xDivS float64, maxPoints int) (reasons []string, out []plotter.XYs) {
+	reasons, values := deadLetterColumns(series)
 	if len(values) == 0 {
 		return nil, nil
 	}
-	return reasons, columnSeries(ts.Samples, xDivS, maxPoints, values)
+	return reasons, columnSeries(samples, xDivS, maxPoints, values)
 }
 
 // maxBreakerLines bounds the breaker plot's lines: beyond a handful of
@@ -199,28 +176,21 @@ const maxBreakerLines = 8
 // is the exact state history at the sampling resolution, and usually far
 // fewer points than samples. A partner that flaps more often than maxPoints
 // allows falls back to min/max downsampling.
-func breakerSeries(ts *reports.Timeseries, xDivS float64, maxPoints int) (partners []string, series []plotter.XYs) {
-	for p, partner := range ts.BreakerPartners {
-		if p >= maxBreakerLines {
-			break
-		}
-		states := make([]float64, len(ts.Samples))
-		for i := range ts.Samples {
-			states[i] = sampleColumn(ts.Samples[i].Breaker, p)
-		}
+func breakerSeries(samples []reports.Sample, series []seriesColumn, xDivS float64, maxPoints int) (partners []string, out []plotter.XYs) {
+	partners, cols := breakerColumns(series)
+	for _, states := range cols {
 		var xys plotter.XYs
 		for i, st := range states {
 			if i == 0 || i == len(states)-1 || st != states[i-1] {
-				xys = append(xys, plotter.XY{X: plotFinite(ts.Samples[i].T) / xDivS, Y: st})
+				xys = append(xys, plotter.XY{X: plotFinite(samples[i].T) / xDivS, Y: st})
 			}
 		}
 		if len(xys) > maxPoints {
-			xys = columnSeries(ts.Samples, xDivS, maxPoints, [][]float64{states})[0]
+			xys = columnSeries(samples, xDivS, maxPoints, [][]float64{states})[0]
 		}
-		partners = append(partners, partner)
-		series = append(series, xys)
+		out = append(out, xys)
 	}
-	return partners, series
+	return partners, out
 }
 
 // cdfFloorS is where the latency CDF's log axis starts: zero latencies (a

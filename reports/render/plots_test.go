@@ -442,7 +442,7 @@ func TestBreakerSeries(t *testing.T) {
 		// "short" carries no column: it reads as closed throughout.
 		ts.Samples = append(ts.Samples, reports.Sample{T: float64(10 * (i + 1)), Breaker: []float64{st}})
 	}
-	partners, series := breakerSeries(ts, 1, MaxPlotPoints)
+	partners, series := breakerSeries(ts.Samples, timeseriesColumns(ts), 1, MaxPlotPoints)
 	if !slices.Equal(partners, []string{"acme-0", "short"}) {
 		t.Fatalf("partners %v", partners)
 	}
@@ -457,7 +457,7 @@ func TestBreakerSeries(t *testing.T) {
 
 	// More partners than lines: the first maxBreakerLines.
 	ts.BreakerPartners = make([]string, maxBreakerLines+3)
-	if partners, _ := breakerSeries(ts, 1, MaxPlotPoints); len(partners) != maxBreakerLines {
+	if partners, _ := breakerSeries(ts.Samples, timeseriesColumns(ts), 1, MaxPlotPoints); len(partners) != maxBreakerLines {
 		t.Errorf("%d lines, want %d", len(partners), maxBreakerLines)
 	}
 
@@ -466,7 +466,7 @@ func TestBreakerSeries(t *testing.T) {
 	for i := range 5000 {
 		flap.Samples = append(flap.Samples, reports.Sample{T: float64(i), Breaker: []float64{float64(i % 3)}})
 	}
-	if _, s := breakerSeries(flap, 1, 100); len(s[0]) > 100 {
+	if _, s := breakerSeries(flap.Samples, timeseriesColumns(flap), 1, 100); len(s[0]) > 100 {
 		t.Errorf("flapping breaker: %d points, want at most 100", len(s[0]))
 	}
 }
@@ -481,7 +481,7 @@ func TestDeadLetterSeries(t *testing.T) {
 			{T: 4, DLQByReason: []float64{0, 0, 1}},
 		},
 	}
-	reasons, series := deadLetterSeries(ts, 1, MaxPlotPoints)
+	reasons, series := deadLetterSeries(ts.Samples, timeseriesColumns(ts), 1, MaxPlotPoints)
 	if !slices.Equal(reasons, []string{"permanent", "max-attempts"}) {
 		t.Fatalf("reasons %v: queue-full has none and must be left out", reasons)
 	}
@@ -490,7 +490,7 @@ func TestDeadLetterSeries(t *testing.T) {
 	if !slices.Equal(series[0], wantPermanent) || !slices.Equal(series[1], wantMax) {
 		t.Errorf("got %v and %v", series[0], series[1])
 	}
-	if r, s := deadLetterSeries(&reports.Timeseries{Reasons: []string{"permanent"}}, 1, 10); r != nil || s != nil {
+	if r, s := deadLetterSeries(nil, timeseriesColumns(&reports.Timeseries{Reasons: []string{"permanent"}}), 1, 10); r != nil || s != nil {
 		t.Errorf("no samples: got %v %v", r, s)
 	}
 }

@@ -2,10 +2,13 @@ package render
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/xml"
 	"html"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -285,5 +288,123 @@ func TestJUnitSaysWhatTheReportSays(t *testing.T) {
 	}
 	if findings == 0 {
 		t.Error("no variant has a finding: the findings went unchecked")
+	}
+}
+
+// TestCSVHasTheChartsColumns renders timeseries.csv and report.html's
+// charts of every report variant (and of a run with cohorts, drawn
+// without downsampling) and checks that each chart drawn from the
+// computed columns draws what the CSV holds: the dead letters by reason
+// (the running sum of dlq_<reason>_per_s × the interval), each breaker,
+// each cohort's amplification and the faulty cohorts' first attempts and
+// retries per second.
+func TestCSVHasTheChartsColumns(t *testing.T) {
+	runs := reportVariants(t)
+	runs = append(runs, reportVariant{"cohorts", syntheticRun(400, []string{"acme", "globex"})})
+	checked := map[string]int{}
+	for _, v := range runs {
+		ts := v.run.Timeseries
+		if ts == nil || len(ts.Samples) > MaxPlotPoints {
+			continue
+		}
+		rows, err := csv.NewReader(bytes.NewReader(render(t, func(b *bytes.Buffer) error { return WriteTimeseriesCSV(b, ts) }))).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// column is a CSV column's values by header; an empty cell is NaN.
+		column := func(header string) []float64 {
+			k := slices.Index(rows[0], header)
+			if k < 0 {
+				return nil
+			}
+			var vs []float64
+			for _, r := range rows[1:] {
+				f, err := strconv.ParseFloat(r[k], 64)
+				if r[k] == "" {
+					f, err = math.NaN(), nil
+				}
+				if err != nil {
+					t.Fatalf("%s: %s: %v", v.name, header, err)
+				}
+				vs = append(vs, f)
+			}
+			return vs
+		}
+		same := func(what string, got []chartValue, want []float64) {
+			if len(got) != len(want) {
+				t.Errorf("%s: %s: the chart has %d values, the CSV %d", v.name, what, len(got), len(want))
+				return
+			}
+			for i := range want {
+				g, w := float64(got[i]), want[i]
+				if math.IsNaN(g) != math.IsNaN(w) || math.Abs(g-w) > 1e-5*float64(i+1) {
+					t.Errorf("%s: %s at row %d: the chart draws %v, the CSV says %v", v.name, what, i+1, g, w)
+					return
+				}
+			}
+		}
+		for _, c := range interactiveCharts(v.run) {
+			for _, sr := range c.Series {
+				name := columnName(strings.TrimSuffix(sr.Label, " (faulty)"))
+				switch c.ID {
+				case "chart-dead-letters":
+					var want []float64
+					sum, prevT := 0.0, 0.0
+					for i, r := range column("dlq_" + name + "_per_s") {
+						interval := ts.IntervalS
+						if interval <= 0 {
+							interval = ts.Samples[i].T - prevT
+						}
+						prevT = ts.Samples[i].T
+						if !math.IsNaN(r) {
+							sum += r * interval
+						}
+						want = append(want, sum)
+					}
+					same(sr.Label+" dead letters", sr.Values, want)
+				case "chart-breaker":
+					states := column("breaker_" + name)
+					for i, s := range states {
+						if math.IsNaN(s) {
+							states[i] = 0 // a sample without the state reads closed
+						}
+					}
+					same(sr.Label+" breaker", sr.Values, states)
+				case "chart-faulty-attempts":
+					header := "first_attempts_per_s_" + columnName(strings.TrimSuffix(sr.Label, " first attempts/s"))
+					if strings.HasSuffix(sr.Label, " retries/s") {
+						header = "retries_per_s_" + columnName(strings.TrimSuffix(sr.Label, " retries/s"))
+					}
+					same(sr.Label, sr.Values, column(header))
+				case "chart-amplification":
+					if sr.Label == "pipeline, per interval" {
+						continue
+					}
+					same(sr.Label+" amplification", sr.Values, column("amplification_"+name))
+				default:
+					continue
+				}
+				checked[c.ID]++
+			}
+		}
+		// Every reason with a dead letter in the CSV is on the chart.
+		for _, h := range rows[0] {
+			reason, ok := strings.CutPrefix(h, "dlq_")
+			if !ok || h == "dlq_per_s" || !slices.ContainsFunc(column(h), func(f float64) bool { return f > 0 }) {
+				continue
+			}
+			if !slices.ContainsFunc(interactiveCharts(v.run), func(c chartSpec) bool {
+				return c.ID == "chart-dead-letters" && slices.ContainsFunc(c.Series, func(s chartSeries) bool {
+					return "dlq_"+columnName(s.Label)+"_per_s" == h
+				})
+			}) {
+				t.Errorf("%s: timeseries.csv has dead letters in %s (reason %s), the chart does not draw them", v.name, h, strings.TrimSuffix(reason, "_per_s"))
+			}
+		}
+	}
+	for _, id := range []string{"chart-dead-letters", "chart-breaker", "chart-faulty-attempts", "chart-amplification"} {
+		if checked[id] == 0 {
+			t.Errorf("no run drew %s: its columns went unchecked", id)
+		}
 	}
 }

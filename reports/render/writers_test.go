@@ -235,11 +235,14 @@ func TestWritersHandleEmptyRun(t *testing.T) {
 	}
 }
 
-// TestCSVCohortColumns: per-cohort amplification and oldest age follow the
-// other columns, and an interval without first attempts is an empty cell.
+// TestCSVCohortColumns: per-cohort amplification, oldest age, first
+// attempts and retries per second follow the other columns, and an
+// interval without first attempts is an empty cell, as is a figure the
+// sample does not carry.
 func TestCSVCohortColumns(t *testing.T) {
 	ts := &reports.Timeseries{IntervalS: 1, Cohorts: []string{"healthy", "acme-eu"}, Samples: []reports.Sample{
-		{T: 1, HealthyLatencyP50S: 0.08, HealthyLatencyP99S: 0.6, CohortAmplification: []float64{1.01, math.NaN()}, CohortOldestAgeS: []float64{0.5, 61}},
+		{T: 1, HealthyLatencyP50S: 0.08, HealthyLatencyP99S: 0.6, CohortAmplification: []float64{1.01, math.NaN()}, CohortOldestAgeS: []float64{0.5, 61},
+			CohortFirstAttemptsPerS: []float64{40, 0}, CohortRetriesPerS: []float64{0.5}},
 	}}
 	out := render(t, func(b *bytes.Buffer) error { return WriteTimeseriesCSV(b, ts) })
 	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
@@ -254,6 +257,11 @@ func TestCSVCohortColumns(t *testing.T) {
 		"healthy_latency_p50_s": "0.08", "healthy_latency_p99_s": "0.6",
 		"amplification_healthy": "1.01", "amplification_acme_eu": "",
 		"oldest_age_s_healthy": "0.5", "oldest_age_s_acme_eu": "61",
+		"first_attempts_per_s_healthy": "40", "first_attempts_per_s_acme_eu": "0",
+		"retries_per_s_healthy": "0.5", "retries_per_s_acme_eu": "",
+	}
+	if h := rows[0]; h[len(h)-1] != "retries_per_s_acme_eu" {
+		t.Errorf("header %q: want the cohorts' columns last", h)
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
