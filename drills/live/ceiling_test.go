@@ -52,23 +52,8 @@ const rawClientWorkers = 64
 // goroutines, one keep-alive client, the dispatcher's headers and body)
 // POSTing to the same partner server for dur. It returns requests/s.
 func rawHTTPRate(tb testing.TB, dur time.Duration) float64 {
-	d := parseDrill(tb, strings.NewReplacer("RATE", "1", "DURATION", "1s").Replace(ceilingDrill))
-	specs, err := d.PartnerSpecs()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv, err := fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: 1, Seed: d.Seed})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer srv.Close()
-	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go func() { _ = srv.Serve(l) }()
-	srv.SetStart(time.Now())
-	base := "http://" + l.Addr().String()
+	base, stop := ceilingPartners(tb)
+	defer stop()
 	client := &http.Client{Transport: &http.Transport{Proxy: nil, MaxConnsPerHost: rawClientWorkers,
 		MaxIdleConnsPerHost: rawClientWorkers, MaxIdleConns: rawClientWorkers, DisableCompression: true}}
 	defer client.CloseIdleConnections()
@@ -109,6 +94,28 @@ func rawHTTPRate(tb testing.TB, dur time.Duration) float64 {
 		tb.Logf("raw client: %d requests failed", n)
 	}
 	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+// ceilingPartners serves the ceiling drill's partners on a loopback port
+// until stop.
+func ceilingPartners(tb testing.TB) (base string, stop func()) {
+	d := parseDrill(tb, strings.NewReplacer("RATE", "1", "DURATION", "1s").Replace(ceilingDrill))
+	specs, err := d.PartnerSpecs()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: 1, Seed: d.Seed})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l, err := fakepartner.ListenLoopback("127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		tb.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	srv.SetStart(time.Now())
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }
 }
 
 // liveRun runs the ceiling drill offering perSecond deliveries for dur,

@@ -9,13 +9,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
 
@@ -141,24 +139,7 @@ func BenchmarkHarnessCost(b *testing.B) {
 		return float64(cpu.Microseconds()) / float64(ok)
 	}
 	bareCost := func() float64 { return perRequest(serveLoopback(b, bareServer())) }
-	partnerCost := func() float64 {
-		d := parseDrill(b, strings.NewReplacer("RATE", "1", "DURATION", "1s").Replace(ceilingDrill))
-		specs, err := d.PartnerSpecs()
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv, err := fakepartner.NewServer(specs, fakepartner.ServerOptions{Speed: 1, Seed: d.Seed})
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := fakepartner.ListenLoopback("127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() { _ = srv.Serve(l) }()
-		srv.SetStart(time.Now())
-		return perRequest("http://"+l.Addr().String(), func() { _ = srv.Close() })
-	}
+	partnerCost := func() float64 { return perRequest(ceilingPartners(b)) }
 	for b.Loop() {
 		bare0 := bareCost()
 		partner := partnerCost()
