@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,18 +186,21 @@ func metricsSetup(t *testing.T, n int) (*queue.Memory, *prometheus.Registry, Con
 
 // TestMetricsAreRealSeconds: at speed 100 a partner that takes 20 ms of
 // wall time per answer shows 20 ms attempts, not the 2 s of drill time
-// they stand for.
+// they stand for. The partner's answer moves the dispatcher's wall clock
+// by hand instead of sleeping.
 func TestMetricsAreRealSeconds(t *testing.T) {
 	const hold = 20 * time.Millisecond
+	start := time.Now()
+	var elapsed atomic.Int64 // wall time since start, ns
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(hold) // the partner's latency under test, in wall time
+		elapsed.Add(int64(hold)) // the partner's latency under test, in wall time
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
 	const n = 4
 	st, reg, cfg := metricsSetup(t, n)
 	cfg.Partners = []Partner{{Name: "acme", URL: srv.URL, Policy: model.DefaultPolicySettings()}}
-	cfg.Clock = Clock{Start: time.Now(), Speed: 100}
+	cfg.Clock = Clock{Start: start, Speed: 100, WallNow: func() time.Time { return start.Add(time.Duration(elapsed.Load())) }}
 	stop := startRun(cfg)
 	waitDelivered(t, st, n)
 	if err := stop(); err != nil {
