@@ -90,9 +90,7 @@ func WriteMarkdown(w io.Writer, r *reports.Run, plots []PlotRef) error {
 // failures, one line per outage and the note on a multi-seed run.
 func writeMarkdownFirstScreen(m *mdWriter, v *reportView) {
 	if len(v.Findings) > 0 {
-		m.line("")
-		m.line("## Findings")
-		m.line("")
+		m.heading("## Findings")
 		for _, f := range v.Findings {
 			mark := "⚠️ "
 			if f.Expected {
@@ -138,9 +136,7 @@ func writeMarkdownSides(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Sides) > 0 {
-		m.line("")
-		m.line("## Faulty against healthy" + scopeSuffix(v))
-		m.line("")
+		m.heading("## Faulty against healthy" + scopeSuffix(v))
 		head := "| |"
 		align := "| --- |"
 		for _, sd := range v.Sides {
@@ -181,9 +177,7 @@ func writeMarkdownSides(m *mdWriter, v *reportView) {
 // writeMarkdownTotals writes the pipeline totals, the cohorts and the dead
 // letters.
 func writeMarkdownTotals(m *mdWriter, v *reportView) {
-	m.line("")
-	m.line("## Pipeline totals" + scopeSuffix(v))
-	m.line("")
+	m.heading("## Pipeline totals" + scopeSuffix(v))
 	m.line("| figure | value |")
 	m.line("| --- | ---: |")
 	for _, f := range v.Figures {
@@ -191,9 +185,7 @@ func writeMarkdownTotals(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Cohorts) > 0 {
-		m.line("")
-		m.line("## Cohorts")
-		m.line("")
+		m.heading("## Cohorts")
 		m.line("| cohort | subscribers | faulty | deliveries | delivered | DLQ | pending | attempts | amplification | p99 |")
 		m.line("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		for _, c := range v.Cohorts {
@@ -212,9 +204,7 @@ func writeMarkdownTotals(m *mdWriter, v *reportView) {
 		}
 	}
 
-	m.line("")
-	m.line(fmt.Sprintf("## [Dead letters](#%s)", anchorDeadLettered))
-	m.line("")
+	m.heading(fmt.Sprintf("## [Dead letters](#%s)", anchorDeadLettered))
 	if len(v.DeadLetters) == 0 {
 		m.line("No dead letters.")
 	} else {
@@ -232,9 +222,7 @@ func writeMarkdownTotals(m *mdWriter, v *reportView) {
 // and breaker transitions.
 func writeMarkdownEvents(m *mdWriter, v *reportView) {
 	if len(v.Outages) > 0 {
-		m.line("")
-		m.line(fmt.Sprintf("## Outages and [drain time](#%s)", anchorDrain))
-		m.line("")
+		m.heading(fmt.Sprintf("## Outages and [drain time](#%s)", anchorDrain))
 		m.line(fmt.Sprintf("| partner | kind | start | end | drain time | [retry spread](#%s) |", anchorRetrySpread))
 		m.line("| --- | --- | ---: | ---: | ---: | --- |")
 		for _, o := range v.Outages {
@@ -244,9 +232,7 @@ func writeMarkdownEvents(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Actions) > 0 {
-		m.line("")
-		m.line("## Operator actions")
-		m.line("")
+		m.heading("## Operator actions")
 		m.line("| at | action | what it did |")
 		m.line("| ---: | --- | --- |")
 		for _, a := range v.Actions {
@@ -256,9 +242,7 @@ func writeMarkdownEvents(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Replays) > 0 {
-		m.line("")
-		m.line(fmt.Sprintf("## [DLQ replay](#%s)", anchorReplay))
-		m.line("")
+		m.heading(fmt.Sprintf("## [DLQ replay](#%s)", anchorReplay))
 		m.line("| action | selection | replayed | batches | amplification | drain time | load before | load during | peak | healthy p99 during | outcome |")
 		m.line("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 		for _, r := range v.Replays {
@@ -267,9 +251,7 @@ func writeMarkdownEvents(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Breaker) > 0 {
-		m.line("")
-		m.line(fmt.Sprintf("## [Breaker](#%s) transitions", anchorBreaker))
-		m.line("")
+		m.heading(fmt.Sprintf("## [Breaker](#%s) transitions", anchorBreaker))
 		m.line("| at | partner | from | to |")
 		m.line("| ---: | --- | --- | --- |")
 		for _, b := range v.Breaker {
@@ -287,9 +269,7 @@ func writeMarkdownRunFiles(m *mdWriter, v *reportView) {
 		m.line("")
 		m.line("## Plots")
 		for _, p := range v.Plots {
-			m.line("")
-			m.line("### " + mdCell(p.Title))
-			m.line("")
+			m.heading("### " + mdCell(p.Title))
 			if p.PNG != "" {
 				m.line(fmt.Sprintf("![%s](%s)", mdCell(p.Title), mdLink(p.PNG)))
 			}
@@ -302,9 +282,7 @@ func writeMarkdownRunFiles(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Policy) > 0 {
-		m.line("")
-		m.line("## Policy")
-		m.line("")
+		m.heading("## Policy")
 		m.line("| setting | value |")
 		m.line("| --- | --- |")
 		for _, kv := range v.Policy {
@@ -314,16 +292,12 @@ func writeMarkdownRunFiles(m *mdWriter, v *reportView) {
 	}
 
 	if v.Baseline != nil {
-		m.line("")
-		m.line("## Compared with the baseline")
-		m.line("")
+		m.heading("## Compared with the baseline")
 		writeComparisonBody(m, v.Baseline)
 	}
 
 	if rows := v.External; len(rows) > 0 {
-		m.line("")
-		m.line("## Seen from the partners (external run)")
-		m.line("")
+		m.heading("## Seen from the partners (external run)")
 		m.line("| figure | value |")
 		m.line("| --- | --- |")
 		for _, kv := range rows {
@@ -337,9 +311,7 @@ func writeMarkdownRunFiles(m *mdWriter, v *reportView) {
 // run.
 func writeMarkdownSeeds(m *mdWriter, v *reportView) {
 	if v.SeedCount > 0 {
-		m.line("")
-		m.line(fmt.Sprintf("## Across %d [seeds](#%s)", v.SeedCount, anchorSeeds))
-		m.line("")
+		m.heading(fmt.Sprintf("## Across %d [seeds](#%s)", v.SeedCount, anchorSeeds))
 		m.line(fmt.Sprintf("Seeds %s. The rest of this report is seed %d; per-seed summaries are in `seeds/`. "+
 			"95%% CI: confidence interval of the mean, Student's t with n−1 degrees of freedom.", v.SeedList, v.Seed))
 		m.line("")
@@ -362,9 +334,7 @@ func writeMarkdownWallClock(m *mdWriter, v *reportView) {
 			m.line(fmt.Sprintf("[Arrival lateness](#%s) p50 / p90 / p99 / p99.9 / max: %s", anchorLateness, v.Lateness))
 		}
 		if len(v.Restarts) > 0 {
-			m.line("")
-			m.line("### " + v.RestartsHeading)
-			m.line("")
+			m.heading("### " + v.RestartsHeading)
 			m.line("| at | down for | kind | in flight |")
 			m.line("| ---: | ---: | --- | ---: |")
 			for _, rs := range v.Restarts {
@@ -373,9 +343,7 @@ func writeMarkdownWallClock(m *mdWriter, v *reportView) {
 			m.omitted(v.RestartsOmitted, "restarts")
 		}
 		if len(v.Alerts) > 0 {
-			m.line("")
-			m.line("### DLQ alerts")
-			m.line("")
+			m.heading("### DLQ alerts")
 			m.line("| at | partner | reason | count |")
 			m.line("| ---: | --- | --- | ---: |")
 			for _, a := range v.Alerts {
@@ -389,9 +357,7 @@ func writeMarkdownWallClock(m *mdWriter, v *reportView) {
 
 // writeMarkdownDefinitions writes the glossary every link points to.
 func writeMarkdownDefinitions(m *mdWriter, _ *reportView) {
-	m.line("")
-	m.line("## Definitions")
-	m.line("")
+	m.heading("## Definitions")
 	m.line("What the harness measures; the links above point here.")
 	m.line("")
 	for _, line := range strings.Split(strings.TrimRight(GlossaryMarkdown(), "\n"), "\n") {
@@ -401,9 +367,7 @@ func writeMarkdownDefinitions(m *mdWriter, _ *reportView) {
 
 // writeMarkdownGates writes the gates and the tolerances.
 func writeMarkdownGates(m *mdWriter, v *reportView) {
-	m.line("")
-	m.line("## Gates")
-	m.line("")
+	m.heading("## Gates")
 	if len(v.Gates) == 0 {
 		m.line("No gates.")
 	} else {
@@ -425,9 +389,7 @@ func writeMarkdownGates(m *mdWriter, v *reportView) {
 	}
 
 	if len(v.Tolerances) > 0 {
-		m.line("")
-		m.line("## Tolerances against the baseline")
-		m.line("")
+		m.heading("## Tolerances against the baseline")
 		m.line("| tolerance | base | candidate | change | test | verdict |")
 		m.line("| --- | ---: | ---: | ---: | --- | --- |")
 		for _, t := range v.Tolerances {

@@ -28,6 +28,13 @@ func (m *mdWriter) line(s string) {
 	_, m.err = io.WriteString(m.w, s+"\n")
 }
 
+// heading writes a section heading with a blank line on each side.
+func (m *mdWriter) heading(h string) {
+	m.line("")
+	m.line(h)
+	m.line("")
+}
+
 // row writes one table row; cells are already escaped (mdCell or mdCode).
 func (m *mdWriter) row(cells ...string) {
 	m.line("| " + strings.Join(cells, " | ") + " |")
