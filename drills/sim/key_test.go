@@ -266,35 +266,3 @@ func TestItemCohortAndMember(t *testing.T) {
 		}
 	}
 }
-
-// TestPooledItemsSecondLineZero: newItem writes only a pooled item's first
-// cache line, so every item back in the pool must have the rest zero (its
-// ID aside, which newItem sets when ids are built), whatever its delivery
-// went through: retries, dead letters, replays, restarts.
-func TestPooledItemsSecondLineZero(t *testing.T) {
-	pooled := 0
-	ds := []*drills.Drill{
-		// An open breaker dead-letters queued deliveries without an
-		// attempt.
-		loadDrill(t, "demo-outage-breaker.toml", map[string]string{"policy.breaker.on_open": `"dead-letter"`}),
-	}
-	for _, path := range bundledDrills(t) {
-		ds = append(ds, loadDrill(t, path, nil))
-	}
-	for _, d := range ds {
-		path := d.Name
-		if d.Mode != "" && d.Mode != "sim" {
-			continue
-		}
-		r, _ := runInternal(t, d)
-		for _, it := range r.pool {
-			if it.PrevDelay != 0 || it.Cohort != 0 || it.Member != 0 || it.Payload != nil || (!r.needID && it.ID != "") {
-				t.Fatalf("%s: pooled item for subscriber %d: prev delay %v, cohort %d, member %d, id %q", path, it.Partner, it.PrevDelay, it.Cohort, it.Member, it.ID)
-			}
-		}
-		pooled += len(r.pool)
-	}
-	if pooled == 0 {
-		t.Fatal("no drill pooled an item")
-	}
-}

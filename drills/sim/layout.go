@@ -8,7 +8,6 @@ import (
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/dispatchcore"
 )
 
 // The simulator's padded layouts (tuning on; layout_plain.go has the same
@@ -37,14 +36,6 @@ type subscriber struct {
 const subscriberPad = (64 - (32+unsafe.Sizeof(fakepartner.Sim{}))%64) % 64
 
 var _ [0]struct{} = [unsafe.Offsetof(subscriber{}.partner) - 32 + unsafe.Sizeof(subscriber{})%64]struct{}{}
-
-// slabItem is an item padded to 128 bytes, so that in a slab each item's
-// first cache line holds what a successful attempt touches of it (see
-// dispatchcore.Item), as a single allocation's 128-byte size class does.
-type slabItem struct {
-	dispatchcore.Item
-	_ [(128 - unsafe.Sizeof(dispatchcore.Item{})%128) % 128]byte
-}
 
 // simBreaker is a breaker padded to a multiple of 64 bytes, so that in a
 // slice of them each breaker's first fields (what an attempt on a closed

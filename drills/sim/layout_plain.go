@@ -7,7 +7,6 @@ import (
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
-	"github.com/stormdrill/stormdrill/model/dispatchcore"
 )
 
 // The simulator's layouts with tuning off: layout.go's types, unpadded.
@@ -19,9 +18,6 @@ type subscriber struct {
 	rng     rand.Rand       // reads pcg
 	partner fakepartner.Sim // not copied once initialised: subs never grows
 }
-
-// slabItem is an item in a slab.
-type slabItem struct{ dispatchcore.Item }
 
 // simBreaker is a breaker in the simulator's slice of them.
 type simBreaker struct{ model.Breaker }

@@ -68,10 +68,11 @@ type inflight struct {
 	status    int32 // the call's Result.Status, when full < 0
 	kind      fakepartner.ResultKind
 	timedOut  bool
-	processed bool  // the call's Processed, when full < 0
-	ackLost   bool  // the call's AckLost, when full < 0
-	noAnswer  bool  // the call's NoAnswer, when full < 0
-	full      int32 // index into r.calls of the whole call; -1: none
+	processed bool   // the call's Processed, when full < 0
+	ackLost   bool   // the call's AckLost, when full < 0
+	noAnswer  bool   // the call's NoAnswer, when full < 0
+	full      int32  // index into r.calls of the whole call; -1: none
+	epoch     uint32 // r.epoch when it started: a completion of an earlier epoch was lost in a restart
 }
 
 // lateWrite is a contended call whose caller stopped waiting (its timeout
@@ -134,8 +135,8 @@ type simRun struct {
 	calls     []fakepartner.Call // whole calls of slots that need them (inflight.full)
 	freeCalls []int32
 	pool      []*dispatchcore.Item
-	slab      []slabItem // items not handed out yet
-	slabN     int        // the size of the latest slab
+	slab      []dispatchcore.Item // items not handed out yet
+	slabbed   int                 // items taken from slabs so far
 
 	writes     []lateWrite
 	freeWrites []int32
@@ -508,21 +509,19 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 		if r.prefetch {
 			r.prefetchPool()
 		}
-		// Only the fields an attempt touches: a pooled item's others are
-		// zero (see release), or an id that the one below overwrites.
-		it.Recycle()
+		*it = dispatchcore.Item{}
 	} else {
 		if len(r.slab) == 0 {
-			// Items come in slabs, growing to 8 MiB ones, so that the
-			// deliveries in flight span few pages (see newSlab).
-			r.slab = newSlab(r.slabN)
-			r.slabN = len(r.slab)
+			// Items come in slabs, an eighth of those made so far each,
+			// so that the deliveries in flight span few pages and the
+			// last slab, mostly unused when pending deliveries peak, is
+			// small beside them (see newSlab).
+			r.slab = newSlab(r.slabbed)
 		}
-		it = &r.slab[0].Item
+		it = &r.slab[0]
 		r.slab = r.slab[1:]
+		r.slabbed++
 	}
-	// Cohort and Member stay unset, in the item's second line: the
-	// simulation reads the cohort off the partner (cohortOf).
 	c := r.cohortOf(si)
 	it.Partner = si
 	it.FirstSeen = r.epoch0 + created
@@ -652,8 +651,8 @@ func (r *simRun) start(t int64, it *dispatchcore.Item) {
 	if call.NeedsFinish() || call.Result.RetryAfter != "" || int(f.status) != call.Result.Status {
 		f.full = r.keepCall(&call)
 	}
-	it.Slot, it.Epoch = slot, r.epoch
-	r.tally.AttemptStarted(time.Duration(t), int(it.Partner), it.Attempts)
+	f.epoch = r.epoch
+	r.tally.AttemptStarted(time.Duration(t), int(it.Partner), int(it.Attempts))
 	if len(r.replayOf) > 0 {
 		if rp, ok := r.replayOf[it]; ok {
 			r.tally.ReplayAttempt(int(rp))
@@ -665,7 +664,7 @@ func (r *simRun) start(t int64, it *dispatchcore.Item) {
 func (r *simRun) complete(t int64, ev simEvent) {
 	f := &r.slots[ev.slot]
 	it := f.it
-	if it == nil || ev.epoch != it.Epoch || it.Slot != ev.slot {
+	if it == nil || ev.epoch != f.epoch {
 		return // the attempt was lost in a restart
 	}
 	var o model.Outcome
@@ -703,7 +702,6 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	}
 	f.it = nil
 	r.freeSlots = append(r.freeSlots, ev.slot)
-	it.Slot = -1
 	// The tally classifies with the drill's policy, as the core does.
 	cl := r.tally.AttemptEnded(time.Duration(t), int(it.Partner), o)
 	if cl == model.ClassSuccess {
@@ -735,7 +733,7 @@ func (r *simRun) complete(t int64, ev simEvent) {
 		r.deadLetter(t, it, dec.Reason, false)
 	case model.ActReschedule:
 		if r.outageSpread {
-			r.tally.RetryScheduled(time.Duration(t), int(it.Partner), it.Attempts, time.Duration(it.RunAt-r.wall(t).UnixNano()), r.pol.Backoff.Capped(it.Attempts))
+			r.tally.RetryScheduled(time.Duration(t), int(it.Partner), int(it.Attempts), time.Duration(it.RunAt-r.wall(t).UnixNano()), r.pol.Backoff.Capped(int(it.Attempts)))
 		}
 	}
 }
@@ -743,7 +741,6 @@ func (r *simRun) complete(t int64, ev simEvent) {
 func outcomeOf(res fakepartner.Result) model.Outcome { return res.Outcome() }
 
 func (r *simRun) deadLetter(t int64, it *dispatchcore.Item, reason model.Reason, noAttempt bool) {
-	it.PrevDelay = 0 // see release; a replay starts the delivery afresh anyway
 	created := time.Duration(it.FirstSeen - r.epoch0)
 	if rp, ok := r.replayOf[it]; ok {
 		delete(r.replayOf, it)
@@ -770,17 +767,8 @@ func (r *simRun) terminal(it *dispatchcore.Item) {
 	r.release(it)
 }
 
-// release returns an item to the pool with the fields of its second cache
-// line zero, as newItem expects (its ID aside, which newItem sets). Only a
-// retry sets one (PrevDelay) and leaves it set: a delivery that took one
-// attempt, the usual one, was never rescheduled (a reschedule is followed
-// by another attempt or by a dead letter, which clears it).
-func (r *simRun) release(it *dispatchcore.Item) {
-	if it.Attempts != 1 {
-		it.PrevDelay = 0
-	}
-	r.pool = append(r.pool, it)
-}
+// release returns an item to the pool, for newItem to reuse.
+func (r *simRun) release(it *dispatchcore.Item) { r.pool = append(r.pool, it) }
 
 // keepCall keeps a copy of call for a slot (inflight.full) and returns its
 // index in r.calls.
@@ -889,7 +877,6 @@ func (r *simRun) goDown(t int64, i int) {
 			if processed && !noAnswer {
 				it.Accepted = true
 			}
-			it.Slot = -1
 			fl.it = nil
 			r.freeSlots = append(r.freeSlots, int32(s))
 			r.core.Abandon(it, r.wall(back), r.wall(t))

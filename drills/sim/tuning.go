@@ -43,18 +43,16 @@ func newBreakers(n int) []simBreaker {
 	return s
 }
 
-// newSlab returns the next slab of items after one of prev items: twice as
-// many up to 1 MiB, then 4 MiB ones, so that the deliveries in flight span
+// newSlab returns the next slab of items after made items: an eighth as
+// many, from 512 items up to 4 MiB, so that the deliveries in flight span
 // few pages (a 4 MiB slab holds at least one whole huge page) while the
-// last slab, mostly unused when the pending deliveries peak, stays small
-// beside them.
-func newSlab(prev int) []slabItem {
+// last slab, mostly unused when pending deliveries peak, costs at most an
+// eighth of them (peak heap per pending delivery is what bench measures).
+func newSlab(made int) []dispatchcore.Item {
 	const mib = 1 << 20
-	n := max(2*prev, 64)
-	if n*int(unsafe.Sizeof(slabItem{})) > mib {
-		n = 4 * mib / int(unsafe.Sizeof(slabItem{}))
-	}
-	s := make([]slabItem, n)
+	size := int(unsafe.Sizeof(dispatchcore.Item{}))
+	n := min(max(made/8, 512), 4*mib/size)
+	s := make([]dispatchcore.Item, n)
 	tuning.HugePagesOf(s)
 	return s
 }
@@ -78,7 +76,7 @@ func (r *simRun) prefetchSub(si int32) {
 }
 
 // prefetchNextEvent asks for what the next event reads if it is a
-// completion: the first line of its item and its subscriber's state,
+// completion: its item and its subscriber's state,
 // fetched while this event runs.
 func (r *simRun) prefetchNextEvent() {
 	if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
@@ -121,12 +119,9 @@ func (r *simRun) prefetchFanout() {
 }
 
 // prefetchPool asks for the item after next in the pool: pooled items are
-// cold. Its second line only when it is written (for the delivery id).
+// cold.
 func (r *simRun) prefetchPool() {
 	if n := len(r.pool); n > 1 {
 		tuning.Prefetch(unsafe.Pointer(r.pool[n-2]))
-		if r.needID {
-			tuning.Prefetch(unsafe.Add(unsafe.Pointer(r.pool[n-2]), 64))
-		}
 	}
 }

@@ -2,7 +2,6 @@ package dispatchcore
 
 import (
 	"errors"
-	"reflect"
 	"testing"
 	"time"
 	"unsafe"
@@ -364,25 +363,25 @@ func TestBudgetAtDispatch(t *testing.T) {
 			}
 			pcs[0].Budget = bud
 			c := mustNew(t, Config{Workers: 2, Partners: pcs})
-			it := &Item{ID: "d", Attempts: tc.attempts, PrevDelay: tc.prevDelay, RunAt: t0.UnixNano(), FirstSeen: t0.UnixNano()}
+			it := &Item{ID: "d", Attempts: int32(tc.attempts), PrevDelay: tc.prevDelay, RunAt: t0.UnixNano(), FirstSeen: t0.UnixNano()}
 			if err := c.Offer(it, t0); err != nil {
 				t.Fatal(err)
 			}
 			got, v, reason := c.Next(t0)
 			switch tc.want {
 			case "start":
-				if got != it || v != Start || it.Attempts != tc.attempts+1 {
+				if got != it || v != Start || int(it.Attempts) != tc.attempts+1 {
 					t.Fatalf("got %v verdict %v attempts %d, want a start", got, v, it.Attempts)
 				}
 			case "dead-letter":
-				if got != it || v != DeadLetter || reason != model.ReasonBudgetExhausted || it.Attempts != tc.attempts {
+				if got != it || v != DeadLetter || reason != model.ReasonBudgetExhausted || int(it.Attempts) != tc.attempts {
 					t.Fatalf("got %v verdict %v reason %q attempts %d, want dead-letter budget-exhausted", got, v, reason, it.Attempts)
 				}
 			case "defer":
 				if got != nil {
 					t.Fatalf("got %v verdict %v, want nothing (deferred)", got.ID, v)
 				}
-				if c.Deferrals != 1 || c.Queued() != 1 || c.InFlight() != 0 || it.Attempts != tc.attempts {
+				if c.Deferrals != 1 || c.Queued() != 1 || c.InFlight() != 0 || int(it.Attempts) != tc.attempts {
 					t.Fatalf("Deferrals %d Queued %d InFlight %d attempts %d; want 1 1 0 %d", c.Deferrals, c.Queued(), c.InFlight(), it.Attempts, tc.attempts)
 				}
 				if w, ok := c.NextWake(); !ok || !w.Equal(at(tc.wantWake)) {
@@ -501,22 +500,31 @@ func TestUpcomingIsTheEntryAfterNext(t *testing.T) {
 	}
 }
 
-// TestRecycleZeroesHotFields: Recycle must zero every field before
-// PrevDelay (a pool relies on it for a new delivery), so a field added there
-// must be added to it too.
-func TestRecycleZeroesHotFields(t *testing.T) {
-	var it Item
-	v := reflect.ValueOf(&it).Elem()
-	// Every byte set, so that each field is non-zero.
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&it)), unsafe.Sizeof(it))
-	for i := range unsafe.Offsetof(it.PrevDelay) {
-		b[i] = 0xff
+// TestItemIsOneCacheLine: a simulation keeps hundreds of thousands of
+// items pending; a field added to Item must fit in its 64 bytes or say why
+// it cannot.
+func TestItemIsOneCacheLine(t *testing.T) {
+	if got := unsafe.Sizeof(Item{}); got != 64 {
+		t.Errorf("Item is %d bytes, want 64 (one cache line)", got)
 	}
-	it.Recycle()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if f.Offset < unsafe.Offsetof(it.PrevDelay) && !v.Field(i).IsZero() {
-			t.Errorf("Recycle leaves %s set", f.Name)
+}
+
+func TestWidenGen(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		admitted  uint64 // the generation that admitted the attempt
+		cur       uint64 // the breaker's generation when it ends
+		wantWider uint64
+	}{
+		{"same generation", 7, 7, 7},
+		{"transitions during the attempt", 7, 9, 7},
+		{"zero", 0, 0, 0},
+		{"admitted just below a 2^32 boundary, ended above it", 1<<32 - 1, 1<<32 + 2, 1<<32 - 1},
+		{"far past 2^32", 5<<32 + 3, 5<<32 + 40, 5<<32 + 3},
+		{"2^32 - 1 transitions later: still exact", 10, 10 + 1<<32 - 1, 10},
+	} {
+		if got := widenGen(tc.cur, uint32(tc.admitted)); got != tc.wantWider {
+			t.Errorf("%s: widenGen(%d, %d) = %d, want %d", tc.name, tc.cur, uint32(tc.admitted), got, tc.wantWider)
 		}
 	}
 }

@@ -9,7 +9,7 @@ type itemHeap []heapEntry
 
 type heapEntry struct {
 	runAt int64  // it.RunAt, which does not change while it is queued
-	seq   uint64 // it.seq
+	seq   uint64 // the core's count of pushes when it was queued: FIFO among equal runAt
 	it    *Item
 }
 

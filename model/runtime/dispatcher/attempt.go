@@ -70,7 +70,7 @@ func (ds *dispatcher) call(j job) result {
 	}
 	req.GetBody = nil // not rewindable: the transport cannot resend it
 	req.Header.Set(HeaderIdempotencyKey, j.it.ID)
-	req.Header.Set(HeaderAttempt, strconv.Itoa(j.it.Attempts))
+	req.Header.Set(HeaderAttempt, strconv.Itoa(int(j.it.Attempts)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := ds.client.Do(req)
 	if err != nil {

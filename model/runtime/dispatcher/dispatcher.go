@@ -79,10 +79,6 @@ type endpoint struct {
 	group int // index into Config.Partners
 }
 
-// claimedUnstarted marks an Item (in its caller-owned Epoch field) that was
-// claimed and has not been handed out by the core yet.
-const claimedUnstarted = 1
-
 type dispatcher struct {
 	cfg    Config
 	eps    []endpoint
@@ -121,8 +117,8 @@ type dispatcher struct {
 	alertBusy    atomic.Bool
 	alertReadyNS atomic.Int64
 	alertEvery   time.Duration // AlertInterval in wall time
-	// unstarted counts claimed deliveries not started yet (their Item's
-	// Epoch is claimedUnstarted until Next hands them out).
+	// unstarted counts claimed deliveries not started yet (their held
+	// row's unstarted is set until Next hands them out).
 	unstarted int
 	speed     float64
 }
@@ -566,22 +562,28 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 		if it == nil {
 			return
 		}
-		if it.Epoch == claimedUnstarted {
-			it.Epoch = 0
+		// Every item in the core is held (a row leaves held when its
+		// delivery leaves the core).
+		h := ds.held[it.ID]
+		if h != nil && h.unstarted {
+			h.unstarted = false
 			ds.unstarted--
 		}
 		if verdict == dispatchcore.DeadLetter {
 			ds.deadLetter(it, now, reason, "", 0, false, time.Time{})
 			continue
 		}
-		body := it.Payload
+		var body []byte
+		if h != nil {
+			body = h.payload
+		}
 		if len(body) == 0 {
 			// A body is always sent: an empty POST with an Idempotency-Key
 			// is one Go's transport would replay by itself.
 			body = []byte(`{"id":` + strconv.Quote(it.ID) + `}`)
 		}
 		ds.stats.Attempts++
-		ds.cfg.Metrics.started(ds.cfg.Partners[ds.eps[it.Partner].group].Name, it.Attempts)
+		ds.cfg.Metrics.started(ds.cfg.Partners[ds.eps[it.Partner].group].Name, int(it.Attempts))
 		// The core keeps attempts in flight at most at workers, which is the
 		// channel's capacity plus what the workers hold: this never blocks.
 		jobs <- job{it: it, url: ds.eps[it.Partner].url, body: body, started: now}
@@ -592,7 +594,7 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 func (ds *dispatcher) complete(r result) {
 	it := r.it
 	if r.o.Err == model.ErrRefused {
-		ds.event(EventRefused, ds.eps[it.Partner].name, strconv.Itoa(it.Attempts),
+		ds.event(EventRefused, ds.eps[it.Partner].name, strconv.Itoa(int(it.Attempts)),
 			strconv.FormatInt(r.started.UnixNano(), 10), strconv.FormatInt(r.ended.UnixNano(), 10))
 	}
 	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
@@ -601,7 +603,7 @@ func (ds *dispatcher) complete(r result) {
 	if dec.RetryAfterIgnored {
 		ds.stats.RetryAfterIgnored++
 	}
-	c := queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, At: r.ended, Attempt: it.Attempts, LastError: r.errText,
+	c := queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, At: r.ended, Attempt: int(it.Attempts), LastError: r.errText,
 		Status: r.o.Status, Started: r.started, RecordAttempt: true}
 	switch dec.Action {
 	case model.ActAck:
@@ -633,7 +635,7 @@ func (ds *dispatcher) deadLetter(it *dispatchcore.Item, at time.Time, reason mod
 	ds.stats.DeadLettered++
 	ds.cfg.Metrics.deadLetteredOne(ds.cfg.Partners[ds.eps[it.Partner].group].Name, reason)
 	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
-		Attempt: it.Attempts, Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
+		Attempt: int(it.Attempts), Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
 	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}
 	a := ds.alerts[k]
 	if a == nil {

@@ -23,6 +23,11 @@ type heldRow struct {
 	leaseUntil time.Time
 	// idx is the row's place in the dispatcher's leases heap.
 	idx int
+	// payload is the body every attempt sends (the core's item keeps only
+	// what the core reads); unstarted: claimed and not yet handed out by
+	// the core (see dispatcher.unstarted).
+	payload   []byte
+	unstarted bool
 }
 
 // leaseHeap orders the held rows by lease expiry (a binary min-heap), so
@@ -144,17 +149,16 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 			continue
 		}
 		it := &dispatchcore.Item{
-			ID: r.ID, Partner: si, Attempts: r.Attempt, FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
-			PrevDelay: r.PrevDelay, Cohort: int32(ds.eps[si].group), Payload: r.Payload, Slot: -1,
+			ID: r.ID, Partner: si, Attempts: int32(r.Attempt), FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
+			PrevDelay: r.PrevDelay,
 		}
 		if r.Created.IsZero() {
 			it.FirstSeen = r.RunAt.UnixNano()
 		}
 		h := &heldRow{id: r.ID, attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
-			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil}
+			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil, payload: r.Payload, unstarted: true}
 		ds.held[r.ID] = h
 		ds.leases.push(h)
-		it.Epoch = claimedUnstarted
 		ds.unstarted++
 		ds.core.Requeue(it, now)
 		fresh++
