@@ -59,7 +59,7 @@ func (s *BreakerSettings) defaults() {
 
 // Counts reports whether a call that ended with failed outcome o counts
 // against the breaker.
-func (b *Breaker) Counts(o Outcome) bool { return b.s.Count.Counts(o) }
+func (b *Breaker) Counts(o Outcome) bool { return b.count.Counts(o) }
 
 // Ignore reports an admitted call that ended with a failure the breaker
 // does not count (see BreakerSettings.Count). It changes no state and
@@ -98,30 +98,35 @@ type Transition struct {
 // breaker opened does not restart the cooldown.
 //
 // It is not safe for concurrent use; the dispatcher owns it.
+//
+// It is kept small (two cache lines; a test pins its size): the simulator
+// keeps one per subscriber. The settings are its own fields, and what only
+// the window and rate rules remember is made by those rules (ruleMemory).
 type Breaker struct {
 	// What the closed fast path (Closed, Generation, RecordClosedSuccess)
 	// reads.
-	gen         uint64
-	consecutive int
-	threshold   int // s.Threshold
-	state       BreakerState
-	trip        TripRule  // s.Trip
-	openUntil   time.Time // open: openedAt + Cooldown
+	gen uint64
+	// run is the failures in a row while closed (consecutive rule) and
+	// the probe successes while half-open; every change of state zeroes
+	// it.
+	run       int
+	state     BreakerState
+	trip      TripRule
+	count     BreakerCount
+	threshold int
+	// openUntil is when an open breaker lets a probe through: the last
+	// opening + cooldown (the zero time + cooldown before the first).
+	openUntil time.Time
+	cooldown  time.Duration
 
-	s        BreakerSettings
-	openedAt time.Time
+	// The other settings.
+	window   time.Duration
+	ratio    float64
+	minCalls int
+	probes   int
 
-	// window rule: times of the last Threshold failures, a ring.
-	failTimes []int64
-	failNext  int
-	failCount int
-
-	// rate rule.
-	buckets [rateBuckets]rateBucket
-
-	// half-open bookkeeping.
+	// probesAdmitted is the calls half-open admitted.
 	probesAdmitted int
-	probeSuccesses int
 
 	// Stale counts results recorded for a generation that is no longer
 	// current.
@@ -129,17 +134,38 @@ type Breaker struct {
 
 	// OnTransition, if set, is called on every change of state.
 	OnTransition func(Transition)
+
+	// mem is what the window and rate rules remember of recent calls,
+	// made by the rule on its first call; nil for the consecutive rule.
+	mem *ruleMemory
+}
+
+// ruleMemory is a windowed rule's memory of the calls within its window.
+type ruleMemory struct {
+	// window rule: times of the last Threshold failures, a ring.
+	failTimes           []int64
+	failNext, failCount int
+	// rate rule: calls and failures per bucket (rateBuckets of them).
+	buckets []rateBucket
 }
 
 // NewBreaker returns a closed breaker.
 func NewBreaker(s BreakerSettings) *Breaker {
 	s.defaults()
-	// A rule's own state (the window rule's ring) is made by its trips.
-	return &Breaker{s: s, trip: s.Trip, threshold: s.Threshold}
+	return &Breaker{
+		trip: s.Trip, count: s.Count, threshold: s.Threshold,
+		openUntil: time.Time{}.Add(s.Cooldown), cooldown: s.Cooldown,
+		window: s.Window, ratio: s.Ratio, minCalls: s.MinCalls, probes: s.Probes,
+	}
 }
 
 // Settings returns the settings with defaults filled in.
-func (b *Breaker) Settings() BreakerSettings { return b.s }
+func (b *Breaker) Settings() BreakerSettings {
+	return BreakerSettings{
+		Trip: b.trip, Threshold: b.threshold, Window: b.window, Ratio: b.ratio,
+		MinCalls: b.minCalls, Cooldown: b.cooldown, Probes: b.probes, Count: b.count,
+	}
+}
 
 // State returns the state at now, moving open to half-open once the
 // cooldown has passed.
@@ -155,7 +181,7 @@ func (b *Breaker) State(now time.Time) BreakerState {
 func (b *Breaker) Closed() bool { return b.state == StateClosed }
 
 // OpenUntil is when an open breaker will let a probe through.
-func (b *Breaker) OpenUntil() time.Time { return b.openedAt.Add(b.s.Cooldown) }
+func (b *Breaker) OpenUntil() time.Time { return b.openUntil }
 
 // Generation is the current generation; it grows on every transition.
 func (b *Breaker) Generation() uint64 { return b.gen }
@@ -167,7 +193,7 @@ func (b *Breaker) Admit(now time.Time) (gen uint64, ok bool) {
 	case StateClosed:
 		return b.gen, true
 	case StateHalfOpen:
-		if b.probesAdmitted < b.s.Probes {
+		if b.probesAdmitted < b.probes {
 			b.probesAdmitted++
 			return b.gen, true
 		}
@@ -192,8 +218,8 @@ func (b *Breaker) Record(gen uint64, success bool, now time.Time) {
 			b.open(now)
 			return
 		}
-		b.probeSuccesses++
-		if b.probeSuccesses >= b.s.Probes {
+		b.run++ // a probe success
+		if b.run >= b.probes {
 			b.setState(StateClosed, now)
 		}
 	}
@@ -207,8 +233,7 @@ func (b *Breaker) trips(success bool, now time.Time) bool {
 }
 
 func (b *Breaker) open(now time.Time) {
-	b.openedAt = now
-	b.openUntil = now.Add(b.s.Cooldown)
+	b.openUntil = now.Add(b.cooldown)
 	b.setState(StateOpen, now)
 }
 
@@ -216,10 +241,12 @@ func (b *Breaker) setState(to BreakerState, at time.Time) {
 	from := b.state
 	b.state = to
 	b.gen++
-	b.consecutive = 0
-	b.failCount, b.failNext = 0, 0
-	b.buckets = [rateBuckets]rateBucket{}
-	b.probesAdmitted, b.probeSuccesses = 0, 0
+	b.run = 0
+	if m := b.mem; m != nil {
+		m.failCount, m.failNext = 0, 0
+		clear(m.buckets)
+	}
+	b.probesAdmitted = 0
 	if b.OnTransition != nil {
 		b.OnTransition(Transition{At: at, From: from, To: to})
 	}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -501,6 +502,53 @@ func TestBreakerRecordClosedSuccess(t *testing.T) {
 		}
 		if want := trip != TripRate; (shortcuts > 0) != want {
 			t.Fatalf("%v: %d successes took the shortcut", trip, shortcuts)
+		}
+	}
+}
+
+// The simulator keeps one breaker per subscriber, in a slice padded to a
+// multiple of 64 bytes: a breaker stays within two cache lines, and what
+// an attempt on a closed breaker reads within the first.
+func TestBreakerLayout(t *testing.T) {
+	var b Breaker
+	if n := unsafe.Sizeof(b); n > 128 {
+		t.Errorf("Breaker is %d bytes, want at most 128", n)
+	}
+	for _, f := range []struct {
+		name      string
+		off, size uintptr
+	}{
+		{"gen", unsafe.Offsetof(b.gen), unsafe.Sizeof(b.gen)},
+		{"run", unsafe.Offsetof(b.run), unsafe.Sizeof(b.run)},
+		{"state", unsafe.Offsetof(b.state), unsafe.Sizeof(b.state)},
+		{"trip", unsafe.Offsetof(b.trip), unsafe.Sizeof(b.trip)},
+	} {
+		if f.off+f.size > 64 {
+			t.Errorf("%s ends at byte %d, past the first cache line", f.name, f.off+f.size)
+		}
+	}
+}
+
+func TestBreakerRuleMemory(t *testing.T) {
+	for _, tt := range []struct {
+		trip    TripRule
+		wantMem bool
+	}{{TripConsecutive, false}, {TripWindow, true}, {TripRate, true}} {
+		b := NewBreaker(BreakerSettings{Trip: tt.trip, Threshold: 2, MinCalls: 2, Cooldown: sec(7)})
+		if b.mem != nil {
+			t.Fatalf("%v: a new breaker has rule memory", tt.trip)
+		}
+		// Before its first opening, OpenUntil is the zero time + cooldown.
+		if got := b.OpenUntil(); !got.Equal(time.Time{}.Add(sec(7))) {
+			t.Fatalf("%v: OpenUntil of a new breaker = %v", tt.trip, got)
+		}
+		call(t, b, t0, false)
+		call(t, b, t0.Add(sec(1)), false)
+		if b.State(t0.Add(sec(1))) != StateOpen {
+			t.Fatalf("%v: two failures left it %v", tt.trip, b.State(t0.Add(sec(1))))
+		}
+		if (b.mem != nil) != tt.wantMem {
+			t.Fatalf("%v: rule memory made = %v, want %v", tt.trip, b.mem != nil, tt.wantMem)
 		}
 	}
 }

@@ -80,11 +80,11 @@ var TripRules = [...]TripRuleInfo{
 		},
 		trips: func(b *Breaker, success bool, _ int64) bool {
 			if success {
-				b.consecutive = 0 // RecordClosedSuccess does the same
+				b.run = 0 // RecordClosedSuccess does the same
 				return false
 			}
-			b.consecutive++
-			return b.consecutive >= b.threshold
+			b.run++
+			return b.run >= b.threshold
 		},
 	},
 	TripWindow: {
@@ -103,16 +103,17 @@ var TripRules = [...]TripRuleInfo{
 			if success {
 				return false
 			}
-			if len(b.failTimes) != b.s.Threshold {
-				b.failTimes = make([]int64, max(b.s.Threshold, 1))
+			m := b.memory()
+			if len(m.failTimes) != b.threshold {
+				m.failTimes = make([]int64, max(b.threshold, 1))
 			}
-			b.failTimes[b.failNext] = t
-			b.failNext = (b.failNext + 1) % len(b.failTimes)
-			if b.failCount < len(b.failTimes) {
-				b.failCount++
+			m.failTimes[m.failNext] = t
+			m.failNext = (m.failNext + 1) % len(m.failTimes)
+			if m.failCount < len(m.failTimes) {
+				m.failCount++
 			}
 			// The oldest of the last Threshold failures is at failNext.
-			return b.failCount == len(b.failTimes) && t-b.failTimes[b.failNext] < int64(b.s.Window)
+			return m.failCount == len(m.failTimes) && t-m.failTimes[m.failNext] < int64(b.window)
 		},
 	},
 	TripRate: {
@@ -148,7 +149,7 @@ func (b *Breaker) RecordClosedSuccess(gen uint64) bool {
 	}
 	switch b.trip {
 	case TripConsecutive:
-		b.consecutive = 0 // what its trips does with a success
+		b.run = 0 // what its trips does with a success
 		return true
 	case TripWindow:
 		return true // its trips ignores a success
@@ -156,8 +157,20 @@ func (b *Breaker) RecordClosedSuccess(gen uint64) bool {
 	return false
 }
 
+// memory returns the breaker's ruleMemory, made on first use.
+func (b *Breaker) memory() *ruleMemory {
+	if b.mem == nil {
+		b.mem = new(ruleMemory)
+	}
+	return b.mem
+}
+
 func tripsRate(b *Breaker, success bool, t int64) bool {
-	width := int64(b.s.Window) / rateBuckets
+	m := b.memory()
+	if m.buckets == nil {
+		m.buckets = make([]rateBucket, rateBuckets)
+	}
+	width := int64(b.window) / rateBuckets
 	if width <= 0 {
 		width = 1
 	}
@@ -172,7 +185,7 @@ func tripsRate(b *Breaker, success bool, t int64) bool {
 	if idx < 0 {
 		idx += rateBuckets
 	}
-	bk := &b.buckets[idx]
+	bk := &m.buckets[idx]
 	if bk.start != start {
 		*bk = rateBucket{start: start}
 	}
@@ -181,13 +194,13 @@ func tripsRate(b *Breaker, success bool, t int64) bool {
 		bk.fails++
 	}
 	var calls, fails int32
-	for i := range b.buckets {
-		if b.buckets[i].start > t-int64(b.s.Window) {
-			calls += b.buckets[i].calls
-			fails += b.buckets[i].fails
+	for i := range m.buckets {
+		if m.buckets[i].start > t-int64(b.window) {
+			calls += m.buckets[i].calls
+			fails += m.buckets[i].fails
 		}
 	}
-	return !success && int(calls) >= b.s.MinCalls && float64(fails) >= b.s.Ratio*float64(calls)
+	return !success && int(calls) >= b.minCalls && float64(fails) >= b.ratio*float64(calls)
 }
 
 // Info returns the rule's declaration; an unknown rule acts as
