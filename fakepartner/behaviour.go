@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unique"
 )
 
 // Delivery is what a call tells the partner about the delivery it carries.
@@ -61,28 +62,50 @@ var simClock = WallClock{Epoch: SimEpoch, Speed: 1}
 // its servers is next free (in drill time), the drill time of its latest
 // successful contended write, its random stream and its counters.
 //
-// The fields every call reads come first, the servers' free times and the
-// counters every call writes right after them, so that a simulation of
-// tens of thousands of subscribers reads a few adjacent cache lines per
-// call (see SimHotBytes). It must not be copied once initialised (rng may
-// point into the simulator's copy of it).
+// It is small, because a simulation keeps tens of thousands of them and
+// reads one per call: what every call reads comes first, then the free
+// times of up to len(ring) servers and the counters every call writes
+// (see SimHotBytes), all in 128 bytes. What is the same for every member
+// of a cohort (the spec, the latency's parameters) is shared through one
+// pointer, and what only some specs use (more servers than the ring holds,
+// contended writes, throttle dates, per-call faults, the rarer counters)
+// is allocated by the first call that needs it. It must not be copied once
+// initialised (rng may point into the simulator's copy of it).
 type Behaviour struct {
-	spec     *Spec
+	cohort   unique.Handle[cohortShared] // the spec and its latency sampler
 	rng      *rand.Rand
-	dataSeed uint64      // decides with a delivery's key whether it is bad data
-	latency  distSampler // spec.Latency
-	member   int32       // the Sim's member, for its cohort's outages; 0 for a server's
+	dataSeed uint64 // decides with a delivery's key whether it is bad data
+	member   int32  // the Sim's member, for its cohort's outages; 0 for a server's
 	// Up to len(ring) servers keep their free times in ring, a sorted ring
 	// whose earliest is at ringHead: the server a call takes is the
 	// earliest, and it is taken until a time usually later than all the
 	// others, so the ring turns by one and the new time stays at its end,
-	// where a heap would sift it down to a leaf. More servers keep them in
-	// heap.
-	ringN    uint8 // servers in ring; 0: none there (unlimited, or heap)
+	// where a heap would sift it down to a leaf. More servers (ringN ==
+	// ringInHeap) keep them in cold.heap.
+	ringN    uint8 // servers in ring; 0: unlimited
 	ringHead uint8
 	ring     [8]time.Duration
-	stats    SimStats // Calls, Accepted and Errors first: every call writes one of them
+	stats    hotStats       // every call writes one of them
+	cold     *behaviourCold // nil until a call needs it
+}
 
+// ringInHeap is Behaviour.ringN for servers kept in a heap.
+const ringInHeap = 255
+
+// cohortShared is what every member of a cohort shares of its Behaviour,
+// read-only: interned (unique.Make), so that a cohort of any size keeps
+// one copy, which stays in the caches.
+type cohortShared struct {
+	spec    *Spec
+	latency distSampler // spec.Latency
+}
+
+// hotStats are the counters every call writes one of (see SimStats).
+type hotStats struct{ calls, accepted, errors int64 }
+
+// behaviourCold is the state of a Behaviour that only some specs and some
+// calls use, allocated by the first that needs it.
+type behaviourCold struct {
 	heap []time.Duration // min-heap of server-free times when there are more than len(ring)
 
 	lastWrite time.Duration // contended: drill time of the latest successful write
@@ -92,6 +115,8 @@ type Behaviour struct {
 	dateText   string
 
 	callOutage Outage // the per-call fault of the call being begun
+
+	faulted, rejected, conflicts, acksLost int64 // SimStats' rarer counters
 }
 
 // NewBehaviour returns the behaviour of one subscriber of the cohort spec.
@@ -105,16 +130,34 @@ func NewBehaviour(spec *Spec, rng *rand.Rand, dataSeed uint64) *Behaviour {
 }
 
 func (b *Behaviour) init(spec *Spec, rng *rand.Rand, dataSeed uint64) {
-	*b = Behaviour{spec: spec, rng: rng, dataSeed: dataSeed, dateSecond: -1 << 62, latency: newDistSampler(&spec.Latency)}
+	*b = Behaviour{cohort: unique.Make(cohortShared{spec: spec, latency: newDistSampler(&spec.Latency)}), rng: rng, dataSeed: dataSeed}
 	if c := min(spec.Concurrency, MaxConcurrency); c > len(b.ring) {
-		b.heap = make([]time.Duration, c)
+		b.ringN = ringInHeap
+		b.coldState().heap = make([]time.Duration, c)
 	} else if c > 0 {
 		b.ringN = uint8(c)
 	}
 }
 
+// coldState returns b.cold, allocating it on first use.
+func (b *Behaviour) coldState() *behaviourCold {
+	if b.cold == nil {
+		b.cold = &behaviourCold{dateSecond: -1 << 62}
+	}
+	return b.cold
+}
+
+// spec is the cohort's spec.
+func (b *Behaviour) spec() *Spec { return b.cohort.Value().spec }
+
 // Stats returns the subscriber's counters.
-func (b *Behaviour) Stats() SimStats { return b.stats }
+func (b *Behaviour) Stats() SimStats {
+	st := SimStats{Calls: b.stats.calls, Accepted: b.stats.accepted, Errors: b.stats.errors}
+	if c := b.cold; c != nil {
+		st.Faulted, st.Rejected, st.Conflicts, st.AcksLost = c.faulted, c.rejected, c.conflicts, c.acksLost
+	}
+	return st
+}
 
 // Begin decides a call that reaches the subscriber at drill time now: which
 // answer it gets (a status, a reset, or no answer at all), after what
@@ -132,15 +175,17 @@ func (b *Behaviour) Begin(now time.Duration, d Delivery, fault *Outage, clock Wa
 // begin is Begin writing the call to *out, which must be zero: a call is
 // 80 bytes, and the simulator plans one per attempt.
 func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outage, clock *WallClock) {
-	spec := b.spec
-	b.stats.Calls++
+	sh := b.cohort.Value()
+	spec := sh.spec
+	b.stats.calls++
 	factor := 1.0
 	if fault == nil && len(spec.CallFaults) > 0 {
 		// A draw only for cohorts with per-call faults, so other drills
 		// keep their streams.
 		if k, ok := spec.callFault(b.rng.Float64()); ok {
-			b.callOutage = Outage{Kind: k, DribbleOver: spec.DribbleOver}
-			fault = &b.callOutage
+			c := b.coldState()
+			c.callOutage = Outage{Kind: k, DribbleOver: spec.DribbleOver}
+			fault = &c.callOutage
 		}
 	}
 	var wire Wire
@@ -148,7 +193,7 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 	if fault != nil {
 		c, f, served := fault.Kind.Info().Answer(fault, b, now, *clock)
 		if !served {
-			b.stats.Faulted++
+			b.coldState().faulted++
 			if fault.AnswerAfter != nil && !c.NoAnswer {
 				// A draw only for outages that answer slowly, so other
 				// drills keep their streams.
@@ -166,17 +211,17 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 		arrive += spec.NetworkDelay.Sample(b.rng)
 	}
 	start := arrive
-	limited := b.ringN > 0 || b.heap != nil
+	limited := b.ringN > 0
 	if limited {
 		earliest := b.earliestFree()
 		if earliest > arrive && spec.RejectWhenBusy {
-			b.stats.Rejected++
+			b.coldState().rejected++
 			*out = Call{Latency: arrive - now + FastAnswerLatency, Result: Result{Status: http.StatusServiceUnavailable, Kind: ResultHTTP}}
 			return
 		}
 		start = max(arrive, earliest)
 	}
-	service := scaleDuration(b.latency.sample(b.rng), factor)
+	service := scaleDuration(sh.latency.sample(b.rng), factor)
 	if limited {
 		b.takeEarliest(start + service)
 	}
@@ -188,7 +233,7 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 	u := b.rng.Float64()
 	switch status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, d.Keyed, b.dataSeed, d.Key); status {
 	case http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
-		b.stats.Errors++
+		b.stats.errors++
 		c.Result = Result{Status: status, Kind: ResultHTTP}
 	default:
 		c.Result = Result{Status: http.StatusOK, Kind: ResultOK}
@@ -196,7 +241,7 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 			c.contended = true
 		} else {
 			c.Processed = true
-			b.stats.Accepted++
+			b.stats.accepted++
 		}
 	}
 	if spec.Contended {
@@ -211,20 +256,20 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 }
 
 // earliestFree is when the server free first is free; call it only when
-// the servers are limited (ringN > 0 or heap != nil).
+// the servers are limited (ringN > 0).
 func (b *Behaviour) earliestFree() time.Duration {
-	if b.ringN > 0 {
+	if b.ringN != ringInHeap {
 		return b.ring[b.ringHead]
 	}
-	return b.heap[0]
+	return b.cold.heap[0]
 }
 
 // takeEarliest makes the server free first busy until t, which is at least
 // its free time.
 func (b *Behaviour) takeEarliest(t time.Duration) {
 	n := int(b.ringN)
-	if n == 0 {
-		b.heap[0] = t
+	if n == ringInHeap {
+		b.cold.heap[0] = t
 		b.siftDownFree()
 		return
 	}
@@ -256,7 +301,7 @@ func (b *Behaviour) dropAnswer(c *Call) {
 	if c.Wire == WireDropAnswer && c.Processed && c.Result.Kind == ResultOK {
 		c.Result = Result{Kind: ResultReset}
 		c.AckLost = true
-		b.stats.AcksLost++
+		b.coldState().acksLost++
 	}
 }
 
@@ -271,15 +316,16 @@ func (b *Behaviour) Finish(c *Call, now time.Duration) Result {
 		return c.Result
 	}
 	c.contended = false
-	if b.wrote && b.lastWrite > c.ReadAt {
-		b.stats.Conflicts++
+	cold := b.coldState()
+	if cold.wrote && cold.lastWrite > c.ReadAt {
+		cold.conflicts++
 		c.Result = Result{Status: http.StatusConflict, Kind: ResultHTTP}
 		c.Processed = false
 		return c.Result
 	}
 	// max: the HTTP server finishes calls about, not exactly, in time order.
-	b.lastWrite, b.wrote = max(b.lastWrite, now), true
-	b.stats.Accepted++
+	cold.lastWrite, cold.wrote = max(cold.lastWrite, now), true
+	b.stats.accepted++
 	c.Processed = true
 	b.dropAnswer(c)
 	return c.Result
@@ -303,16 +349,17 @@ func (b *Behaviour) retryAfter(spec string, now time.Duration, clock WallClock) 
 		return GarbageRetryAfter
 	case retryAfterDate:
 		at := clock.At(now + offset)
-		if sec := at.Unix(); sec != b.dateSecond {
-			b.dateSecond, b.dateText = sec, at.UTC().Format(http.TimeFormat)
+		c := b.coldState()
+		if sec := at.Unix(); sec != c.dateSecond {
+			c.dateSecond, c.dateText = sec, at.UTC().Format(http.TimeFormat)
 		}
-		return b.dateText
+		return c.dateText
 	}
 	return ""
 }
 
 func (b *Behaviour) siftDownFree() {
-	h := b.heap
+	h := b.cold.heap
 	i, n := 0, len(h)
 	for {
 		l := 2*i + 1

@@ -112,7 +112,8 @@ func (c *Call) NeedsFinish() bool { return c.contended }
 
 // SimStats counts what one simulated subscriber saw.
 type SimStats struct {
-	// The counters every call writes one of first (see Behaviour).
+	// Every call counts in Calls and, unless a rarer counter takes it, in
+	// Accepted or Errors: Behaviour keeps those three beside its servers.
 	Calls    int64 // Begin calls
 	Accepted int64 // calls the partner processed successfully
 	Errors   int64 // 422s and 503s drawn from the error rates
@@ -132,9 +133,9 @@ type Sim struct {
 }
 
 // SimHotBytes is how many bytes from its start an ordinary call's Begin
-// reads or writes of the Sim itself (up to the counters every call writes),
+// reads or writes of the Sim itself (through the counters every call writes),
 // for a caller that prefetches them or lays out what precedes them.
-const SimHotBytes = unsafe.Offsetof(Sim{}.b) + unsafe.Offsetof(Behaviour{}.stats) + unsafe.Offsetof(SimStats{}.Faulted)
+const SimHotBytes = unsafe.Offsetof(Sim{}.b) + unsafe.Offsetof(Behaviour{}.stats) + unsafe.Sizeof(hotStats{})
 
 // NewSim returns the simulated subscriber member of the cohort spec. rng is
 // the subscriber's own random stream. spec must be valid and must not change
@@ -158,10 +159,10 @@ func (p *Sim) Init(spec *Spec, member int, rng *rand.Rand) {
 // deliveries carry bad data (see Spec.BadData). Give it the seed the Server
 // gets in ServerOptions.Seed, so that a simulated and a live drill reject
 // the same deliveries. Call it before the first Begin.
-func (p *Sim) SetSeed(seed uint64) { p.b.dataSeed = DataSeed(seed, p.b.spec.Name) }
+func (p *Sim) SetSeed(seed uint64) { p.b.dataSeed = DataSeed(seed, p.b.spec().Name) }
 
 // Stats returns the subscriber's counters.
-func (p *Sim) Stats() SimStats { return p.b.stats }
+func (p *Sim) Stats() SimStats { return p.b.Stats() }
 
 // Begin plans a call that the caller starts at drill time now, for a
 // delivery it does not identify: whether the call meets bad data is drawn
@@ -192,7 +193,7 @@ func (p *Sim) BeginKeyTo(c *Call, now time.Duration, key uint64) {
 }
 
 func (p *Sim) begin(c *Call, now time.Duration, d Delivery) {
-	spec := p.b.spec
+	spec := p.b.spec()
 	var fault *Outage
 	if len(spec.Outages) > 0 {
 		fault = spec.faultAt(int(p.b.member), now)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func newTestSim(t *testing.T, s Spec, member int, seed uint64) *Sim {
@@ -295,8 +296,8 @@ func TestServersFreeFirst(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		spec := &Spec{Name: "s", Count: 1, Concurrency: n}
 		b := NewBehaviour(spec, rng, 0)
-		if (n <= len(b.ring)) != (b.ringN > 0) {
-			t.Fatalf("%d servers: ringN %d, heap %d", n, b.ringN, len(b.heap))
+		if inRing := n <= len(b.ring); inRing != (b.ringN != ringInHeap) || inRing != (b.cold == nil) {
+			t.Fatalf("%d servers: ringN %d, cold state %v", n, b.ringN, b.cold != nil)
 		}
 		want := make([]time.Duration, n)
 		for step := range 2000 {
@@ -314,5 +315,32 @@ func TestServersFreeFirst(t *testing.T) {
 			b.takeEarliest(until)
 			want[minAt] = until
 		}
+	}
+}
+
+// TestSimCompact: a Sim stays within two cache lines, what every call
+// touches within SimHotBytes of its start, and the members of a cohort
+// share one copy of what they have in common (a second spec, even with
+// the same latency, gets its own: it may differ in anything else).
+func TestSimCompact(t *testing.T) {
+	if size := unsafe.Sizeof(Sim{}); size > 128 {
+		t.Errorf("Sim is %d bytes, want at most 128", size)
+	}
+	if SimHotBytes > unsafe.Sizeof(Sim{}) {
+		t.Errorf("SimHotBytes %d beyond the Sim's %d bytes", SimHotBytes, unsafe.Sizeof(Sim{}))
+	}
+	spec := Spec{Name: "a", Count: 2, Concurrency: 8, Latency: Dist{Kind: DistLognormal, P50: 80 * ms, P99: 600 * ms}}
+	other := spec
+	a := NewSim(&spec, 0, rand.New(rand.NewPCG(1, 0)))
+	b := NewSim(&spec, 1, rand.New(rand.NewPCG(2, 0)))
+	c := NewSim(&other, 0, rand.New(rand.NewPCG(3, 0)))
+	if a.b.cohort != b.b.cohort {
+		t.Error("two members of a cohort keep separate copies of its shared state")
+	}
+	if a.b.cohort == c.b.cohort {
+		t.Error("two cohorts share one copy of their shared state")
+	}
+	if a.b.cold != nil {
+		t.Error("a cohort with 8 servers and no faults allocates cold state")
 	}
 }
