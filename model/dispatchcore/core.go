@@ -75,10 +75,11 @@ const (
 // its fields are the core's own. The name lives only in the Config.
 //
 // Its earliest queued delivery is kept here, in head, and only the others
-// in q: at thousands of partners most have one delivery queued at a time,
-// if any, so an attempt reads and writes no queue of theirs.
+// in fifo and q: at thousands of partners most have one delivery queued at
+// a time, if any, so an attempt reads and writes no queue of theirs.
 type PartnerState struct {
 	head        heapEntry // the earliest queued delivery; head.it nil: none
+	fifo        fifo      // other offered deliveries, in due order
 	q           itemHeap  // the other queued deliveries
 	wakeAt      int64     // parkTimer: when
 	breaker     *model.Breaker
@@ -94,8 +95,10 @@ type PartnerState struct {
 type partner = PartnerState
 
 // pushItem queues it on p; seq orders it after the items of the same
-// RunAt queued before it.
-func (p *partner) pushItem(it *Item, seq uint64) {
+// RunAt queued before it. offered: seq was just drawn, larger than any
+// queued item's, for a new delivery, so it may join p's fifo (see fifo:
+// retries and deferrals, due at scattered times, go to q).
+func (c *Core) pushItem(p *partner, it *Item, seq uint64, offered bool) {
 	e := heapEntry{runAt: it.RunAt, seq: seq, it: it}
 	switch {
 	case p.head.it == nil:
@@ -103,18 +106,46 @@ func (p *partner) pushItem(it *Item, seq uint64) {
 	case e.less(&p.head):
 		p.q.push(p.head)
 		p.head = e
+	case offered && p.fifo.fits(e.runAt):
+		p.fifo.push(fifoEntry{it: it, seq: seq}, e.runAt, &c.spare)
 	default:
 		p.q.push(e)
 	}
 }
 
-// popItem takes p's head item off its queue.
-func (p *partner) popItem() {
+// popItem takes p's head item off its queue: the next head is the earlier
+// of its fifo's front and its heap's top.
+func (c *Core) popItem(p *partner) {
+	if p.fifo.n > 0 {
+		f := p.fifo.front()
+		e := heapEntry{runAt: f.it.RunAt, seq: f.seq, it: f.it}
+		if len(p.q) == 0 || e.less(&p.q[0]) {
+			p.head = e
+			p.fifo.pop(&c.spare)
+			return
+		}
+	}
 	if len(p.q) > 0 {
 		p.head = p.q.pop()
+		if len(p.q) == 0 && cap(p.q) > 64 {
+			p.q = nil // a backlog's array, empty now: let it go
+		}
 		return
 	}
 	p.head = heapEntry{}
+}
+
+// eachQueued calls fn for every delivery queued on p, with the time it is
+// due.
+func (p *partner) eachQueued(fn func(runAt int64, it *Item)) {
+	if p.head.it == nil {
+		return
+	}
+	fn(p.head.runAt, p.head.it)
+	for k := range p.q {
+		fn(p.q[k].runAt, p.q[k].it)
+	}
+	p.fifo.each(func(f *fifoEntry) { fn(f.it.RunAt, f.it) })
 }
 
 // Core is the sans-I/O dispatcher. It is not safe for concurrent use.
@@ -126,7 +157,8 @@ type Core struct {
 	seq      uint64
 	partners []partner
 
-	ring      []int32 // round-robin ring of partners with due work (FIFO)
+	spare     *fifoChunk // free fifo chunks
+	ring      []int32    // round-robin ring of partners with due work (FIFO)
 	ringHead  int
 	timers    timerHeap
 	Deferrals int64 // retries held back because the budget refused them
@@ -190,18 +222,18 @@ func (c *Core) Offer(it *Item, now time.Time) error {
 	if c.Full() {
 		return ErrQueueFull
 	}
-	c.push(it, now.UnixNano())
+	c.push(it, now.UnixNano(), true)
 	return nil
 }
 
 // Requeue puts back a delivery that is already inside the pipeline (a lost
 // attempt, a replay) regardless of capacity.
-func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano()) }
+func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano(), false) }
 
-func (c *Core) push(it *Item, now int64) {
+func (c *Core) push(it *Item, now int64, offered bool) {
 	c.seq++
 	p := &c.partners[it.Partner]
-	p.pushItem(it, c.seq)
+	c.pushItem(p, it, c.seq, offered)
 	c.queued++
 	if p.head.it == it || p.park == parkNone {
 		c.place(int(it.Partner), now)
@@ -320,7 +352,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			g, ok := b.Admit(now)
 			if !ok {
 				if p.policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
-					p.popItem()
+					c.popItem(p)
 					c.queued--
 					c.place(i, n)
 					return it, DeadLetter, model.ReasonCircuitOpen
@@ -337,7 +369,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 		}
 		if refused {
 			if p.policy.OnExhaustedDeadLetter {
-				p.popItem()
+				c.popItem(p)
 				c.queued--
 				c.place(i, n)
 				return it, DeadLetter, model.ReasonBudgetExhausted
@@ -345,18 +377,18 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			// Defer: spend no attempt, look again after the backoff delay.
 			// It keeps its place among deliveries due at the same time.
 			seq := p.head.seq
-			p.popItem()
+			c.popItem(p)
 			d := it.PrevDelay
 			if d <= 0 {
 				d = max(p.policy.Backoff.Base, time.Millisecond)
 			}
 			it.RunAt = n + int64(d)
-			p.pushItem(it, seq)
+			c.pushItem(p, it, seq, false)
 			c.Deferrals++
 			c.place(i, n)
 			continue
 		}
-		p.popItem()
+		c.popItem(p)
 		c.queued--
 		it.gen = uint32(gen)
 		it.Attempts++
@@ -447,7 +479,7 @@ func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now time
 		it.RunAt = dec.RunAt.UnixNano()
 		it.PrevDelay = dec.Delay
 		c.seq++
-		p.pushItem(it, c.seq)
+		c.pushItem(p, it, c.seq, false)
 		c.queued++
 	}
 	c.place(i, n)
@@ -465,7 +497,7 @@ func (c *Core) Abandon(it *Item, runAt time.Time, now time.Time) {
 	c.busy--
 	it.RunAt = runAt.UnixNano()
 	c.seq++
-	p.pushItem(it, c.seq)
+	c.pushItem(p, it, c.seq, false)
 	c.queued++
 	c.place(int(it.Partner), now.UnixNano())
 }
@@ -516,13 +548,9 @@ func (c *Core) SnapshotGroups(now time.Time, groupLo []int32, oldest []int64) St
 		if grouped {
 			groupOldest = oldest[g]
 		}
-		for k := -1; k < len(p.q); k++ {
-			e := &p.head
-			if k >= 0 {
-				e = &p.q[k]
-			}
-			first := e.it.FirstSeen
-			if !held && e.runAt <= n { // runAt is it.RunAt while queued
+		p.eachQueued(func(runAt int64, it *Item) {
+			first := it.FirstSeen
+			if !held && runAt <= n {
 				s.Ready++
 				oldReady = min(oldReady, first)
 			} else {
@@ -532,7 +560,7 @@ func (c *Core) SnapshotGroups(now time.Time, groupLo []int32, oldest []int64) St
 			if groupOldest == 0 || first < groupOldest {
 				groupOldest = first
 			}
-		}
+		})
 		if grouped {
 			oldest[g] = groupOldest
 		}
@@ -545,12 +573,6 @@ func (c *Core) SnapshotGroups(now time.Time, groupLo []int32, oldest []int64) St
 // Each calls f for every queued delivery (not those in flight).
 func (c *Core) Each(f func(*Item)) {
 	for i := range c.partners {
-		p := &c.partners[i]
-		if p.head.it != nil {
-			f(p.head.it)
-		}
-		for _, e := range p.q {
-			f(e.it)
-		}
+		c.partners[i].eachQueued(func(_ int64, it *Item) { f(it) })
 	}
 }

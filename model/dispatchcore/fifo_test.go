@@ -1,0 +1,67 @@
+package dispatchcore
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestQueuePopsInDueOrder: whatever mix of offered deliveries (fifo, when
+// in due order) and retries (heap) a partner holds, they come off its
+// queue by due time, first queued first among equals, and the fifo's
+// chunks go back to the spare list once empty.
+func TestQueuePopsInDueOrder(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		c := &Core{partners: make([]PartnerState, 1)}
+		p := &c.partners[0]
+		type want struct {
+			runAt int64
+			seq   uint64
+		}
+		var queued []want
+		now := int64(0)
+		for step := 0; step < 2000; step++ {
+			switch op := rng.IntN(10); {
+			case op < 6: // a new delivery, due now or (rarely) earlier
+				runAt := now
+				if rng.IntN(10) == 0 {
+					runAt -= rng.Int64N(50)
+				}
+				now += rng.Int64N(3) // ties happen
+				c.seq++
+				c.pushItem(p, &Item{RunAt: runAt}, c.seq, true)
+				queued = append(queued, want{runAt, c.seq})
+			case op < 8: // a retry, due later
+				runAt := now + rng.Int64N(100)
+				c.seq++
+				c.pushItem(p, &Item{RunAt: runAt}, c.seq, false)
+				queued = append(queued, want{runAt, c.seq})
+			default:
+				if p.head.it == nil {
+					continue
+				}
+				least := slices.MinFunc(queued, func(a, b want) int {
+					if a.runAt != b.runAt {
+						return int(a.runAt - b.runAt)
+					}
+					return int(a.seq) - int(b.seq)
+				})
+				if got := (want{p.head.runAt, p.head.seq}); got != least {
+					t.Fatalf("seed %d step %d: head %+v, want %+v", seed, step, got, least)
+				}
+				queued = slices.DeleteFunc(queued, func(w want) bool { return w == least })
+				c.popItem(p)
+			}
+		}
+		for p.head.it != nil {
+			c.popItem(p)
+		}
+		if p.fifo != (fifo{}) || len(p.q) != 0 {
+			t.Fatalf("seed %d: queue not empty after popping everything: fifo %+v, heap %d", seed, p.fifo, len(p.q))
+		}
+		if seed == 1 && c.spare == nil {
+			t.Fatal("no fifo chunk went back to the spare list")
+		}
+	}
+}
