@@ -202,8 +202,8 @@ func TestContendedLateWriteAfterTerminal(t *testing.T) {
 			if *s.Duplicates != tt.wantDupes {
 				t.Errorf("duplicates %d, want %d", *s.Duplicates, tt.wantDupes)
 			}
-			if r.writesLate != 0 || len(r.writeRefs) != 0 || len(r.pool) != 1 {
-				t.Errorf("after the run: %d late writes, %d held items, %d pooled; want 0, 0, 1", r.writesLate, len(r.writeRefs), len(r.pool))
+			if r.writesLate != 0 || len(r.writeRefs) != 0 || r.items.nfree != 1 {
+				t.Errorf("after the run: %d late writes, %d held items, %d pooled; want 0, 0, 1", r.writesLate, len(r.writeRefs), r.items.nfree)
 			}
 		})
 	}

@@ -134,9 +134,7 @@ type simRun struct {
 	freeSlots []int32
 	calls     []fakepartner.Call // whole calls of slots that need them (inflight.full)
 	freeCalls []int32
-	pool      []*dispatchcore.Item
-	slab      []dispatchcore.Item // items not handed out yet
-	slabbed   int                 // items taken from slabs so far
+	items     itemArena
 
 	writes     []lateWrite
 	freeWrites []int32
@@ -222,7 +220,7 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	r.needID = pol.Backoff.Jitter.Info().NeedsID
 	r.rng = seed.NewRand(d.Seed, "dispatcher")
 	r.arr = d.NewArrivals()
-	var pcs []dispatchcore.PartnerConfig
+	pcs := make([]dispatchcore.PartnerConfig, 0, len(layout.Subscribers))
 	var global *model.Budget
 	if d.BudgetEnabled() && d.Policy.Budget.Global() {
 		global = model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
@@ -316,10 +314,14 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 	if d.BudgetEnabled() && global == nil {
 		buds = make([]model.Budget, len(r.subs))
 	}
+	var fresh model.Breaker // what every breaker starts as: copied, not made one by one
+	if brs != nil {
+		fresh = *model.NewBreaker(bs)
+	}
 	for i := range r.subs {
 		var br *model.Breaker
 		if brs != nil {
-			brs[i].Breaker = *model.NewBreaker(bs)
+			brs[i].Breaker = fresh
 			br = &brs[i].Breaker
 			name := r.names[i]
 			br.OnTransition = func(tr model.Transition) {
@@ -502,25 +504,9 @@ func (r *simRun) feedSource(t int64) {
 }
 
 func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.Item {
-	var it *dispatchcore.Item
-	if n := len(r.pool); n > 0 {
-		it = r.pool[n-1]
-		r.pool = r.pool[:n-1]
-		if r.prefetch {
-			r.prefetchPool()
-		}
-		*it = dispatchcore.Item{}
-	} else {
-		if len(r.slab) == 0 {
-			// Items come in slabs, an eighth of those made so far each,
-			// so that the deliveries in flight span few pages and the
-			// last slab, mostly unused when pending deliveries peak, is
-			// small beside them (see newSlab).
-			r.slab = newSlab(r.slabbed)
-		}
-		it = &r.slab[0]
-		r.slab = r.slab[1:]
-		r.slabbed++
+	it := r.items.get()
+	if r.prefetch {
+		r.prefetchPool()
 	}
 	c := r.cohortOf(si)
 	it.Partner = si
@@ -767,8 +753,8 @@ func (r *simRun) terminal(it *dispatchcore.Item) {
 	r.release(it)
 }
 
-// release returns an item to the pool, for newItem to reuse.
-func (r *simRun) release(it *dispatchcore.Item) { r.pool = append(r.pool, it) }
+// release returns an item to the arena, for newItem to reuse.
+func (r *simRun) release(it *dispatchcore.Item) { r.items.put(it) }
 
 // keepCall keeps a copy of call for a slot (inflight.full) and returns its
 // index in r.calls.

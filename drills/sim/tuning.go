@@ -43,15 +43,15 @@ func newBreakers(n int) []simBreaker {
 	return s
 }
 
-// newSlab returns the next slab of items after made items: an eighth as
+// newSlab returns the next slab of items after made items: a sixteenth as
 // many, from 512 items up to 4 MiB, so that the deliveries in flight span
 // few pages (a 4 MiB slab holds at least one whole huge page) while the
-// last slab, mostly unused when pending deliveries peak, costs at most an
-// eighth of them (peak heap per pending delivery is what bench measures).
+// last slab, mostly unused when pending deliveries peak, costs at most a
+// sixteenth of them (peak heap per pending delivery is what bench measures).
 func newSlab(made int) []dispatchcore.Item {
 	const mib = 1 << 20
 	size := int(unsafe.Sizeof(dispatchcore.Item{}))
-	n := min(max(made/8, 512), 4*mib/size)
+	n := min(max(made/16, 512), 4*mib/size)
 	s := make([]dispatchcore.Item, n)
 	tuning.HugePagesOf(s)
 	return s
@@ -118,10 +118,10 @@ func (r *simRun) prefetchFanout() {
 	}
 }
 
-// prefetchPool asks for the item after next in the pool: pooled items are
-// cold.
+// prefetchPool asks for the item newItem takes next if it is a freed one:
+// freed items are cold.
 func (r *simRun) prefetchPool() {
-	if n := len(r.pool); n > 1 {
-		tuning.Prefetch(unsafe.Pointer(r.pool[n-2]))
+	if it := r.items.peekFree(); it != nil {
+		tuning.Prefetch(unsafe.Pointer(it))
 	}
 }

@@ -26,6 +26,7 @@ type Item struct {
 	Attempts  int32         // attempts made so far, including one in flight
 	gen       uint32        // low bits of the breaker generation that admitted the attempt in flight (see widenGen)
 	Accepted  bool          // caller-owned: the partner has already accepted this delivery once
+	Tag       uint16        // caller-owned: e.g. which of its slabs holds the item
 }
 
 // widenGen is the breaker generation whose low 32 bits are low, at most

@@ -1,10 +1,10 @@
 package dispatchcore
 
-// fifoChunkLen is how many entries a fifo chunk holds: a chunk is 256
-// bytes (one allocation size class), so a partner with a few deliveries
-// queued holds little beyond them, and one with thousands wastes at most
-// one chunk.
-const fifoChunkLen = 15
+// fifoChunkLen is how many entries a fifo chunk holds: a chunk is 120
+// bytes (in the 128-byte allocation size class), so a partner with a few
+// deliveries queued holds little beyond them, and one with thousands
+// wastes at most one chunk.
+const fifoChunkLen = 7
 
 // fifoEntry is a delivery in a fifo; its RunAt is read off the item, which
 // does not change it while queued, and only for the fifo's front.
