@@ -54,7 +54,7 @@ type LiveSubscriber = tally.Subscriber
 // and fanout the indexes an event fans out to (source.to).
 func Subscribers(d *Drill, specs []fakepartner.Spec) (subs []LiveSubscriber, fanout []int) {
 	l := tally.NewLayout(specs, d.Source.To)
-	return l.Subscribers, l.Fanout
+	return l.Subscribers, l.Fanout()
 }
 
 // LatencyHist is the tally's latency histogram (the live injector measures

@@ -16,8 +16,8 @@ import (
 // together with the run so that it can still be written down.
 func (t *Tally) Run() (*reports.Run, error) {
 	cfg := t.cfg
-	if n := len(t.rows); n > 0 {
-		t.rows[n-1].c.add(&t.open)
+	if n := t.rows.len(); n > 0 {
+		t.rows.lateCounts(n - 1).add(&t.open) // the cohort columns stay as sampled
 		t.open = counts{}
 	}
 	s := &reports.Summary{
@@ -36,7 +36,7 @@ func (t *Tally) Run() (*reports.Run, error) {
 		Duplicates:            new(t.duplicates),
 		Findings:              []reports.Finding{},
 		LostAcks:              t.lostAcks,
-		BreakerTransitions:    append([]reports.BreakerTransition{}, t.transitions...),
+		BreakerTransitions:    t.breakerTransitions(),
 		RetryAfterIgnored:     t.retryAfterIgnored,
 		SourceHeldBackS:       t.heldBackS,
 		SourceHeldBackMaxS:    t.heldBackMaxS,
@@ -144,11 +144,20 @@ func (c *counts) add(o *counts) {
 	}
 }
 
+// addAll is add with the per-cohort columns.
+func (c *counts) addAll(o *counts) {
+	c.add(o)
+	for i := range c.cohortFirst {
+		c.cohortFirst[i] += o.cohortFirst[i]
+		c.cohortAttempts[i] += o.cohortAttempts[i]
+	}
+}
+
 // series builds the time series from the rows and sets the summary's
 // figures read off it (peaks and oldest ages).
 func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 	sec := float64(t.interval) / 1e9
-	ts := &reports.Timeseries{IntervalS: sec, Samples: make([]reports.Sample, 0, len(t.rows))}
+	ts := &reports.Timeseries{IntervalS: sec, Samples: make([]reports.Sample, 0, t.rows.len())}
 	for _, rs := range model.Reasons {
 		ts.Reasons = append(ts.Reasons, string(rs))
 	}
@@ -163,7 +172,8 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 		}
 	}
 	var attempts, first int64
-	for _, r := range t.rows {
+	var r row
+	for rd := t.rows.reader(); rd.next(&r); {
 		iv, g := &r.c, &r.g
 		attempts += iv.first + iv.retries
 		first += iv.first
@@ -231,11 +241,4 @@ func (t *Tally) series(s *reports.Summary) *reports.Timeseries {
 
 // cohortColumns reports whether the feeder measured per-cohort oldest ages
 // (the series then has per-cohort columns).
-func (t *Tally) cohortColumns() bool {
-	for _, r := range t.rows {
-		if r.g.CohortOldestAge != nil {
-			return true
-		}
-	}
-	return false
-}
+func (t *Tally) cohortColumns() bool { return t.rows.cohortAges }

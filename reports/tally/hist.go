@@ -9,8 +9,10 @@ import (
 )
 
 // Latency histograms: microseconds from 1µs to 100 days, 3 significant
-// figures. Memory is fixed per histogram (about 270 KiB), whatever the
-// drill's length, so the tally makes one only where a value arrives.
+// figures. Memory is fixed per histogram, whatever the drill's length:
+// 2 bytes a count up to the latencies the run expects (48 KiB for a drill
+// of an hour) and, once it is read or a front count wraps, the hdr
+// histogram's 270 KiB. So the tally makes one only where a value arrives.
 const (
 	histMaxMicros = 100 * 24 * 3600 * 1_000_000
 	histSigFigs   = 3 // geom3
@@ -24,11 +26,14 @@ const (
 // the histogram is read: the counts a drill's latencies hit fill a quarter
 // of the cache lines they would in h, and a simulation records one per
 // delivery, mostly a cache miss at thousands of subscribers. h holds the
-// same counts in the end, so every figure read off it is the same.
+// same counts in the end, so every figure read off it is the same. h is
+// nil until then: most runs read a histogram only once they are over, and
+// a drill of thousands of subscribers wraps no count before its peak.
 type LatencyHist struct {
-	front []uint16
-	g     histGeom
-	h     *hdrhistogram.Histogram
+	front   []uint16
+	g       histGeom
+	sigFigs uint8
+	h       *hdrhistogram.Histogram // nil until a count reaches it
 }
 
 // histGeom is the index arithmetic of an hdr histogram whose lowest
@@ -84,26 +89,47 @@ func (g histGeom) highest(v int64) int64 {
 }
 
 // newLatencyHist returns an empty histogram of sigFigs significant
-// figures, whose geometry is g.
-func newLatencyHist(sigFigs int, g histGeom) *LatencyHist {
-	return &LatencyHist{h: hdrhistogram.New(1, histMaxMicros, sigFigs), g: g, front: make([]uint16, g.countsLen())}
+// figures, whose geometry is g, with front counts up to coverMicros (see
+// frontLen).
+func newLatencyHist(sigFigs int, g histGeom, coverMicros int64) *LatencyHist {
+	return &LatencyHist{g: g, sigFigs: uint8(sigFigs), front: make([]uint16, g.frontLen(coverMicros))}
+}
+
+// frontLen is the number of front counts that cover the values up to
+// coverMicros, the latencies a run expects. Before a value past them is
+// recorded the front grows to every index (growFront), so the cover
+// decides the memory, never a count: a front up to 100 days holds 43%
+// more counts than one up to two hours, for latencies a drill of an hour
+// never has.
+func (g histGeom) frontLen(coverMicros int64) int {
+	return g.index(max(1, min(coverMicros, histMaxMicros))) + 1
+}
+
+// hdr is l's hdr histogram, made on first use.
+func (l *LatencyHist) hdr() *hdrhistogram.Histogram {
+	if l.h == nil {
+		l.h = hdrhistogram.New(1, histMaxMicros, int(l.sigFigs))
+	}
+	return l.h
 }
 
 // NewLatencyHist returns an empty histogram.
-func NewLatencyHist() *LatencyHist { return newLatencyHist(histSigFigs, geom3()) }
+func NewLatencyHist() *LatencyHist { return newLatencyHist(histSigFigs, geom3(), histMaxMicros) }
 
 // newCohortHist is a cohort's latency histogram: 2 significant figures
 // (percentiles within 1%), about 46 KiB instead of 340 KiB, since a drill
 // may have many cohorts. The healthy-subscriber histograms, which the SLO
 // gates read, keep 3.
-func newCohortHist() *LatencyHist { return newLatencyHist(cohortSigFigs, geom2()) }
+func newCohortHist(coverMicros int64) *LatencyHist {
+	return newLatencyHist(cohortSigFigs, geom2(), coverMicros)
+}
 
 func micros(ns int64) int64 { return max(1, min(ns/1000, histMaxMicros)) }
 
 // Record adds one latency in nanoseconds (clamped to the bounds).
 func (l *LatencyHist) Record(ns int64) { l.recordAt(l.g.index(micros(ns))) }
 
-// recordAt adds one value at counts index i.
+// recordAt adds one value at counts index i, which the front covers.
 func (l *LatencyHist) recordAt(i int) {
 	if l.front[i]++; l.front[i] == 0 {
 		l.spill(i)
@@ -114,13 +140,21 @@ func (l *LatencyHist) recordAt(i int) {
 // Rare: not inlined, so that recordAt is.
 //
 //go:noinline
-func (l *LatencyHist) spill(i int) { _ = l.h.RecordValues(l.g.value(i), 1<<16) }
+func (l *LatencyHist) spill(i int) { _ = l.hdr().RecordValues(l.g.value(i), 1<<16) }
+
+// growFront makes the front cover every value.
+func (l *LatencyHist) growFront() { l.front = grown(l.front, l.g.countsLen()) }
+
+// grown is s grown to n elements (n >= len(s)), zeros appended.
+func grown[E any](s []E, n int) []E {
+	return append(s[:len(s):len(s)], make([]E, n-len(s))...)
+}
 
 // flush moves every front count to h.
 func (l *LatencyHist) flush() {
 	for i, c := range l.front {
 		if c != 0 {
-			_ = l.h.RecordValues(l.g.value(i), int64(c))
+			_ = l.hdr().RecordValues(l.g.value(i), int64(c))
 			l.front[i] = 0
 		}
 	}
@@ -132,6 +166,9 @@ func (l *LatencyHist) Count() int64 {
 		return 0
 	}
 	l.flush()
+	if l.h == nil {
+		return 0 // nothing recorded
+	}
 	return l.h.TotalCount()
 }
 
@@ -187,28 +224,39 @@ func (l *LatencyHist) CDF() []reports.CDFPoint {
 // much, at a few hundred deliveries a second).
 type intervalHist struct {
 	front   []uint16
-	wraps   []int64 // per index, how often its front count wrapped
-	wrapped bool    // some front count wrapped since the last reset
-	blocks  []int64 // per block of 1<<blockShift indexes, the values recorded
+	wraps   map[int]int64 // per index, how often its front count wrapped; few ever do
+	wrapped bool          // some front count wrapped since the last reset
+	blocks  []int64       // per block of 1<<blockShift indexes, the values recorded
 	g       histGeom
 }
 
 const blockShift = 6
 
-func newIntervalHist() *intervalHist {
+// newIntervalHist returns an empty intervalHist whose front counts cover
+// the values up to coverMicros (see histGeom.frontLen).
+func newIntervalHist(coverMicros int64) *intervalHist {
 	g := geom3()
-	n := g.countsLen()
-	// wraps is only written when a count wraps: its pages stay untouched.
-	return &intervalHist{g: g, front: make([]uint16, n), wraps: make([]int64, n), blocks: make([]int64, (n+1<<blockShift-1)>>blockShift)}
+	n := g.frontLen(coverMicros)
+	return &intervalHist{g: g, front: make([]uint16, n), wraps: map[int]int64{}, blocks: make([]int64, blocksFor(n))}
 }
 
-// recordAt adds one value at counts index i.
+// blocksFor is the number of blocks of n counts.
+func blocksFor(n int) int { return (n + 1<<blockShift - 1) >> blockShift }
+
+// recordAt adds one value at counts index i, which the front covers.
 func (h *intervalHist) recordAt(i int) {
 	if h.front[i]++; h.front[i] == 0 {
 		h.wraps[i]++
 		h.wrapped = true
 	}
 	h.blocks[i>>blockShift]++
+}
+
+// growFront makes the counts cover every value.
+func (h *intervalHist) growFront() {
+	n := h.g.countsLen()
+	h.front = grown(h.front, n)
+	h.blocks = grown(h.blocks, blocksFor(n))
 }
 
 func (h *intervalHist) count(i int) int64 {
@@ -275,10 +323,10 @@ func (h *intervalHist) reset() {
 		}
 		lo, hi := b<<blockShift, min((b+1)<<blockShift, len(h.front))
 		clear(h.front[lo:hi])
-		if h.wrapped {
-			clear(h.wraps[lo:hi])
-		}
 		h.blocks[b] = 0
 	}
-	h.wrapped = false
+	if h.wrapped {
+		clear(h.wraps)
+		h.wrapped = false
+	}
 }

@@ -17,7 +17,7 @@ func TestLatencyHistOnePassReads(t *testing.T) {
 	for round := 0; round < 40; round++ {
 		l := NewLatencyHist()
 		if round%2 == 0 {
-			l = newCohortHist()
+			l = newCohortHist(histMaxMicros)
 		}
 		n := 1 + r.IntN(5000)
 		for i := 0; i < n; i++ {
@@ -61,7 +61,7 @@ func TestLatencyHistFrontIsExact(t *testing.T) {
 	for round := 0; round < 24; round++ {
 		l, sig := NewLatencyHist(), histSigFigs
 		if round%2 == 1 {
-			l, sig = newCohortHist(), cohortSigFigs
+			l, sig = newCohortHist(histMaxMicros), cohortSigFigs
 		}
 		want := hdrhistogram.New(1, histMaxMicros, sig)
 		if got, n := l.g.countsLen(), len(want.Export().Counts); got > n || l.g.index(histMaxMicros) >= got {
@@ -103,7 +103,7 @@ func TestLatencyHistFrontIsExact(t *testing.T) {
 // the same values, across resets and wraps.
 func TestIntervalHistReadsAsHdr(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	h := newIntervalHist()
+	h := newIntervalHist(histMaxMicros)
 	want := hdrhistogram.New(1, histMaxMicros, histSigFigs)
 	qs := append([]float64{50, 90, 99, 99.9}, cdfQuantiles[1:]...)
 	slices.Sort(qs)
@@ -129,7 +129,7 @@ func TestIntervalHistReadsAsHdr(t *testing.T) {
 		if round%2 == 1 {
 			h.reset()
 			want.Reset()
-			if !slices.Equal(h.front, make([]uint16, len(h.front))) || h.wrapped || !slices.Equal(h.wraps, make([]int64, len(h.wraps))) || h.total() != 0 {
+			if !slices.Equal(h.front, make([]uint16, len(h.front))) || h.wrapped || len(h.wraps) != 0 || h.total() != 0 {
 				t.Fatalf("round %d: reset left counts", round)
 			}
 		}

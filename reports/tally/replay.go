@@ -282,7 +282,7 @@ func (t *Tally) replaysSummary() []reports.Replay {
 // its cohorts in the rows that cover [from, to], in as many rows just
 // before them, and the busiest row among the first.
 func (t *Tally) replayLoads(rp *replayTrack, from, to int64) (during, before, peak float64) {
-	n := min(len(t.rows), len(rp.rowLoad))
+	n := min(t.rows.len(), len(rp.rowLoad))
 	if n == 0 {
 		return 0, 0, 0
 	}
@@ -290,24 +290,24 @@ func (t *Tally) replayLoads(rp *replayTrack, from, to int64) (during, before, pe
 		if k == 0 {
 			return 0
 		}
-		return t.rows[k-1].t
+		return t.rows.t[k-1]
 	}
-	k0 := sort.Search(n, func(k int) bool { return t.rows[k].t > from })
+	k0 := sort.Search(n, func(k int) bool { return t.rows.t[k] > from })
 	if k0 >= n {
 		return 0, 0, 0
 	}
 	k1 := k0
-	for k1+1 < n && t.rows[k1].t < to {
+	for k1+1 < n && t.rows.t[k1] < to {
 		k1++
 	}
 	var sum int64
 	for k := k0; k <= k1; k++ {
 		sum += rp.rowLoad[k]
-		if span := t.rows[k].t - start(k); span > 0 {
+		if span := t.rows.t[k] - start(k); span > 0 {
 			peak = max(peak, float64(rp.rowLoad[k])/(float64(span)/1e9))
 		}
 	}
-	if span := t.rows[k1].t - start(k0); span > 0 {
+	if span := t.rows.t[k1] - start(k0); span > 0 {
 		during = float64(sum) / (float64(span) / 1e9)
 	}
 	b0 := max(0, k0-(k1-k0+1))

@@ -96,6 +96,8 @@ type Gauges struct {
 	CohortOldestAge []time.Duration
 }
 
+// row is one sampled interval, as the series reads it (kept encoded: see
+// sampledRows).
 type row struct {
 	t          int64 // drill ns
 	g          Gauges
@@ -222,6 +224,10 @@ type Tally struct {
 	cfg      Config
 	l        *Layout
 	interval int64
+	// coverMicros is the latencies the front counts of the healthy and
+	// cohort histograms cover (histGeom.frontLen): twice the drill's
+	// duration, at least an hour, until a longer one arrives (coverAll).
+	coverMicros int64
 	// subs packs each subscriber's cohort, whether an outage window holds
 	// it and its health (cohort<<2 | windowed<<1 | healthy): 4 bytes a
 	// subscriber, so the per-attempt lookup stays in cache at tens of
@@ -245,8 +251,9 @@ type Tally struct {
 	healthyCreated, healthyWithin, healthyPermanent, youngPend int64
 	tracks                                                     []track
 
-	transitions        []reports.BreakerTransition
+	transitions        []transition
 	transitionsDropped int64
+	transitionStrings  stringTable // the transitions' subscriber and state names
 	breakerCols        []int
 	restarts           []reports.Restart
 	alerts             []reports.Alert
@@ -254,7 +261,7 @@ type Tally struct {
 	heldBackS          float64
 	heldBackMaxS       float64
 
-	rows []row
+	rows sampledRows
 	open counts // the interval after the last sample
 	end  int64  // drill ns when the run ended; set by End
 
@@ -264,12 +271,17 @@ type Tally struct {
 
 // New returns an empty tally.
 func New(cfg Config) *Tally {
-	t := &Tally{cfg: cfg, l: cfg.Layout, interval: int64(cfg.Interval), reasons: map[string]int64{},
-		healthy: NewLatencyHist(), healthyOutage: NewLatencyHist(), healthyInterval: newIntervalHist()}
+	t := &Tally{cfg: cfg, l: cfg.Layout, interval: int64(cfg.Interval), reasons: map[string]int64{}}
+	d := min(cfg.Duration, histMaxMicros*time.Microsecond) // 2d cannot overflow
+	t.coverMicros = max(2*d, time.Hour).Microseconds()
+	t.healthy = newLatencyHist(histSigFigs, geom3(), t.coverMicros)
+	t.healthyOutage = newLatencyHist(histSigFigs, geom3(), t.coverMicros)
+	t.healthyInterval = newIntervalHist(t.coverMicros)
 	if t.interval <= 0 {
 		t.interval = int64(time.Second)
 	}
 	t.cohorts = make([]cohortCount, len(t.l.Cohorts))
+	t.rows.ncol = min(len(t.cohorts), MaxCohortColumns)
 	t.subs = make([]uint32, len(t.l.Subscribers))
 	for i, sb := range t.l.Subscribers {
 		t.subs[i] = uint32(sb.Cohort) << 2
@@ -340,7 +352,7 @@ func (t *Tally) at(at int64) *counts {
 // atRow is at for a time before the open interval's start (late facts).
 func (t *Tally) atRow(at int64) *counts {
 	if k := t.rowIndex(at); k >= 0 {
-		return &t.rows[k].c
+		return t.rows.lateCounts(k)
 	}
 	return &t.open
 }
@@ -348,14 +360,15 @@ func (t *Tally) atRow(at int64) *counts {
 // rowIndex is the index of the sampled row whose interval holds drill time
 // at, or -1 for the open interval.
 func (t *Tally) rowIndex(at int64) int {
-	n := len(t.rows)
-	if n == 0 || at >= t.rows[n-1].t {
+	ts := t.rows.t
+	n := len(ts)
+	if n == 0 || at >= ts[n-1] {
 		return -1
 	}
-	lo, hi := 0, n-1 // smallest k with at < rows[k].t
+	lo, hi := 0, n-1 // smallest k with at < ts[k]
 	for lo < hi {
 		m := (lo + hi) / 2
-		if at < t.rows[m].t {
+		if at < ts[m] {
 			hi = m
 		} else {
 			lo = m + 1
@@ -445,8 +458,11 @@ func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, tra
 	c.delivered++
 	lat := int64(at - created)
 	us := micros(lat)
+	if us > t.coverMicros {
+		t.coverAll()
+	}
 	if c.hist == nil {
-		c.hist = newCohortHist()
+		c.hist = newCohortHist(t.coverMicros)
 	}
 	c.hist.recordAt(geom2().index(us))
 	if healthy {
@@ -467,6 +483,22 @@ func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, tra
 	}
 	if track {
 		t.terminal(at, sub, created)
+	}
+}
+
+// coverAll grows the front counts of the healthy and cohort histograms to
+// every value: a latency past coverMicros arrived.
+//
+//go:noinline
+func (t *Tally) coverAll() {
+	t.coverMicros = histMaxMicros
+	t.healthy.growFront()
+	t.healthyOutage.growFront()
+	t.healthyInterval.growFront()
+	for i := range t.cohorts {
+		if h := t.cohorts[i].hist; h != nil {
+			h.growFront()
+		}
 	}
 }
 
@@ -568,15 +600,13 @@ func (t *Tally) Pending(sub int, created time.Duration, n int64) {
 // Sample closes the interval that ends at drill time at with what the
 // queue looks like then. Past MaxSamples rows the interval stays open.
 func (t *Tally) Sample(at time.Duration, g Gauges) {
-	if len(t.rows) >= MaxSamples {
+	if t.rows.len() >= MaxSamples {
 		return
 	}
 	rw := row{t: int64(at), g: g, c: t.open}
+	var v [2]int64
 	if h, n := t.healthyInterval, t.healthyInterval.total(); n > 0 {
-		var v [2]int64
 		h.valuesAt([]float64{50, 99}, n, v[:])
-		rw.p50 = float64(v[0]) / 1e6
-		rw.p99 = float64(v[1]) / 1e6
 		rw.hasHealthy = true
 		h.reset()
 	}
@@ -585,7 +615,7 @@ func (t *Tally) Sample(at time.Duration, g Gauges) {
 			t.cohorts[c].oldestMaxS = max(t.cohorts[c].oldestMaxS, age.Seconds())
 		}
 	}
-	t.rows = append(t.rows, rw)
+	t.rows.appendRow(&rw, v[0], v[1])
 	t.openFrom = rw.t
 	t.open = counts{}
 	t.sampleReplays()
@@ -597,7 +627,48 @@ func (t *Tally) BreakerTransition(at time.Duration, name, from, to string) {
 		t.transitionsDropped++
 		return
 	}
-	t.transitions = append(t.transitions, reports.BreakerTransition{Partner: name, AtS: float64(at) / 1e9, From: from, To: to})
+	ts := &t.transitionStrings
+	t.transitions = append(t.transitions, transition{at: int64(at), name: ts.id(name), from: ts.id(from), to: ts.id(to)})
+}
+
+// transition is a breaker transition as the tally keeps it: 16 bytes
+// rather than the 56 of a reports.BreakerTransition, its strings in a
+// stringTable (at most 3×MaxTransitions distinct ones, so uint16 ids).
+type transition struct {
+	at             int64 // drill ns
+	name, from, to uint16
+}
+
+// Every string a kept transition names fits a uint16 id.
+const _ = uint16(3*MaxTransitions - 1)
+
+// stringTable numbers distinct strings.
+type stringTable struct {
+	ids     map[string]uint16
+	strings []string
+}
+
+func (st *stringTable) id(s string) uint16 {
+	if id, ok := st.ids[s]; ok {
+		return id
+	}
+	if st.ids == nil {
+		st.ids = map[string]uint16{}
+	}
+	id := uint16(len(st.strings))
+	st.ids[s] = id
+	st.strings = append(st.strings, s)
+	return id
+}
+
+// breakerTransitions is the transitions kept, as the summary holds them.
+func (t *Tally) breakerTransitions() []reports.BreakerTransition {
+	out := make([]reports.BreakerTransition, 0, len(t.transitions))
+	s := t.transitionStrings.strings
+	for _, tr := range t.transitions {
+		out = append(out, reports.BreakerTransition{Partner: s[tr.name], AtS: float64(tr.at) / 1e9, From: s[tr.from], To: s[tr.to]})
+	}
+	return out
 }
 
 // Restart records a restart fault carried out.

@@ -2,11 +2,15 @@ package tally
 
 import (
 	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 	"github.com/stormdrill/stormdrill/model"
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // two cohorts: "ok" (2 healthy subscribers) and "down" (2 subscribers, an
@@ -33,11 +37,37 @@ func TestLayout(t *testing.T) {
 	if i, ok := l.Index("down-1"); !ok || i != 3 {
 		t.Fatalf("Index(down-1) = %d, %v", i, ok)
 	}
-	if len(l.Fanout) != 4 {
-		t.Fatalf("fanout %v", l.Fanout)
+	if f := l.Fanout(); !slices.Equal(f, []int{0, 1, 2, 3}) {
+		t.Fatalf("fanout %v", f)
 	}
-	if to := NewLayout([]fakepartner.Spec{{Name: "a", Count: 1}, {Name: "b", Count: 2}}, []string{"b"}); len(to.Fanout) != 2 || to.Fanout[0] != 1 {
-		t.Fatalf("fanout to b: %v", to.Fanout)
+	if f := NewLayout([]fakepartner.Spec{{Name: "a", Count: 1}, {Name: "b", Count: 2}, {Name: "c", Count: 1}, {Name: "d", Count: 2}}, []string{"b", "d"}).Fanout(); !slices.Equal(f, []int{1, 2, 4, 5}) {
+		t.Fatalf("fanout to b and d: %v", f)
+	}
+}
+
+// Index answers as a map of every subscriber's name would, on cohort names
+// that hold dashes and digits, and on two cohorts of one name.
+func TestLayoutIndexAsAMapOfNames(t *testing.T) {
+	l := NewLayout([]fakepartner.Spec{
+		{Name: "a", Count: 12}, {Name: "a-1", Count: 3}, {Name: "b-2-x", Count: 2}, {Name: "", Count: 2},
+		{Name: "dup", Count: 5}, {Name: "dup", Count: 2},
+	}, nil)
+	want := map[string]int{}
+	for i, s := range l.Subscribers {
+		want[s.Name] = i
+	}
+	probes := []string{"a-01", "a-+1", "a-", "a", "a-12", "a-1-3", "zz-0", "-", "--0", "a-1-", "dup-00", "b-2-x-2", "a-99999999999999999999"}
+	for name := range want {
+		probes = append(probes, name)
+	}
+	for _, name := range probes {
+		w, wok := want[name]
+		if i, ok := l.Index(name); ok != wok || i != w {
+			t.Errorf("Index(%q) = %d, %v; a map of names says %d, %v", name, i, ok, w, wok)
+		}
+	}
+	if i, _ := l.Index("dup-3"); l.Subscribers[i].Cohort != 4 {
+		t.Errorf("dup-3 is in cohort %d, want 4", l.Subscribers[i].Cohort)
 	}
 }
 
@@ -276,5 +306,130 @@ func TestOutageCost(t *testing.T) {
 		if o.Retries == nil || *o.Retries != wantRetries || o.DeadLetters == nil || *o.DeadLetters != 1 {
 			t.Errorf("drained %v: retries %v, dead letters %v; want %d and 1", drained, o.Retries, o.DeadLetters, wantRetries)
 		}
+	}
+}
+
+// A tally whose histograms cover latencies up to an hour reads as one that
+// covers every latency, once latencies of hours and days arrive in the
+// middle of the run: the fronts grow before the first of them is counted.
+func TestShortCoverReadsAsFullCover(t *testing.T) {
+	newTally := func(d time.Duration) *Tally {
+		return New(Config{Drill: "t", Mode: "sim", Duration: d, Layout: testLayout(), Interval: 10 * time.Second, SLO: 5 * time.Second})
+	}
+	short, full := newTally(time.Minute), newTally(100*24*time.Hour)
+	if n := len(short.healthy.front); n >= short.healthy.g.countsLen() || len(full.healthy.front) != full.healthy.g.countsLen() {
+		t.Fatalf("fronts of %d and %d counts, want the short one shorter", n, len(full.healthy.front))
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	s := time.Second
+	at := time.Duration(0)
+	for k := 0; k < 6000; k++ {
+		at += 10 * time.Millisecond
+		lat := time.Duration(80e6 * math.Exp(r.NormFloat64()))
+		if k > 3000 && k%97 == 0 {
+			lat = time.Duration(r.Int64N(int64(200 * 24 * time.Hour))) // hours to past the bounds
+		}
+		created := at - min(lat, at)
+		sub := k % 4
+		for _, tl := range []*Tally{short, full} {
+			tl.Created(sub, 1)
+			tl.Delivered(created+lat, sub, created)
+			if k%1000 == 999 {
+				tl.Sample(at+s, Gauges{})
+			}
+		}
+	}
+	if len(short.healthy.front) != short.healthy.g.countsLen() {
+		t.Fatalf("short front has %d counts after long latencies", len(short.healthy.front))
+	}
+	var runs [2]*reports.Run
+	for i, tl := range []*Tally{short, full} {
+		tl.End(at + s)
+		run, err := tl.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = run
+	}
+	a, b := runs[0], runs[1]
+	if a.Summary.HealthyLatencyS != b.Summary.HealthyLatencyS || a.Summary.HealthyLatencyOutageS != b.Summary.HealthyLatencyOutageS {
+		t.Errorf("healthy latency %+v / %+v, full cover %+v / %+v", a.Summary.HealthyLatencyS, a.Summary.HealthyLatencyOutageS, b.Summary.HealthyLatencyS, b.Summary.HealthyLatencyOutageS)
+	}
+	if a.Summary.HealthyLatencyS.Count == 0 || a.Summary.HealthyLatencyOutageS.Count == 0 {
+		t.Fatalf("no healthy latencies counted: %+v", a.Summary.HealthyLatencyS)
+	}
+	for i := range a.Summary.Cohorts {
+		if a.Summary.Cohorts[i].LatencyS != b.Summary.Cohorts[i].LatencyS {
+			t.Errorf("cohort %d latency %+v, full cover %+v", i, a.Summary.Cohorts[i].LatencyS, b.Summary.Cohorts[i].LatencyS)
+		}
+	}
+	if !slices.Equal(a.HealthyCDF, b.HealthyCDF) || !slices.Equal(a.HealthyOutageCDF, b.HealthyOutageCDF) {
+		t.Errorf("CDFs differ from the full cover's")
+	}
+	for k := range a.Timeseries.Samples {
+		x, y := a.Timeseries.Samples[k], b.Timeseries.Samples[k]
+		if x.HealthyLatencyP50S != y.HealthyLatencyP50S || x.HealthyLatencyP99S != y.HealthyLatencyP99S {
+			t.Errorf("row %d: healthy p50/p99 %v/%v, full cover %v/%v", k, x.HealthyLatencyP50S, x.HealthyLatencyP99S, y.HealthyLatencyP50S, y.HealthyLatencyP99S)
+		}
+	}
+}
+
+// The sampled rows, kept encoded, read back as they were sampled: gauges
+// of every shape (nil and empty slices kept apart, NaN and fractions
+// kept), and late facts added to their row, per-cohort columns included.
+func TestSampledRowsReadBack(t *testing.T) {
+	tl := newTestTally(nil)
+	s := time.Second
+	gauges := []Gauges{
+		{},
+		{Ready: 1 << 40, Delayed: 3, InFlight: 7, OldestReadyAge: 90 * time.Minute, OldestDelayedAge: time.Nanosecond, SourceHeldBack: 0.25,
+			Breaker: []float64{0, 1, 2}, CohortOldestAge: []time.Duration{0, 5 * s}},
+		{SourceHeldBack: math.NaN(), Breaker: []float64{}, CohortOldestAge: []time.Duration{}},
+		{Ready: -1, SourceHeldBack: -1e300, Breaker: []float64{math.Inf(1)}, CohortOldestAge: []time.Duration{-s, math.MaxInt64}},
+	}
+	for k, g := range gauges {
+		tl.Created(k%4, 1)
+		tl.AttemptStarted(time.Duration(k)*10*s+s, k%4, 1)
+		tl.Sample(time.Duration(k+1)*10*s, g)
+	}
+	tl.AttemptStarted(15*s, 2, 1) // late: row 1, cohort 1
+	tl.AttemptStarted(16*s, 0, 2) // late: row 1, cohort 0, a retry
+	tl.End(45 * s)
+	for i := range 4 {
+		tl.Pending(i%4, 0, 1)
+	}
+	run, err := tl.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := run.Timeseries.Samples
+	if len(rows) != len(gauges) {
+		t.Fatalf("%d rows, want %d", len(rows), len(gauges))
+	}
+	same := func(a, b float64) bool { return a == b || (a != a && b != b) }
+	for k, g := range gauges {
+		x := rows[k]
+		if x.Ready != float64(g.Ready) || x.Delayed != float64(g.Delayed) || x.InFlight != float64(g.InFlight) ||
+			x.OldestReadyAgeS != g.OldestReadyAge.Seconds() || x.OldestDelayedAgeS != g.OldestDelayedAge.Seconds() || !same(x.SourceHeldBack, g.SourceHeldBack) {
+			t.Errorf("row %d: %+v, sampled %+v", k, x, g)
+		}
+		if (x.Breaker == nil) != (g.Breaker == nil) || !slices.EqualFunc(x.Breaker, g.Breaker, same) {
+			t.Errorf("row %d: breaker %#v, sampled %#v", k, x.Breaker, g.Breaker)
+		}
+		for c := range x.CohortOldestAgeS {
+			want := 0.0
+			if c < len(g.CohortOldestAge) {
+				want = g.CohortOldestAge[c].Seconds()
+			}
+			if x.CohortOldestAgeS[c] != want {
+				t.Errorf("row %d: cohort %d oldest %v, want %v", k, c, x.CohortOldestAgeS[c], want)
+			}
+		}
+	}
+	if got := rows[1].CohortFirstAttemptsPerS; !slices.Equal(got, []float64{0.1, 0.1}) {
+		t.Errorf("row 1 first attempts per cohort %v, want [0.1 0.1] (one sampled, one late)", got)
+	}
+	if got := rows[1].CohortRetriesPerS; !slices.Equal(got, []float64{0.1, 0}) {
+		t.Errorf("row 1 retries per cohort %v, want [0.1 0] (late)", got)
 	}
 }
