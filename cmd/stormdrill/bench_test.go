@@ -13,7 +13,8 @@ import (
 // TestBenchPrintsMatchedReferenceAndBytesPerPending: the table has a row
 // per scale whose peak pending is the simulated run's, beside the bare
 // loop's rate measured at that pending, the ratio of the two rates, and
-// the peak heap divided by the peak pending.
+// the peak heap divided by the peak pending, and the heap before the run
+// with the run's own bytes per pending (the peak less that heap).
 func TestBenchPrintsMatchedReferenceAndBytesPerPending(t *testing.T) {
 	const drill = "drills/demo-healthy.toml"
 	code, out, errOut := stormdrill(t, "bench", "--drill", drill, "--scale", "1,2")
@@ -26,8 +27,8 @@ func TestBenchPrintsMatchedReferenceAndBytesPerPending(t *testing.T) {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "| "), " | ")
-		if len(cells) != 11 {
-			t.Fatalf("row with %d cells, want 11: %q", len(cells), line)
+		if len(cells) != 13 {
+			t.Fatalf("row with %d cells, want 13: %q", len(cells), line)
 		}
 		rows = append(rows, cells)
 	}
@@ -68,6 +69,13 @@ func TestBenchPrintsMatchedReferenceAndBytesPerPending(t *testing.T) {
 		// The heap is printed to a tenth of a MiB, the bytes to one.
 		if heap := perPending * pending; math.Abs(heap-heapMiB*(1<<20)) > 0.05*(1<<20)+pending {
 			t.Errorf("scale %d: %v bytes per pending × %v pending is not the peak heap %v MiB", k+1, perPending, pending, heapMiB)
+		}
+		baseMiB, ownPerPending := num(row, 11), num(row, 12)
+		if baseMiB >= heapMiB {
+			t.Errorf("scale %d: heap before the run %v MiB, not below the peak %v MiB", k+1, baseMiB, heapMiB)
+		}
+		if own := ownPerPending * pending; math.Abs(own-(heapMiB-baseMiB)*(1<<20)) > 0.1*(1<<20)+pending {
+			t.Errorf("scale %d: the run's own %v bytes per pending × %v pending is not the peak %v MiB less the %v MiB before", k+1, ownPerPending, pending, heapMiB, baseMiB)
 		}
 	}
 }
