@@ -1,38 +1,58 @@
 package sim
 
 import (
+	"math/bits"
 	"unsafe"
 
 	"github.com/stormdrill/stormdrill/model/dispatchcore"
 )
 
 // itemArena hands out the simulation's delivery items and takes them back.
-// Items live in slabs that are never freed; a freed item joins a free list
-// threaded through the items themselves (its Key, dead while it is free,
-// holds the next one's index), so that taking items back costs no memory:
-// a pool slice of pointers grew by copying, and at the end of a drain held
-// a pointer for every item ever made.
+// Items live in slabs that are never freed, each with a bitmap of its
+// freed items: taking an item back costs a bit, where a pool slice of
+// pointers grew by copying and at the end of a drain held a pointer for
+// every item ever made; and handing freed ones out again sweeps the
+// bitmaps in address order, so that an event's fan-out, which takes
+// thousands at once, reads memory in order instead of chasing a free
+// list from one cold item to the next.
 type itemArena struct {
 	slabs [][]dispatchcore.Item // every slab made, in order; an item's Tag is its slab's index
+	freed [][]uint64            // freed[s] has bit k set when slabs[s][k] is free
 	next  []dispatchcore.Item   // the latest slab's items not handed out yet
 	made  int                   // items taken from slabs so far
-	free  uint64                // index + 1 of the first free item (see at); 0: none
-	nfree int                   // items on the free list
+	nfree int                   // freed items not handed out again
+	// The sweep's place: the next word of freed[cs] to look at.
+	cs, cw int
 }
 
 // maxSlabs bounds the slabs an item's Tag can name; past it the arena
 // allocates items one by one, which are not taken back.
 const maxSlabs = 1 << 16
 
-// get returns a zero item.
+// get returns a zero item: a freed one, the next in the sweep, if there is
+// one, else a new one.
 func (a *itemArena) get() *dispatchcore.Item {
-	if a.free != 0 {
-		it := a.at(a.free - 1)
-		a.free = it.Key
-		a.nfree--
-		tag := it.Tag
-		*it = dispatchcore.Item{Tag: tag}
-		return it
+	if a.nfree > 0 {
+		// A set bit exists, so the sweep finds one within a lap of the
+		// slabs.
+		for {
+			if a.cw == len(a.freed[a.cs]) {
+				a.cs, a.cw = (a.cs+1)%len(a.slabs), 0
+				continue
+			}
+			w := a.freed[a.cs][a.cw]
+			if w == 0 {
+				a.cw++
+				continue
+			}
+			b := bits.TrailingZeros64(w)
+			a.freed[a.cs][a.cw] = w &^ (1 << b)
+			a.nfree--
+			it := &a.slabs[a.cs][a.cw*64+b]
+			tag := it.Tag
+			*it = dispatchcore.Item{Tag: tag}
+			return it
+		}
 	}
 	if len(a.next) == 0 {
 		if len(a.slabs) == maxSlabs {
@@ -44,6 +64,7 @@ func (a *itemArena) get() *dispatchcore.Item {
 		// newSlab).
 		s := newSlab(a.made)
 		a.slabs = append(a.slabs, s)
+		a.freed = append(a.freed, make([]uint64, (len(s)+63)/64))
 		a.next = s
 	}
 	it := &a.next[0]
@@ -60,19 +81,20 @@ func (a *itemArena) put(it *dispatchcore.Item) {
 	if off >= uintptr(len(s)) {
 		return // made one by one past maxSlabs: the collector takes it
 	}
-	it.Key = a.free
-	a.free = uint64(it.Tag)<<32 | uint64(off) + 1
+	a.freed[it.Tag][off/64] |= 1 << (off % 64)
 	a.nfree++
 }
 
-// at is the item of index i: its slab in the high 32 bits, its offset in
-// the low ones.
-func (a *itemArena) at(i uint64) *dispatchcore.Item { return &a.slabs[i>>32][uint32(i)] }
-
-// peekFree is the item get returns next if it is a freed one, else nil.
-func (a *itemArena) peekFree() *dispatchcore.Item {
-	if a.free == 0 {
+// upcoming is the item the sweep would hand out after the next one if it
+// lies in the same bitmap word, else nil: for a caller to prefetch.
+func (a *itemArena) upcoming() *dispatchcore.Item {
+	if a.nfree < 2 || a.cw >= len(a.freed[a.cs]) {
 		return nil
 	}
-	return a.at(a.free - 1)
+	w := a.freed[a.cs][a.cw]
+	if bits.OnesCount64(w) < 2 {
+		return nil
+	}
+	w &= w - 1 // past the next one
+	return &a.slabs[a.cs][a.cw*64+bits.TrailingZeros64(w)]
 }

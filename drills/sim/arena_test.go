@@ -7,46 +7,54 @@ import (
 )
 
 // TestArenaReusesFreedItems: items taken back are handed out again, zero,
-// before any new one, across slabs; nothing handed out twice at once.
+// before any new one, in address order across slabs; nothing is handed
+// out twice at once.
 func TestArenaReusesFreedItems(t *testing.T) {
 	var a itemArena
 	const n = 5000 // several slabs (the first holds 512)
 	out := make([]*dispatchcore.Item, n)
-	seen := map[*dispatchcore.Item]bool{}
+	inUse := map[*dispatchcore.Item]bool{}
 	for i := range out {
 		out[i] = a.get()
-		if seen[out[i]] {
+		if inUse[out[i]] {
 			t.Fatalf("item %d handed out twice", i)
 		}
-		seen[out[i]] = true
+		inUse[out[i]] = true
 		out[i].RunAt, out[i].Key, out[i].ID, out[i].Accepted = int64(i+1), 99, "x", true
 	}
 	if len(a.slabs) < 3 {
 		t.Fatalf("%d slabs for %d items, want several", len(a.slabs), n)
 	}
-	// Take back every third one, from every slab.
+	// Take back every third one, from every slab, the later ones first.
 	var back []*dispatchcore.Item
-	for i := 0; i < n; i += 3 {
+	for i := n - 1; i >= 0; i -= 3 {
 		a.put(out[i])
+		delete(inUse, out[i])
 		back = append(back, out[i])
 	}
 	if a.nfree != len(back) {
-		t.Fatalf("%d on the free list, want %d", a.nfree, len(back))
+		t.Fatalf("%d freed, want %d", a.nfree, len(back))
 	}
 	made := a.made
-	for k := len(back) - 1; k >= 0; k-- { // last freed, first reused
+	for k := len(back) - 1; k >= 0; k-- { // the sweep goes in address order: out's order
 		it := a.get()
 		if it != back[k] {
-			t.Fatalf("get %d returned an item not freed last", k)
+			t.Fatalf("get returned an item other than the next freed one in address order (%d)", k)
 		}
 		if tag := it.Tag; *it != (dispatchcore.Item{Tag: tag}) {
 			t.Fatalf("reused item not zero: %+v", *it)
 		}
+		inUse[it] = true
 	}
-	if a.made != made || a.nfree != 0 || a.free != 0 {
-		t.Fatalf("after reusing every freed item: made %d → %d, %d free, head %d", made, a.made, a.nfree, a.free)
+	if a.made != made || a.nfree != 0 {
+		t.Fatalf("after reusing every freed item: made %d → %d, %d free", made, a.made, a.nfree)
 	}
-	if it := a.get(); seen[it] {
-		t.Fatal("a new item after the free list emptied was one already handed out")
+	if it := a.get(); inUse[it] {
+		t.Fatal("a new item after the freed ones ran out was one in use")
+	}
+	// The sweep wraps: an item freed behind it is found.
+	a.put(out[1])
+	if it := a.get(); it != out[1] {
+		t.Fatal("an item freed behind the sweep was not found")
 	}
 }

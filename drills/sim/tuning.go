@@ -118,10 +118,10 @@ func (r *simRun) prefetchFanout() {
 	}
 }
 
-// prefetchPool asks for the item newItem takes next if it is a freed one:
+// prefetchPool asks for the freed item newItem takes after the next one:
 // freed items are cold.
 func (r *simRun) prefetchPool() {
-	if it := r.items.peekFree(); it != nil {
+	if it := r.items.upcoming(); it != nil {
 		tuning.Prefetch(unsafe.Pointer(it))
 	}
 }
