@@ -10,22 +10,12 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 	"github.com/stormdrill/stormdrill/model/runtime/dispatcher"
 )
-
-// processCPU is the user+system CPU time of this process so far; the
-// dispatcher children's is not in it.
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // pacedRequests sends n requests at perSecond to the server behind l, from
 // rawClientWorkers goroutines on one keep-alive client (bounded: an
@@ -93,7 +83,15 @@ func pacedRequests(tb testing.TB, base string, n int, perSecond float64) int {
 func bareServer() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
-		time.Sleep(time.Millisecond) // the subscribers' scripted latency
+		// The subscribers' scripted latency, held as the partner holds it:
+		// on a timer, given up when the caller leaves.
+		t := time.NewTimer(time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))
 	})
@@ -130,9 +128,9 @@ func BenchmarkHarnessCost(b *testing.B) {
 	n := int(perSecond * dur.Seconds())
 	perRequest := func(base string, stop func()) float64 {
 		defer stop()
-		cpu0 := processCPU(b)
+		cpu0 := testsuite.ProcessCPU(b)
 		ok := pacedRequests(b, base, n, perSecond)
-		cpu := processCPU(b) - cpu0
+		cpu := testsuite.ProcessCPU(b) - cpu0
 		if ok < n*9/10 {
 			b.Fatalf("%d of %d requests answered 2xx", ok, n)
 		}
@@ -143,9 +141,9 @@ func BenchmarkHarnessCost(b *testing.B) {
 	for b.Loop() {
 		bare0 := bareCost()
 		partner := partnerCost()
-		cpu0 := processCPU(b)
+		cpu0 := testsuite.ProcessCPU(b)
 		run := liveRun(b, perSecond, dur)
-		liveCPU := processCPU(b) - cpu0
+		liveCPU := testsuite.ProcessCPU(b) - cpu0
 		delivered := run.Summary.Deliveries.Delivered
 		if delivered < int64(n)*9/10 {
 			b.Fatalf("the live run delivered %d of %d", delivered, n)

@@ -4,21 +4,12 @@ package sim
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/internal/testsuite"
 )
-
-// cpuTime is the user+system CPU time of this process so far.
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // runMeasure is one simulated run and what it cost.
 type runMeasure struct {
@@ -53,9 +44,9 @@ func measureRun(tb testing.TB, d *drills.Drill, liveEvery int) runMeasure {
 		m.peakHeap = max(m.peakHeap, ms.HeapInuse)
 	}}
 	runtime.GC()
-	cpu0, wall0 := cpuTime(tb), time.Now()
+	cpu0, wall0 := testsuite.ProcessCPU(tb), time.Now()
 	run, err := Run(d, opt)
-	m.cpu, m.wall = cpuTime(tb)-cpu0, time.Since(wall0)
+	m.cpu, m.wall = testsuite.ProcessCPU(tb)-cpu0, time.Since(wall0)
 	if err != nil {
 		tb.Fatal(err)
 	}
