@@ -134,11 +134,7 @@ figure{margin:1.5em 0}figure img{max-width:100%;height:auto}
 {{end}}<noscript><img src="{{.Plot}}" alt="key metrics against {{.Key}}"></noscript>
 {{else}}<figure><img src="{{.Plot}}" alt="key metrics against {{.Key}}"></figure>{{end}}
 <p>Every probe is in summary.json.</p>
-{{with .Charts}}<script type="application/json" id="chart-data">{{.Data}}</script>
-<script>/* uPlot {{.Version}}, MIT licence, Leon Sorokin; vendored */
-{{.UPlotJS}}</script>
-<script>{{.Script}}</script>{{end}}
-</body></html>
+` + render.ChartScriptsHTML + `</body></html>
 `))
 
 // writeCapacityHTML writes report.html: the answer, the probes' table and

@@ -327,11 +327,7 @@ figure{margin:1.5em 0}figure img{max-width:100%;height:auto}
 {{range .Plots}}<figure>{{if $.Charts}}<div class="chart" id="{{.ID}}" role="img" aria-label="{{.Title}}"></div>
 <noscript><img src="{{.Src}}" alt="{{.Title}}"></noscript>{{else}}<img src="{{.Src}}" alt="{{.Title}}">{{end}}</figure>
 {{end}}{{end}}<p>Every run is in runs.csv; the statistics are in summary.json.</p>
-{{with .Charts}}<script type="application/json" id="chart-data">{{.Data}}</script>
-<script>/* uPlot {{.Version}}, MIT licence, Leon Sorokin; vendored */
-{{.UPlotJS}}</script>
-<script>{{.Script}}</script>{{end}}
-</body></html>
+` + render.ChartScriptsHTML + `</body></html>
 `))
 
 // sweepCell is one table cell of the HTML report: the mean and its ±,

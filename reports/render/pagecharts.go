@@ -30,8 +30,17 @@ type PageSeries struct {
 	Err []float64
 }
 
+// ChartScriptsHTML is the html/template text a page ends its body with
+// to draw its charts from the ChartAssets in its field Charts (nothing
+// when that is nil): the data, the vendored uPlot and the script.
+const ChartScriptsHTML = `{{with .Charts}}<script type="application/json" id="chart-data">{{.Data}}</script>
+<script>/* uPlot {{.Version}}, MIT licence, Leon Sorokin; vendored */
+{{.UPlotJS}}</script>
+<script>{{.Script}}</script>{{end}}
+`
+
 // ChartAssets is what a page inlines to draw its charts: the data, the
-// vendored uPlot and the script.
+// vendored uPlot and the script (see ChartScriptsHTML).
 type ChartAssets struct {
 	Data     template.JS
 	UPlotJS  template.JS
