@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/stormdrill/stormdrill/reports/render"
 )
@@ -108,7 +109,11 @@ func capacityCharts(r *CapacityResult) []render.PageChart {
 	return charts
 }
 
-var capacityHTML = template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
+// capacityHTML is the template of a capacity search's report.html, parsed on
+// first use: parsed at start, it would sit on the heap of every command,
+// most of which write no page.
+var capacityHTML = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("capacity").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Capacity: {{.Drill}}, varying {{.Key}}</title>
 <style>
@@ -136,6 +141,7 @@ figure{margin:1.5em 0}figure img{max-width:100%;height:auto}
 <p>Every probe is in summary.json.</p>
 ` + render.ChartScriptsHTML + `</body></html>
 `))
+})
 
 // writeCapacityHTML writes report.html: the answer, the probes' table and
 // one interactive chart per metric, with the plot (svg) for readers
@@ -160,5 +166,5 @@ func writeCapacityHTML(b *bytes.Buffer, r *CapacityResult, svg []byte) error {
 		}
 		data.ChartList, data.Charts = charts, assets
 	}
-	return capacityHTML.Execute(b, data)
+	return capacityHTML().Execute(b, data)
 }

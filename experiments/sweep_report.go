@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -301,7 +302,11 @@ func (r *SweepResult) runErrors(limit int) []string {
 	return out
 }
 
-var sweepHTML = template.Must(template.New("sweep").Parse(`<!DOCTYPE html>
+// sweepHTML is the template of a sweep's report.html, parsed on
+// first use: parsed at start, it would sit on the heap of every command,
+// most of which write no page.
+var sweepHTML = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("sweep").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Experiment: {{.Name}}</title>
 <style>
@@ -329,6 +334,7 @@ figure{margin:1.5em 0}figure img{max-width:100%;height:auto}
 {{end}}{{end}}<p>Every run is in runs.csv; the statistics are in summary.json.</p>
 ` + render.ChartScriptsHTML + `</body></html>
 `))
+})
 
 // sweepCell is one table cell of the HTML report: the mean and its ±,
 // and the range across seeds on a line of its own.
@@ -376,7 +382,7 @@ func writeSweepHTML(b *bytes.Buffer, r *SweepResult, plots []sweepPlot, svgs [][
 		}
 		data.Charts = assets
 	}
-	return sweepHTML.Execute(b, data)
+	return sweepHTML().Execute(b, data)
 }
 
 // htmlRow is tableRow with each statistic in its two parts.

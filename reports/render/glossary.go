@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // glossaryText is the one source of the definitions of what the harness
@@ -27,8 +28,8 @@ type Definition struct {
 // per definition; docs/metrics.md carries it verbatim.
 func GlossaryMarkdown() string { return glossaryText }
 
-// glossary is glossaryText parsed once.
-var glossary = parseGlossary(glossaryText)
+// glossary is glossaryText parsed once, on first use.
+var glossary = sync.OnceValue(func() []Definition { return parseGlossary(glossaryText) })
 
 func parseGlossary(text string) []Definition {
 	var defs []Definition
@@ -66,26 +67,26 @@ func headingSlug(s string) string {
 
 // glossaryAnchors is the set of anchors the glossary defines.
 func glossaryAnchors() map[string]bool {
-	m := make(map[string]bool, len(glossary))
-	for _, d := range glossary {
+	m := make(map[string]bool, len(glossary()))
+	for _, d := range glossary() {
 		m[d.Anchor] = true
 	}
 	return m
 }
 
 var (
-	inlineCode = regexp.MustCompile("`([^`]+)`")
-	inlineEm   = regexp.MustCompile(`\*([^*]+)\*`)
+	inlineCode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`]+)`") })
+	inlineEm   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\*([^*]+)\*`) })
 )
 
 // inlineHTML renders the glossary's inline Markdown (`code`, *emphasis*)
 // as HTML; everything else is escaped.
 func inlineHTML(md string) template.HTML {
-	parts := inlineCode.Split(md, -1)
-	codes := inlineCode.FindAllStringSubmatch(md, -1)
+	parts := inlineCode().Split(md, -1)
+	codes := inlineCode().FindAllStringSubmatch(md, -1)
 	var b strings.Builder
 	for i, p := range parts {
-		b.WriteString(inlineEm.ReplaceAllString(html.EscapeString(p), "<em>$1</em>"))
+		b.WriteString(inlineEm().ReplaceAllString(html.EscapeString(p), "<em>$1</em>"))
 		if i < len(codes) {
 			b.WriteString("<code>" + html.EscapeString(codes[i][1]) + "</code>")
 		}
@@ -100,8 +101,8 @@ type htmlDefinition struct {
 }
 
 func htmlGlossary() []htmlDefinition {
-	out := make([]htmlDefinition, 0, len(glossary))
-	for _, d := range glossary {
+	out := make([]htmlDefinition, 0, len(glossary()))
+	for _, d := range glossary() {
 		hd := htmlDefinition{Term: d.Term, Anchor: d.Anchor}
 		for _, p := range d.Paragraphs {
 			hd.Paragraphs = append(hd.Paragraphs, inlineHTML(p))

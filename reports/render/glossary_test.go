@@ -38,7 +38,7 @@ func TestGlossaryDefinesEveryAnchorTheReportsLinkTo(t *testing.T) {
 			t.Errorf("no definition has the anchor %q", a)
 		}
 	}
-	for _, d := range glossary {
+	for _, d := range glossary() {
 		if len(d.Paragraphs) == 0 {
 			t.Errorf("definition %q has no text", d.Term)
 		}

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -96,7 +97,7 @@ func WriteHTML(w io.Writer, r *reports.Run, plots []PlotRef, readFile func(name 
 		d.UPlotVersion = uPlotVersion
 	}
 	var buf bytes.Buffer
-	if err := reportTemplate.Execute(&buf, d); err != nil {
+	if err := reportTemplate().Execute(&buf, d); err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())
@@ -152,7 +153,11 @@ func looksLikePNG(b []byte) bool {
 	return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n"))
 }
 
-var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// reportTemplate is the template of report.html, parsed on first use:
+// parsed at start, it would sit on the heap of every command, most of
+// which write no page.
+var reportTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -450,3 +455,4 @@ li.bad { color: var(--fail); font-weight: 600; }
 </div>
 </section>{{end}}{{end}}
 `))
+})

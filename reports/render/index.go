@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"path"
+	"sync"
 
 	"github.com/stormdrill/stormdrill/reports"
 )
@@ -51,7 +52,7 @@ func WriteIndex(w io.Writer, entries []IndexEntry) error {
 		d.Rows = append(d.Rows, indexRow{IndexEntry: e, Report: path.Join(dir, "report.html"), Markdown: path.Join(dir, "report.md")})
 	}
 	var buf bytes.Buffer
-	if err := indexTemplate.Execute(&buf, d); err != nil {
+	if err := indexTemplate().Execute(&buf, d); err != nil {
 		return fmt.Errorf("index.html: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())
@@ -68,7 +69,11 @@ func filepathToSlash(p string) string {
 	return string(b)
 }
 
-var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
+// indexTemplate is the template of index.html, parsed on first use:
+// parsed at start, it would sit on the heap of every command, most of
+// which write no page.
+var indexTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("index").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -101,3 +106,4 @@ a { color: #0969da; }
 </body>
 </html>
 `))
+})
