@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
 )
@@ -27,7 +28,7 @@ const (
 	limPartnerURL        = 2048
 )
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`) })
 
 func partnerServerDefaults(p *PartnerServer) {
 	if p.Listen == "" {
@@ -80,7 +81,7 @@ func validatePartnerServer(d *Drill, has func(string) bool, bad func(key, format
 	} else if !p.ListenIsLoopback() {
 		bad("partner_server.url", "required when partner_server.listen is not loopback: the base URL the system under drill reaches the partner server by, like \"http://drill:8080\"")
 	}
-	if !envName.MatchString(p.TokenEnv) {
+	if !envName().MatchString(p.TokenEnv) {
 		bad("partner_server.token_env", "%q is not an environment variable name", clip(p.TokenEnv))
 	}
 }

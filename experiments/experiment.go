@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -274,7 +275,7 @@ func (ep *experimentParse) head(raw *rawExperiment) {
 	if e.Name == "" {
 		e.Name = strings.TrimSuffix(filepath.Base(ep.path), filepath.Ext(ep.path))
 	}
-	if !validName.MatchString(e.Name) {
+	if !validName().MatchString(e.Name) {
 		ep.bad("name", "%q: letters, digits, '.', '_' and '-' only (it names the output directory)", e.Name)
 	}
 	if raw.Drill != "" {
@@ -445,7 +446,7 @@ func clipName(s string) string {
 	return s
 }
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._-]{1,100}$`) })
 
 func resolve(dir, p string) string {
 	if filepath.IsAbs(p) {

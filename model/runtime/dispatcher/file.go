@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stormdrill/stormdrill/model"
@@ -250,14 +251,14 @@ func decodeError(b []byte, dec *json.Decoder, err error) error {
 // value a decoder stopped at.
 func keyBefore(b []byte, off int64) string {
 	off = min(max(off, 0), int64(len(b)))
-	m := keyPattern.FindAllSubmatch(b[:off], -1)
+	m := keyPattern().FindAllSubmatch(b[:off], -1)
 	if len(m) == 0 {
 		return "(top level)"
 	}
 	return clipText(string(m[len(m)-1][1]))
 }
 
-var keyPattern = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*:`)
+var keyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"((?:[^"\\]|\\.)*)"\s*:`) })
 
 func lineAt(b []byte, off int64) int {
 	off = min(max(off, 0), int64(len(b)))

@@ -103,7 +103,7 @@ func parsePostgresDSN(dsn string) (string, *pgxpool.Config, error) {
 func InlineSecret(dsn string) bool {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return strings.Contains(dsn, "@") || keywordSecret.MatchString(dsn)
+		return strings.Contains(dsn, "@") || keywordSecret().MatchString(dsn)
 	}
 	if u.User != nil {
 		if _, has := u.User.Password(); has {

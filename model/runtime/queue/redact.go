@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // redacted stands in for a secret in messages.
@@ -18,7 +19,9 @@ func isSecretParam(name string) bool {
 
 // keywordSecret matches a secret in the keyword/value form of a DSN
 // ("host=h password=s" or password='s p').
-var keywordSecret = regexp.MustCompile(`(?i)\b([a-z_]*(?:pass|secret|token)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)`)
+var keywordSecret = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b([a-z_]*(?:pass|secret|token)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)`)
+})
 
 // RedactDSN returns dsn with every secret replaced: the URL's password and
 // every query parameter whose name says it is one (password, sslpassword),
@@ -29,7 +32,7 @@ func RedactDSN(dsn string) string {
 	if err != nil || u.Scheme == "" || (u.Opaque != "" && u.Host == "" && strings.Contains(u.Opaque, "=")) {
 		// Not a URL net/url reads: hide a "scheme://user:secret@" by hand,
 		// then any keyword secrets.
-		return keywordSecret.ReplaceAllString(redactUserinfo(dsn), "${1}"+redacted)
+		return keywordSecret().ReplaceAllString(redactUserinfo(dsn), "${1}"+redacted)
 	}
 	if u.User != nil {
 		if _, has := u.User.Password(); has {
@@ -39,7 +42,7 @@ func RedactDSN(dsn string) string {
 	if u.RawQuery != "" {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
-			u.RawQuery = keywordSecret.ReplaceAllString(u.RawQuery, "${1}"+redacted)
+			u.RawQuery = keywordSecret().ReplaceAllString(u.RawQuery, "${1}"+redacted)
 		} else {
 			changed := false
 			for k, vs := range q {
@@ -119,7 +122,7 @@ func dsnSecrets(dsn string) []string {
 			}
 		}
 	}
-	for _, m := range keywordSecret.FindAllStringSubmatch(dsn, -1) {
+	for _, m := range keywordSecret().FindAllStringSubmatch(dsn, -1) {
 		add(strings.Trim(m[2], "'"))
 	}
 	return out
