@@ -25,10 +25,10 @@ const benchExamples = `  stormdrill bench
 // peak heap in use and that heap per pending delivery (what the simulator
 // spends on each, fixed costs included); how much faster than real time
 // the drill ran; and the process's heap before the run with the run's own
-// bytes per pending delivery, its peak less that heap: the CLI's own
-// (fonts and templates parsed at start, about 2.4 MiB) weighs on a small
-// row's figure without growing with it. The table comes at the end; a line on stderr marks
-// each row measured.
+// bytes per pending delivery, its peak less that heap: the CLI's own (the
+// runtime's and the dependencies', fonts first, about 1.7 MiB) weighs on
+// a small row's figure without growing with it. The table comes at the
+// end; a line on stderr marks each row measured.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", "[flags]", benchExamples, stdout)
 	path := fs.String("drill", "drills/fanout-outage.toml", "the drill to measure")
