@@ -222,7 +222,7 @@ func (d *Dist) Sample(rng *rand.Rand) time.Duration {
 		return clampNs(math.Abs(float64(d.Mean) + float64(d.Stddev)*rng.NormFloat64()))
 	case DistLognormal:
 		mu, sigma := d.lognormalParams()
-		return clampNs(exp(mu + sigma*rng.NormFloat64()))
+		return clampNs(exp(mu + float64(sigma*rng.NormFloat64())))
 	case DistPareto, DistEmpirical:
 		return d.Quantile(rng.Float64())
 	}
@@ -342,7 +342,7 @@ func newDistSampler(d *Dist) distSampler {
 
 func (s *distSampler) sample(rng *rand.Rand) time.Duration {
 	if s.d.Kind == DistLognormal {
-		return clampNs(exp(s.mu + s.sigma*rng.NormFloat64()))
+		return clampNs(exp(s.mu + float64(s.sigma*rng.NormFloat64())))
 	}
 	return s.d.Sample(rng)
 }

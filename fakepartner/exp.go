@@ -2,13 +2,13 @@ package fakepartner
 
 import "math"
 
-// exp is e^x for the lognormal's samples, within 0.51 ulp, and the same
-// bits on every machine. math.Exp is within about 1.6 ulp and, on amd64,
-// takes a fused multiply-add path only where the CPU has one, so its bits
-// (and a drill's latencies, rounded to the nanosecond) could differ
-// between machines; and its chain of about twenty dependent operations
-// sits on the simulator's critical path (each sampled latency orders the
-// next event), where this one's is about half as long.
+// exp is e^x for the lognormal's samples, within 0.51 ulp, with the same
+// bits whatever the CPU's features. math.Exp is within about 1.6 ulp and,
+// on amd64, takes a fused multiply-add path only where the CPU has one, so
+// its bits (and a drill's latencies, rounded to the nanosecond) could
+// differ between two amd64 machines; and its chain of about twenty
+// dependent operations sits on the simulator's critical path (each sampled
+// latency orders the next event), where this one's is about half as long.
 //
 // The method is the table-driven one of ARM's optimized-routines (and
 // musl): x = k ln2/N + r with |r| ≤ ln2/2N, e^x = 2^(k/N) e^r, 2^(k/N)
