@@ -2,11 +2,9 @@ package drills
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stormdrill/stormdrill/fakepartner"
@@ -49,16 +47,6 @@ func (d *Drill) Validate() error {
 	}
 	return boundErrors(es)
 }
-
-// safeName reports whether s is 1 to 100 characters of A-Z a-z 0-9 . _ -,
-// starting with a letter or digit. Every drill load checks it: the length
-// is counted apart because a bounded repetition ({0,99}) compiles to a
-// 42 kB program, which then stays on the heap of every run.
-func safeName(s string) bool {
-	return len(s) <= 100 && safeNameChars().MatchString(s)
-}
-
-var safeNameChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 
 func oneOf(v string, kinds ...string) bool {
 	for _, k := range kinds {
@@ -147,7 +135,7 @@ func (c *checker) drillKeys() {
 	switch {
 	case d.Name == "":
 		c.bad("name", "required")
-	case !safeName(d.Name):
+	case !model.ValidName(d.Name):
 		c.bad("name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit, at most 100 characters (it names the output directory)", clip(d.Name))
 	}
 	if !d.Duration.Set || d.Duration.D <= 0 {
@@ -352,7 +340,7 @@ func validatePartner(d *Drill, i int, names map[string]int) []problem {
 	switch {
 	case p.Name == "":
 		bad("name", "required")
-	case !safeName(p.Name):
+	case !model.ValidName(p.Name):
 		bad("name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit", clip(p.Name))
 	default:
 		if j, dup := names[p.Name]; dup {

@@ -6,10 +6,8 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/stormdrill/stormdrill/model"
@@ -184,8 +182,6 @@ func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }
 // says how many were left out.
 const maxFieldErrors = 20
 
-var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`) })
-
 // Validate checks every field against its documented range and returns
 // the problems joined (errors.Join of *FieldError), or nil.
 func (c *Config) Validate() error {
@@ -297,7 +293,7 @@ func (c *Config) validatePartners(v *validation) {
 // validatePartner checks one entry's name, members, URL and concurrency,
 // noting its name in names, and returns how many endpoints it stands for.
 func (c *Config) validatePartner(v *validation, key string, p *Partner, i int, names map[string]int) int {
-	if !safeName().MatchString(p.Name) {
+	if !model.ValidName(p.Name) {
 		v.bad(key+".name", "%q: want 1 to 100 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit", clipText(p.Name))
 	}
 	endpoints := 0

@@ -1,13 +1,13 @@
-package drills
+package model
 
 import (
 	"strings"
 	"testing"
 )
 
-// TestSafeName holds the rule drill and partner names follow at its edges:
+// TestValidName holds the rule drill and partner names follow at its edges:
 // 1 to 100 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit.
-func TestSafeName(t *testing.T) {
+func TestValidName(t *testing.T) {
 	cases := []struct {
 		name string
 		want bool
@@ -28,8 +28,8 @@ func TestSafeName(t *testing.T) {
 		{strings.Repeat("é", 50), false},
 	}
 	for _, c := range cases {
-		if got := safeName(c.name); got != c.want {
-			t.Errorf("safeName(%q) = %v, want %v", c.name, got, c.want)
+		if got := ValidName(c.name); got != c.want {
+			t.Errorf("ValidName(%q) = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
