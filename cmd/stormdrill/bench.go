@@ -97,7 +97,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		perPending, ownPerPending := "unknown", "unknown"
 		if m.peakPending > 0 {
 			perPending = fmt.Sprintf("%.0f", float64(m.peakHeap)/float64(m.peakPending))
-			ownPerPending = fmt.Sprintf("%.0f", (float64(m.peakHeap)-float64(m.baseHeap))/float64(m.peakPending))
+			if m.peakHeap > m.baseHeap { // else the run's own was not seen: unknown
+				ownPerPending = fmt.Sprintf("%.0f", float64(m.peakHeap-m.baseHeap)/float64(m.peakPending))
+			}
 		}
 		// Two significant digits: a tiny drill's ratio to a loop that
 		// fills a heap of its size is well below 0.01.
@@ -165,6 +167,9 @@ func measure(d *drills.Drill) (measurement, error) {
 	m.cpu = cpuTime() - cpu0
 	close(stop)
 	wg.Wait()
+	// Once more at the end: a run shorter than the sampler's tick would
+	// otherwise show only the heap from before it.
+	m.peakHeap = max(m.peakHeap, heapInUse(samples))
 	if err != nil {
 		return m, err
 	}
