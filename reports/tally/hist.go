@@ -1,6 +1,7 @@
 package tally
 
 import (
+	"fmt"
 	"math/bits"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -9,10 +10,12 @@ import (
 )
 
 // Latency histograms: microseconds from 1µs to 100 days, 3 significant
-// figures. Memory is fixed per histogram, whatever the drill's length:
+// figures. Memory is bounded per histogram, whatever the drill's length:
 // 2 bytes a count up to the latencies the run expects (48 KiB for a drill
 // of an hour) and, once it is read or a front count wraps, the hdr
-// histogram's 270 KiB. So the tally makes one only where a value arrives.
+// histogram's 8 bytes a count up to the highest latency recorded (128 KiB
+// up to 33 s, 270 KiB up to 100 days). So the tally makes one only where a
+// value arrives.
 const (
 	histMaxMicros = 100 * 24 * 3600 * 1_000_000
 	histSigFigs   = 3 // geom3
@@ -28,7 +31,10 @@ const (
 // delivery, mostly a cache miss at thousands of subscribers. h holds the
 // same counts in the end, so every figure read off it is the same. h is
 // nil until then: most runs read a histogram only once they are over, and
-// a drill of thousands of subscribers wraps no count before its peak.
+// a drill of thousands of subscribers wraps no count before its peak. It
+// is then made only up to the highest value it holds (hdrTo): a report is
+// built while the run's queues are still live, and histograms up to 100
+// days would set the run's peak heap.
 type LatencyHist struct {
 	front   []uint16
 	g       histGeom
@@ -88,6 +94,14 @@ func (g histGeom) highest(v int64) int64 {
 	return int64(sub<<bucket) + 1<<size - 1
 }
 
+// bucketEnd is the highest value of the bucket counts index i is in: hdr
+// makes a histogram up to it with counts up to that bucket's last index,
+// no further.
+func (g histGeom) bucketEnd(i int) int64 {
+	bucket := max(0, i>>g.halfMag-1)
+	return int64(2)<<(int(g.halfMag)+bucket) - 1
+}
+
 // newLatencyHist returns an empty histogram of sigFigs significant
 // figures, whose geometry is g, with front counts up to coverMicros (see
 // frontLen).
@@ -105,21 +119,42 @@ func (g histGeom) frontLen(coverMicros int64) int {
 	return g.index(max(1, min(coverMicros, histMaxMicros))) + 1
 }
 
-// hdr is l's hdr histogram, made on first use.
-func (l *LatencyHist) hdr() *hdrhistogram.Histogram {
-	if l.h == nil {
-		l.h = hdrhistogram.New(1, histMaxMicros, int(l.sigFigs))
+// hdrTo is l's hdr histogram, made or grown so that it holds counts index
+// i. It is made only up to the end of i's bucket: the highest trackable
+// value sets only how many buckets hdr allocates, never where a value's
+// count goes, so every figure read off it is the one a histogram up to
+// 100 days gives. Growing makes a larger one and merges the old in, at
+// most once per bucket (a doubling of the values held).
+func (l *LatencyHist) hdrTo(i int) *hdrhistogram.Histogram {
+	if l.h != nil && i <= l.g.index(l.h.HighestTrackableValue()) {
+		return l.h
 	}
-	return l.h
+	h := hdrhistogram.New(1, l.g.bucketEnd(i), int(l.sigFigs))
+	if l.h != nil {
+		if dropped := h.Merge(l.h); dropped != 0 {
+			panic(fmt.Sprintf("tally: growing a latency histogram dropped %d values", dropped))
+		}
+	}
+	l.h = h
+	return h
+}
+
+// record adds n values at counts index i to h, which holds i (hdrTo).
+// Neither can hdr refuse them (in range, n > 0, and a total of 2^63
+// latencies is never reached), nor may a count be lost without a word.
+func (l *LatencyHist) record(h *hdrhistogram.Histogram, i int, n int64) {
+	if err := h.RecordValues(l.g.value(i), n); err != nil {
+		panic("tally: latency histogram: " + err.Error())
+	}
 }
 
 // NewLatencyHist returns an empty histogram.
 func NewLatencyHist() *LatencyHist { return newLatencyHist(histSigFigs, geom3(), histMaxMicros) }
 
 // newCohortHist is a cohort's latency histogram: 2 significant figures
-// (percentiles within 1%), about 46 KiB instead of 340 KiB, since a drill
-// may have many cohorts. The healthy-subscriber histograms, which the SLO
-// gates read, keep 3.
+// (percentiles within 1%), at most about 46 KiB instead of 340 KiB, since
+// a drill may have many cohorts. The healthy-subscriber histograms, which
+// the SLO gates read, keep 3.
 func newCohortHist(coverMicros int64) *LatencyHist {
 	return newLatencyHist(cohortSigFigs, geom2(), coverMicros)
 }
@@ -140,7 +175,7 @@ func (l *LatencyHist) recordAt(i int) {
 // Rare: not inlined, so that recordAt is.
 //
 //go:noinline
-func (l *LatencyHist) spill(i int) { _ = l.hdr().RecordValues(l.g.value(i), 1<<16) }
+func (l *LatencyHist) spill(i int) { l.record(l.hdrTo(i), i, 1<<16) }
 
 // growFront makes the front cover every value.
 func (l *LatencyHist) growFront() { l.front = grown(l.front, l.g.countsLen()) }
@@ -150,11 +185,20 @@ func grown[E any](s []E, n int) []E {
 	return append(s[:len(s):len(s)], make([]E, n-len(s))...)
 }
 
-// flush moves every front count to h.
+// flush moves every front count to h, which it first makes or grows to
+// hold the highest.
 func (l *LatencyHist) flush() {
-	for i, c := range l.front {
+	top := len(l.front) - 1
+	for top >= 0 && l.front[top] == 0 {
+		top--
+	}
+	if top < 0 {
+		return
+	}
+	h := l.hdrTo(top)
+	for i, c := range l.front[:top+1] {
 		if c != 0 {
-			_ = l.hdr().RecordValues(l.g.value(i), int64(c))
+			l.record(h, i, int64(c))
 			l.front[i] = 0
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stormdrill/stormdrill/reports"
 )
 
 // The one-pass reads (ValueAtPercentilesSlice) give what ValueAtQuantile
@@ -85,7 +87,7 @@ func TestLatencyHistFrontIsExact(t *testing.T) {
 		if got := l.Percentiles(); got != (&LatencyHist{h: want, front: make([]uint16, l.g.countsLen())}).Percentiles() {
 			t.Fatalf("round %d: percentiles %+v", round, got)
 		}
-		if !slices.Equal(l.h.Export().Counts, want.Export().Counts) || l.h.TotalCount() != want.TotalCount() {
+		if !slices.Equal(trimZeros(l.h.Export().Counts), trimZeros(want.Export().Counts)) || l.h.TotalCount() != want.TotalCount() {
 			t.Fatalf("round %d: counts differ from hdr's", round)
 		}
 		if want := geomOf(sig); l.g != want {
@@ -95,6 +97,94 @@ func TestLatencyHistFrontIsExact(t *testing.T) {
 			if l.g.index(l.g.value(i)) != i {
 				t.Fatalf("sig %d: index(value(%d)) = %d", sig, i, l.g.index(l.g.value(i)))
 			}
+		}
+	}
+}
+
+// trimZeros is counts without its trailing zeros: a histogram made up to
+// a lower value holds the same counts, fewer of them.
+func trimZeros(counts []int64) []int64 {
+	n := len(counts)
+	for n > 0 && counts[n-1] == 0 {
+		n--
+	}
+	return counts[:n]
+}
+
+// The hdr histogram a LatencyHist makes when it is read (or a front count
+// wraps) is only as large as the values recorded so far need: one up to
+// 100 days, 270 KiB at 3 significant figures, made while the report was
+// built, set the simulator's peak heap. It reads what a histogram up to
+// 100 days fed the same values reads: count, percentiles, max and CDF,
+// including after values past what it holds arrive between reads (it
+// grows) and a wrapped front count spills to it, up to the 100-day clamp.
+func TestReadTimeHdrHistogramMemory(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for round := range 12 {
+		l, sig := NewLatencyHist(), histSigFigs
+		if round%2 == 1 {
+			l, sig = newCohortHist(histMaxMicros), cohortSigFigs
+		}
+		full := hdrhistogram.New(1, histMaxMicros, sig)
+		var recorded, top int64 // values recorded, the highest in µs
+		record := func(ns int64) {
+			l.Record(ns)
+			if err := full.RecordValue(micros(ns)); err != nil {
+				t.Fatal(err)
+			}
+			recorded++
+			top = max(top, micros(ns))
+		}
+		// Each phase reaches higher: about a second, minutes, hours, then
+		// past the 100-day clamp.
+		for phase, sigma := range []float64{0.3, 1.5, 3.5, 0} {
+			for range 1 + r.IntN(4000) {
+				ns := int64(80e6 * math.Exp(r.NormFloat64()*sigma))
+				if phase == 3 {
+					ns = []int64{histMaxMicros * 1000, math.MaxInt64, r.Int64N(1000), 2e12}[r.IntN(4)]
+				}
+				record(ns)
+			}
+			if round%3 == 0 && phase == 1 { // a wrap past what h holds: the spill grows it
+				ns, held := 4*top*1000, l.h.TotalCount() // h holds what the last read flushed
+				for range 1<<16 + 3 {
+					record(ns)
+				}
+				if got := l.h.TotalCount(); got != held+1<<16 {
+					t.Fatalf("round %d: h holds %d values after a wrap, want %d", round, got, held+1<<16)
+				}
+			}
+			if n := l.Count(); n != recorded || n != full.TotalCount() {
+				t.Fatalf("round %d phase %d: count %d, %d recorded, full %d", round, phase, n, recorded, full.TotalCount())
+			}
+			// hdr allocates whole buckets: at most half a bucket's counts past
+			// the highest value's.
+			half := 1 << l.g.halfMag
+			bound := max(2*half, l.g.index(top)+half)
+			if got := len(l.h.Export().Counts); got > bound || l.h.ByteSize() != full.ByteSize()-8*(len(full.Export().Counts)-got) {
+				t.Fatalf("round %d phase %d (sig %d, up to %d µs): %d counts (%d bytes), want at most %d", round, phase, sig, top, got, l.h.ByteSize(), bound)
+			}
+			if phase < 3 && l.h.ByteSize() >= full.ByteSize() {
+				t.Fatalf("round %d phase %d: %d bytes for values up to %d µs, as many as up to 100 days", round, phase, l.h.ByteSize(), top)
+			}
+			q := full.ValueAtPercentilesSlice([]float64{50, 90, 99, 99.9})
+			s := func(v int64) float64 { return float64(v) / 1e6 }
+			want := reports.Percentiles{Count: recorded, P50: s(q[0]), P90: s(q[1]), P99: s(q[2]), P999: s(q[3]), Max: s(full.Max())}
+			if got := l.Percentiles(); got != want {
+				t.Fatalf("round %d phase %d: percentiles %+v, want %+v", round, phase, got, want)
+			}
+			cdf := l.CDF()
+			if len(cdf) != len(cdfQuantiles) {
+				t.Fatalf("round %d phase %d: %d CDF points", round, phase, len(cdf))
+			}
+			for i, p := range cdf {
+				if want := s(full.ValueAtQuantile(cdfQuantiles[i])); p.X != want {
+					t.Fatalf("round %d phase %d: CDF at %v = %v, want %v", round, phase, cdfQuantiles[i], p.X, want)
+				}
+			}
+		}
+		if top != histMaxMicros || len(l.h.Export().Counts) != len(full.Export().Counts) {
+			t.Fatalf("round %d: up to the clamp, %d counts, want %d", round, len(l.h.Export().Counts), len(full.Export().Counts))
 		}
 	}
 }
