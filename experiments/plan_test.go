@@ -194,7 +194,7 @@ func TestPlanHashBoundsAreHashJitterRange(t *testing.T) {
 		d := time.Duration(r.BaseDelayS * 1e9)
 		lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
 		for i := range 20000 {
-			v := model.HashJitter(d, fmt.Sprintf("evt-%06d:acme-%d", i, i%7), r.Attempt-1)
+			v := model.HashJitter(d, model.JitterKeyOf(fmt.Sprintf("evt-%06d:acme-%d", i, i%7)), r.Attempt-1)
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		minD, maxD := time.Duration(math.Round(r.DelayMinS*1e9)), time.Duration(math.Round(r.DelayMaxS*1e9))

@@ -17,6 +17,10 @@ type Delivery struct {
 	// Keyed is false for a call that carries no id: whether it meets bad
 	// data is then drawn per call, like a transient error.
 	Keyed bool
+	// draw, when drawn, is the caller's DataDraw of the key (BeginDrawTo),
+	// which stands for it.
+	draw  uint64
+	drawn bool
 }
 
 // WallClock maps drill time to wall time, for the HTTP-dates a throttle
@@ -231,7 +235,11 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 	// One draw per call whether keyed or not, so that the latency stream
 	// does not depend on it.
 	u := b.rng.Float64()
-	switch status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, d.Keyed, b.dataSeed, d.Key); status {
+	draw := d.draw
+	if d.Keyed && !d.drawn {
+		draw = DataDraw(b.dataSeed, d.Key)
+	}
+	switch status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, d.Keyed, draw); status {
 	case http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
 		b.stats.errors++
 		c.Result = Result{Status: status, Kind: ResultHTTP}

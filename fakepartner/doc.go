@@ -19,7 +19,8 @@
 //
 // Bad data (PermanentErrors) belongs to a delivery: it is decided from the
 // hash of the delivery id (KeyHash; the Idempotency-Key over HTTP) and the
-// drill seed, so every attempt of a bad delivery is rejected and both modes
+// drill seed (a simulation keeps the two hashed together, DataDraw, with the
+// delivery), so every attempt of a bad delivery is rejected and both modes
 // reject the same deliveries. Transient errors are drawn per call, and so
 // are a cohort's per-call faults (Spec.CallFaults), from the subscriber's
 // stream and only for cohorts that have them.

@@ -51,16 +51,22 @@ func DataSeed(seed uint64, cohort string) uint64 {
 // partner serves is answered 422. Over many deliveries the fraction is
 // PermanentErrors.
 func (s *Spec) BadData(seed, key uint64) bool {
-	return badData(s.PermanentErrors, DataSeed(seed, s.Name), key)
+	return badData(s.PermanentErrors, DataDraw(DataSeed(seed, s.Name), key))
 }
 
-// badData: the key and the data seed hashed to a uniform number in [0, 1);
-// bad when it is below pe.
-func badData(pe float64, dataSeed, key uint64) bool {
+// DataDraw is the number in [0, 2^53) that the key of a delivery and its
+// cohort's data seed (DataSeed) hash to: the delivery carries bad data when
+// it is below PermanentErrors × 2^53. It fits in 53 bits, where the key
+// takes 64, for a caller that keeps it with the delivery (Sim.BeginDrawTo).
+func DataDraw(dataSeed, key uint64) uint64 { return mix64(key^dataSeed) >> 11 }
+
+// badData: the delivery's data draw as a uniform number in [0, 1); bad
+// when it is below pe.
+func badData(pe float64, draw uint64) bool {
 	if !(pe > 0) {
 		return false
 	}
-	return float64(mix64(key^dataSeed)>>11)*0x1p-53 < pe
+	return float64(draw)*0x1p-53 < pe
 }
 
 // errorStatus decides the answer of a call the partner serves: 422, 503 or
@@ -69,10 +75,10 @@ func badData(pe float64, dataSeed, key uint64) bool {
 // te for a good delivery; without one, u decides both, as before keys:
 // 422 with probability pe, else 503 with probability te. Either way the
 // overall rates are pe and (1-pe)·te.
-func errorStatus(pe, te, u float64, keyed bool, dataSeed, key uint64) int {
+func errorStatus(pe, te, u float64, keyed bool, draw uint64) int {
 	if keyed {
 		switch {
-		case badData(pe, dataSeed, key):
+		case badData(pe, draw):
 			return http.StatusUnprocessableEntity
 		case u < te:
 			return http.StatusServiceUnavailable

@@ -181,15 +181,18 @@ func (p *Sim) Begin(now time.Duration) Call {
 // simulated second).
 func (p *Sim) BeginKey(now time.Duration, key uint64) Call {
 	var c Call
-	p.BeginKeyTo(&c, now, key)
+	p.begin(&c, now, Delivery{Key: key, Keyed: true})
 	return c
 }
 
-// BeginKeyTo is BeginKey writing the call to *c: it spares a caller that
-// plans a call per attempt the copies of one.
-func (p *Sim) BeginKeyTo(c *Call, now time.Duration, key uint64) {
+// BeginDrawTo plans the call BeginKey plans for the delivery whose key has
+// the data draw draw (DataDraw of the subscriber's data seed, DataSeed(drill
+// seed, its cohort), and the key), for a caller that keeps the draw with
+// the delivery instead of the key, and writes it to *c: a caller that plans
+// a call per attempt is spared the copies of one.
+func (p *Sim) BeginDrawTo(c *Call, now time.Duration, draw uint64) {
 	*c = Call{}
-	p.begin(c, now, Delivery{Key: key, Keyed: true})
+	p.begin(c, now, Delivery{Keyed: true, draw: draw, drawn: true})
 }
 
 func (p *Sim) begin(c *Call, now time.Duration, d Delivery) {

@@ -344,3 +344,37 @@ func TestSimCompact(t *testing.T) {
 		t.Error("a cohort with 8 servers and no faults allocates cold state")
 	}
 }
+
+// BeginDrawTo with a delivery's data draw plans the same call as BeginKey
+// with its key: a caller may keep the draw instead of the key.
+func TestBeginDrawToIsBeginKey(t *testing.T) {
+	s := Spec{
+		Name: "p", Count: 1,
+		Latency:         Dist{Kind: DistLognormal, P50: 80 * ms, P99: 600 * ms},
+		TransientErrors: 0.1, PermanentErrors: 0.3,
+	}
+	const seed = 42
+	byKey, byDraw := newTestSim(t, s, 0, seed), newTestSim(t, s, 0, seed)
+	byKey.SetSeed(seed)
+	byDraw.SetSeed(seed)
+	dataSeed := DataSeed(seed, s.Name)
+	bad := 0
+	for i := range 2000 {
+		now := time.Duration(i) * 20 * ms
+		want := byKey.BeginKey(now, deliveryKey(i))
+		var got Call
+		byDraw.BeginDrawTo(&got, now, DataDraw(dataSeed, deliveryKey(i)))
+		if got != want {
+			t.Fatalf("delivery %d: BeginDrawTo planned %+v, BeginKey %+v", i, got, want)
+		}
+		if want.Result.Status == 422 {
+			bad++
+		}
+		if s.BadData(seed, deliveryKey(i)) != (want.Result.Status == 422) {
+			t.Fatalf("delivery %d: BadData %v, but the call was answered %d", i, s.BadData(seed, deliveryKey(i)), want.Result.Status)
+		}
+	}
+	if bad < 400 || bad > 800 { // 30% of 2,000
+		t.Errorf("%d of 2000 deliveries bad, want about 600", bad)
+	}
+}

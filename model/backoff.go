@@ -75,11 +75,11 @@ func (b *Backoff) Capped(n int) time.Duration {
 
 // Delay returns the jittered delay before attempt n+1, after the n-th
 // failed attempt. prev is the delay chosen after the previous failure (0 if
-// none; decorrelated jitter starts from base), id is the delivery id (hash
-// jitter), and u is a uniform number in [0, 1) from the caller's stream
+// none; decorrelated jitter starts from base), key is the delivery id's
+// JitterKey (hash jitter), and u is a uniform number in [0, 1) from the caller's stream
 // (ignored by none and hash).
-func (b *Backoff) Delay(n int, prev time.Duration, id string, u float64) time.Duration {
-	return b.Jitter.Info().Delay(b, n, prev, id, u)
+func (b *Backoff) Delay(n int, prev time.Duration, key JitterKey, u float64) time.Duration {
+	return b.Jitter.Info().Delay(b, n, prev, key, u)
 }
 
 // clampU keeps a caller's uniform number inside [0, 1].
@@ -164,19 +164,31 @@ const (
 	fnvPrime32  = 16777619
 )
 
-// HashJitter is d/2 + h mod (d/2 + 1), where h is FNV-1a 32-bit of
-// "<id>:<k>" and k the number of attempts made so far: a delay that needs no
-// random stream and is the same for the same delivery and attempt on every
-// worker.
-func HashJitter(d time.Duration, id string, k int) time.Duration {
-	if d <= 0 {
-		return 0
-	}
+// JitterKey is a delivery id as hash jitter reads it: FNV-1a 32-bit of the
+// id's bytes, the hash's state before ":<k>". Its four bytes stand for the
+// id where the id would take a string's sixteen and its bytes, so that a
+// dispatcher's record of a queued delivery stays small.
+type JitterKey uint32
+
+// JitterKeyOf returns the JitterKey of delivery id.
+func JitterKeyOf(id string) JitterKey {
 	h := uint32(fnvOffset32)
 	for i := 0; i < len(id); i++ {
 		h ^= uint32(id[i])
 		h *= fnvPrime32
 	}
+	return JitterKey(h)
+}
+
+// HashJitter is d/2 + h mod (d/2 + 1), where h is FNV-1a 32-bit of
+// "<id>:<k>", key is JitterKeyOf(id) and k the number of attempts made so
+// far: a delay that needs no random stream and is the same for the same
+// delivery and attempt on every worker.
+func HashJitter(d time.Duration, key JitterKey, k int) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	h := uint32(key)
 	h ^= ':'
 	h *= fnvPrime32
 	// Decimal digits of k without allocating.

@@ -87,7 +87,7 @@ func TestDelayExact(t *testing.T) {
 		b := Backoff{Base: time.Second, Cap: 30 * time.Second, Jitter: tb.jitter}
 		for _, r := range tb.rows {
 			for i, u := range fixedU {
-				if got := b.Delay(r.n, 0, "evt-1:acme-0", u); got != r.want[i] {
+				if got := b.Delay(r.n, 0, JitterKeyOf("evt-1:acme-0"), u); got != r.want[i] {
 					t.Errorf("%v n=%d u=%v (%s): got %v, want %v", tb.jitter, r.n, u, r.why, got, r.want[i])
 				}
 			}
@@ -112,7 +112,7 @@ func TestProportionalRatio(t *testing.T) {
 	}
 	for _, tt := range tests {
 		b.JitterRatio = tt.ratio
-		if got := b.Delay(1, 0, "", tt.u); got != tt.want {
+		if got := b.Delay(1, 0, JitterKeyOf(""), tt.u); got != tt.want {
 			t.Errorf("r=%v u=%v (%s): got %v, want %v", tt.ratio, tt.u, tt.why, got, tt.want)
 		}
 	}
@@ -139,7 +139,7 @@ func TestDecorrelatedExact(t *testing.T) {
 	}
 	for _, tt := range tests {
 		for i, u := range fixedU {
-			if got := b.Delay(3, tt.prev, "", u); got != tt.want[i] {
+			if got := b.Delay(3, tt.prev, JitterKeyOf(""), u); got != tt.want[i] {
 				t.Errorf("prev=%v u=%v (%s): got %v, want %v", tt.prev, u, tt.why, got, tt.want[i])
 			}
 		}
@@ -162,7 +162,7 @@ func TestDecorrelatedChain(t *testing.T) {
 	}
 	var prev time.Duration
 	for n, w := range want {
-		got := b.Delay(n+1, prev, "", 0.5)
+		got := b.Delay(n+1, prev, JitterKeyOf(""), 0.5)
 		if got != w {
 			t.Fatalf("step %d: got %v, want %v", n+1, got, w)
 		}
@@ -197,7 +197,7 @@ func TestHashJitterMatchesFNV(t *testing.T) {
 	for _, tt := range tests {
 		want := refHash(tt.d, tt.id, tt.n)
 		for _, u := range fixedU {
-			if got := b.Delay(tt.n, 0, tt.id, u); got != want {
+			if got := b.Delay(tt.n, 0, JitterKeyOf(tt.id), u); got != want {
 				t.Errorf("id=%q n=%d u=%v (%s): got %v, want %v", tt.id, tt.n, u, tt.why, got, want)
 			}
 		}
@@ -211,11 +211,11 @@ func TestHashJitterMatchesFNV(t *testing.T) {
 		d := time.Duration(1) << 33
 		h := fnv.New32a()
 		fmt.Fprintf(h, "evt-9:p-1:%d", k)
-		if got := HashJitter(d, "evt-9:p-1", k) - d/2; uint64(got) != uint64(h.Sum32()) {
+		if got := HashJitter(d, JitterKeyOf("evt-9:p-1"), k) - d/2; uint64(got) != uint64(h.Sum32()) {
 			t.Errorf("k=%d: hash %d, want %d", k, got, h.Sum32())
 		}
 	}
-	if HashJitter(0, "x", 1) != 0 || HashJitter(-5, "x", 1) != 0 {
+	if HashJitter(0, JitterKeyOf("x"), 1) != 0 || HashJitter(-5, JitterKeyOf("x"), 1) != 0 {
 		t.Error("HashJitter of a non-positive delay must be 0")
 	}
 }
@@ -346,7 +346,7 @@ func TestDelayProperties(t *testing.T) {
 				t.Fatalf("%+v Capped shrinks: n=%d %v, n+1 %v", b, n, d, next)
 			}
 		}
-		got := b.Delay(n, prev, "evt-1:p", u)
+		got := b.Delay(n, prev, JitterKeyOf("evt-1:p"), u)
 		if got < 0 || got > c {
 			t.Fatalf("%+v Delay(%d, %v, u=%v) = %v outside [0, cap %v]", b, n, prev, u, got, c)
 		}
@@ -402,7 +402,7 @@ func TestJitterFunctionsProperties(t *testing.T) {
 		if got := ProportionalJitter(d, d, 0.5, u); got < 0 || got > d {
 			t.Fatalf("ProportionalJitter(%v, cap %v) = %v", d, d, got)
 		}
-		if got := HashJitter(d, "evt", i); got < d/2 || got > d {
+		if got := HashJitter(d, JitterKeyOf("evt"), i); got < d/2 || got > d {
 			t.Fatalf("HashJitter(%v) = %v", d, got)
 		}
 	}

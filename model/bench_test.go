@@ -13,7 +13,7 @@ func benchSetup() (Policy, Delivery, Outcome, Guards) {
 		Backoff:        Backoff{Base: time.Second, Cap: 5 * time.Minute, Jitter: JitterFull},
 		DeliveryWindow: 30 * time.Minute,
 	}
-	d := Delivery{ID: "evt-000123:acme-0", Attempts: 3, FirstSeen: t0.Add(-time.Minute)}
+	d := Delivery{JitterKey: JitterKeyOf("evt-000123:acme-0"), Attempts: 3, FirstSeen: t0.Add(-time.Minute)}
 	o := Outcome{Status: 503, RetryAfter: "7"}
 	g := Guards{Breaker: NewBreaker(BreakerSettings{Trip: TripRate}), Budget: NewBudget(100, 0.1)}
 	return p, d, o, g

@@ -3,10 +3,11 @@ package model
 import "time"
 
 // Delivery is what the policy needs to know about one (event, subscriber)
-// pair: its stable id (the idempotency key), how many attempts it has made,
-// when it was first seen and the delay chosen after its previous failure.
+// pair: its stable id (the idempotency key) as hash jitter reads it, how
+// many attempts it has made, when it was first seen and the delay chosen
+// after its previous failure.
 type Delivery struct {
-	ID        string
+	JitterKey JitterKey     // JitterKeyOf(the delivery id)
 	Attempts  int           // attempts made so far, including the one that just ended
 	FirstSeen time.Time     // when the event was created
 	PrevDelay time.Duration // delay chosen after the previous failure; 0 before any

@@ -14,7 +14,7 @@ import (
 func ExampleBackoff() {
 	b := model.Backoff{Base: 2 * time.Second, Cap: 10 * time.Second, Jitter: model.JitterFull}
 	for n := 1; n <= 4; n++ {
-		fmt.Println(n, b.Capped(n), b.Delay(n, 0, "evt-1:acme-0", 0.5))
+		fmt.Println(n, b.Capped(n), b.Delay(n, 0, model.JitterKeyOf("evt-1:acme-0"), 0.5))
 	}
 	// Output:
 	// 1 2s 1s

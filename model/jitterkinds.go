@@ -45,7 +45,7 @@ type JitterInfo struct {
 	Check func(b *Backoff) []Problem
 	// Delay is the delay before attempt n+1 after the n-th failure: see
 	// Backoff.Delay.
-	Delay func(b *Backoff, n int, prev time.Duration, id string, u float64) time.Duration
+	Delay func(b *Backoff, n int, prev time.Duration, key JitterKey, u float64) time.Duration
 	// Bounds is the range of Delay over every u (and id) after the n-th
 	// failure, given the range of the delay before it (decorrelated: the
 	// previous delay; zero before the first retry). The analytic plan
@@ -66,34 +66,34 @@ type JitterInfo struct {
 }
 
 // delayFunc is the type of JitterInfo.Delay.
-type delayFunc = func(b *Backoff, n int, prev time.Duration, id string, u float64) time.Duration
+type delayFunc = func(b *Backoff, n int, prev time.Duration, key JitterKey, u float64) time.Duration
 
 // boundsByU is Bounds for a kind whose delay grows with u and with the
 // previous delay: its value at u = 0, ½ and 1 (the mean of a uniform
 // range), following the smallest, typical and largest previous delay.
 func boundsByU(f delayFunc) func(b *Backoff, n int, prev DelayRange) DelayRange {
 	return func(b *Backoff, n int, prev DelayRange) DelayRange {
-		return DelayRange{Min: f(b, n, prev.Min, "", 0), Typical: f(b, n, prev.Typical, "", 0.5), Max: f(b, n, prev.Max, "", 1)}
+		return DelayRange{Min: f(b, n, prev.Min, 0, 0), Typical: f(b, n, prev.Typical, 0, 0.5), Max: f(b, n, prev.Max, 0, 1)}
 	}
 }
 
-func delayNone(b *Backoff, n int, _ time.Duration, _ string, _ float64) time.Duration {
+func delayNone(b *Backoff, n int, _ time.Duration, _ JitterKey, _ float64) time.Duration {
 	return b.Capped(n)
 }
 
-func delayFull(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
+func delayFull(b *Backoff, n int, _ time.Duration, _ JitterKey, u float64) time.Duration {
 	return FullJitter(b.Capped(n), u)
 }
 
-func delayEqual(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
+func delayEqual(b *Backoff, n int, _ time.Duration, _ JitterKey, u float64) time.Duration {
 	return EqualJitter(b.Capped(n), u)
 }
 
-func delayDecorrelated(b *Backoff, _ int, prev time.Duration, _ string, u float64) time.Duration {
+func delayDecorrelated(b *Backoff, _ int, prev time.Duration, _ JitterKey, u float64) time.Duration {
 	return DecorrelatedJitter(b.Base, b.cap(), prev, u)
 }
 
-func delayProportional(b *Backoff, n int, _ time.Duration, _ string, u float64) time.Duration {
+func delayProportional(b *Backoff, n int, _ time.Duration, _ JitterKey, u float64) time.Duration {
 	return ProportionalJitter(b.Capped(n), b.cap(), b.ratio(), u)
 }
 
@@ -160,8 +160,8 @@ var JitterKinds = [...]JitterInfo{
 	JitterHash: {
 		Jitter: JitterHash, Name: "hash",
 		Doc: "d/2 + a 32-bit hash of the delivery id and attempt, mod d/2 + 1: no random stream, the same on every worker; it spreads at most 2^32 ns (about 4.3s) whatever d is",
-		Delay: func(b *Backoff, n int, _ time.Duration, id string, _ float64) time.Duration {
-			return HashJitter(b.Capped(n), id, n)
+		Delay: func(b *Backoff, n int, _ time.Duration, key JitterKey, _ float64) time.Duration {
+			return HashJitter(b.Capped(n), key, n)
 		},
 		Bounds: func(b *Backoff, n int, _ DelayRange) DelayRange {
 			return HashJitterRange(b.Capped(n))

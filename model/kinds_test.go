@@ -58,7 +58,7 @@ func TestJitterBoundsHoldTheDelays(t *testing.T) {
 				case 1:
 					u, p = u/1000, prev.Min
 				}
-				d := b.Delay(n, p, fmt.Sprintf("evt-%d:acme-%d", j, n), u)
+				d := b.Delay(n, p, JitterKeyOf(fmt.Sprintf("evt-%d:acme-%d", j, n)), u)
 				if d < r.Min || d > r.Max {
 					t.Fatalf("%s n=%d: delay %v outside the plan's range [%v, %v]", b.Jitter, n, d, r.Min, r.Max)
 				}
@@ -166,8 +166,8 @@ func TestJitterNeedsIDDeclared(t *testing.T) {
 		reads := false
 		for n := 1; n <= 8 && !reads; n++ {
 			for j := range 50 {
-				a := b.Delay(n, time.Second, fmt.Sprintf("evt-%d:acme-0", j), 0.37)
-				if a != b.Delay(n, time.Second, "", 0.37) {
+				a := b.Delay(n, time.Second, JitterKeyOf(fmt.Sprintf("evt-%d:acme-0", j)), 0.37)
+				if a != b.Delay(n, time.Second, JitterKeyOf(""), 0.37) {
 					reads = true
 					break
 				}

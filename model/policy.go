@@ -74,7 +74,7 @@ func (p *Policy) DecideClass(cl Class, d Delivery, o Outcome, now time.Time, u f
 		}
 		dec.Deferred = true
 	}
-	delay := p.Backoff.Delay(d.Attempts, d.PrevDelay, d.ID, u)
+	delay := p.Backoff.Delay(d.Attempts, d.PrevDelay, d.JitterKey, u)
 	dec.Delay = delay
 	if o.RetryAfter != "" && !p.IgnoreRetryAfter {
 		ra, ok := ParseRetryAfter(o.RetryAfter, now)

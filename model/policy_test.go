@@ -53,7 +53,7 @@ func TestDecide(t *testing.T) {
 		DeliveryWindow: 30 * time.Minute,
 	}
 	fresh := func(attempts int) Delivery {
-		return Delivery{ID: "evt-000001:acme-0", Attempts: attempts, FirstSeen: decideNow.Add(-time.Minute)}
+		return Delivery{JitterKey: JitterKeyOf("evt-000001:acme-0"), Attempts: attempts, FirstSeen: decideNow.Add(-time.Minute)}
 	}
 	with := func(f func(*Policy)) Policy { p := base; f(&p); return p }
 	tests := []struct {
@@ -146,7 +146,7 @@ func TestDecideProperties(t *testing.T) {
 			OnExhaustedDeadLetter: r.IntN(2) == 0,
 		}
 		d := Delivery{
-			ID:        "evt",
+			JitterKey: JitterKeyOf("evt"),
 			Attempts:  r.IntN(10),
 			FirstSeen: decideNow.Add(-time.Duration(r.IntN(40)) * time.Minute),
 			PrevDelay: time.Duration(r.IntN(100)) * time.Second,

@@ -16,7 +16,7 @@ import (
 // thousands at once, reads memory in order instead of chasing a free
 // list from one cold item to the next.
 type itemArena struct {
-	slabs [][]dispatchcore.Item // every slab made, in order; an item's Tag is its slab's index
+	slabs [][]dispatchcore.Item // every slab made, in order; an item's Ref names its slab (refSlab)
 	freed [][]uint64            // freed[s] has bit k set when slabs[s][k] is free
 	next  []dispatchcore.Item   // the latest slab's items not handed out yet
 	made  int                   // items taken from slabs so far
@@ -25,9 +25,10 @@ type itemArena struct {
 	cs, cw int
 }
 
-// maxSlabs bounds the slabs an item's Tag can name; past it the arena
-// allocates items one by one, which are not taken back.
-const maxSlabs = 1 << 16
+// maxSlabs bounds the slabs an item's Ref can name; past it the arena
+// allocates items one by one, which are not taken back. Slabs grow by a
+// sixteenth up to 4 MiB: 1,024 of them hold about 87 million items.
+const maxSlabs = 1 << refSlabBits
 
 // get returns a zero item: a freed one, the next in the sweep, if there is
 // one, else a new one.
@@ -49,14 +50,13 @@ func (a *itemArena) get() *dispatchcore.Item {
 			a.freed[a.cs][a.cw] = w &^ (1 << b)
 			a.nfree--
 			it := &a.slabs[a.cs][a.cw*64+b]
-			tag := it.Tag
-			*it = dispatchcore.Item{Tag: tag}
+			*it = dispatchcore.Item{Ref: uint64(a.cs) << refSlabShift}
 			return it
 		}
 	}
 	if len(a.next) == 0 {
 		if len(a.slabs) == maxSlabs {
-			return &dispatchcore.Item{Tag: maxSlabs - 1}
+			return &dispatchcore.Item{Ref: (maxSlabs - 1) << refSlabShift}
 		}
 		// Slabs are a sixteenth of the items made so far each, so that the
 		// deliveries in flight span few pages while the last slab, mostly
@@ -70,18 +70,19 @@ func (a *itemArena) get() *dispatchcore.Item {
 	it := &a.next[0]
 	a.next = a.next[1:]
 	a.made++
-	it.Tag = uint16(len(a.slabs) - 1)
+	it.Ref = uint64(len(a.slabs)-1) << refSlabShift
 	return it
 }
 
 // put takes back an item get returned; the caller no longer uses it.
 func (a *itemArena) put(it *dispatchcore.Item) {
-	s := a.slabs[it.Tag]
+	slab := refSlab(it)
+	s := a.slabs[slab]
 	off := (uintptr(unsafe.Pointer(it)) - uintptr(unsafe.Pointer(&s[0]))) / unsafe.Sizeof(*it)
 	if off >= uintptr(len(s)) {
 		return // made one by one past maxSlabs: the collector takes it
 	}
-	a.freed[it.Tag][off/64] |= 1 << (off % 64)
+	a.freed[slab][off/64] |= 1 << (off % 64)
 	a.nfree++
 }
 

@@ -20,7 +20,15 @@ func TestArenaReusesFreedItems(t *testing.T) {
 			t.Fatalf("item %d handed out twice", i)
 		}
 		inUse[out[i]] = true
-		out[i].RunAt, out[i].Key, out[i].ID, out[i].Accepted = int64(i+1), 99, "x", true
+		out[i].RunAt, out[i].JitterKey = int64(i+1), 99
+		out[i].Ref |= 12345 << refDrawShift
+		setAccepted(out[i])
+		if !accepted(out[i]) || refDraw(out[i]) != 12345 {
+			t.Fatalf("item %d: Ref %#x does not keep the flag and the draw", i, out[i].Ref)
+		}
+		if s := a.slabs[refSlab(out[i])]; !inSlab(s, out[i]) {
+			t.Fatalf("item %d: Ref names slab %d, which does not hold it", i, refSlab(out[i]))
+		}
 	}
 	if len(a.slabs) < 3 {
 		t.Fatalf("%d slabs for %d items, want several", len(a.slabs), n)
@@ -41,7 +49,7 @@ func TestArenaReusesFreedItems(t *testing.T) {
 		if it != back[k] {
 			t.Fatalf("get returned an item other than the next freed one in address order (%d)", k)
 		}
-		if tag := it.Tag; *it != (dispatchcore.Item{Tag: tag}) {
+		if *it != (dispatchcore.Item{Ref: uint64(refSlab(it)) << refSlabShift}) || !inSlab(a.slabs[refSlab(it)], it) {
 			t.Fatalf("reused item not zero: %+v", *it)
 		}
 		inUse[it] = true
@@ -57,4 +65,14 @@ func TestArenaReusesFreedItems(t *testing.T) {
 	if it := a.get(); it != out[1] {
 		t.Fatal("an item freed behind the sweep was not found")
 	}
+}
+
+// inSlab reports whether it is one of s's items.
+func inSlab(s []dispatchcore.Item, it *dispatchcore.Item) bool {
+	for k := range s {
+		if &s[k] == it {
+			return true
+		}
+	}
+	return false
 }

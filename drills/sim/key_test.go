@@ -245,8 +245,9 @@ func TestContendedRestartStillWrites(t *testing.T) {
 // TestItemCohortAndMember: the simulation finds a subscriber's cohort
 // from the cohorts' first indexes (cohortOf), not from the item; every
 // subscriber of every bundled drill (edi-partner has four cohorts of
-// different sizes) must get the layout's cohort and member, and an item a
-// key exactly when its cohort has bad data.
+// different sizes) must get the layout's cohort and member, and an item
+// its own data draw exactly when its cohort has bad data (else the draw
+// of key 0).
 func TestItemCohortAndMember(t *testing.T) {
 	for _, path := range bundledDrills(t) {
 		d := loadDrill(t, path, nil)
@@ -260,8 +261,13 @@ func TestItemCohortAndMember(t *testing.T) {
 				t.Fatalf("%s: subscriber %d (%s): cohort %d member %d, want %d and %d", path, i, s.Name, c, i-int(r.cohortLo[c]), s.Cohort, s.Member)
 			}
 			it := r.newItem(int32(i), 0, 0)
-			if wantKey := it.Key != 0; wantKey != (d.Partners[s.Cohort].PermanentErrors > 0) {
-				t.Fatalf("%s: subscriber %s: key %#x, permanent errors %v", path, s.Name, it.Key, d.Partners[s.Cohort].PermanentErrors)
+			dataSeed := fakepartner.DataSeed(d.Seed, d.Partners[s.Cohort].Name)
+			want := fakepartner.DataDraw(dataSeed, 0)
+			if d.Partners[s.Cohort].PermanentErrors > 0 {
+				want = fakepartner.DataDraw(dataSeed, fakepartner.KeyHash(drills.DeliveryID(0, s.Name)))
+			}
+			if refDraw(it) != want {
+				t.Fatalf("%s: subscriber %s: data draw %#x, want %#x (permanent errors %v)", path, s.Name, refDraw(it), want, d.Partners[s.Cohort].PermanentErrors)
 			}
 		}
 	}

@@ -103,10 +103,14 @@ type simRun struct {
 	// cohortLo[c] is cohort c's first subscriber index (its subscribers
 	// are consecutive), and cohortLo[len(specs)] the number of
 	// subscribers; cohortBad[c]: the cohort rejects some deliveries as bad
-	// data, so its items need a Key.
-	cohortLo  []int32
-	cohortBad []bool
-	oldestBuf []int64 // sample's per-cohort oldest FirstSeen
+	// data, so its items need their own data draw (see ref.go), made from
+	// cohortSeed[c], its data seed; the others all take cohortDraw0[c],
+	// the draw of key 0.
+	cohortLo    []int32
+	cohortBad   []bool
+	cohortSeed  []uint64
+	cohortDraw0 []uint64
+	oldestBuf   []int64 // sample's per-cohort oldest FirstSeen
 
 	fan     *drills.Fanout
 	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
@@ -243,9 +247,14 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	r.names = make([]string, n)
 	r.cohortLo = make([]int32, len(specs)+1)
 	r.cohortBad = make([]bool, len(specs))
+	r.cohortSeed = make([]uint64, len(specs))
+	r.cohortDraw0 = make([]uint64, len(specs))
 	for c := range specs {
 		r.cohortLo[c+1] = r.cohortLo[c] + int32(specs[c].Count)
 		r.cohortBad[c] = specs[c].PermanentErrors > 0
+		// As each subscriber's partner derives it (Sim.SetSeed below).
+		r.cohortSeed[c] = fakepartner.DataSeed(d.Seed, specs[c].Name)
+		r.cohortDraw0[c] = fakepartner.DataDraw(r.cohortSeed[c], 0)
 	}
 	off := 0
 	for i, s := range layout.Subscribers {
@@ -512,17 +521,20 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 	it.Partner = si
 	it.FirstSeen = r.epoch0 + created
 	it.RunAt = it.FirstSeen
+	draw := r.cohortDraw0[c]
 	if r.cohortBad[c] {
 		// The key only decides bad data; hashing costs about a tenth of an
-		// attempt, so cohorts without bad data skip it (Key stays 0). The
-		// id's event part is hashed once per event, not per subscriber.
+		// attempt, so cohorts without bad data skip it (their items draw
+		// as key 0 does). The id's event part is hashed once per event,
+		// not per subscriber.
 		if !r.keyPrefixOK || r.keyEvent != eventNo {
 			r.keyPrefix, r.keyEvent, r.keyPrefixOK = deliveryKeyPrefix(eventNo), eventNo, true
 		}
-		it.Key = fakepartner.KeyHashString(r.keyPrefix, r.names[si])
+		draw = fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.keyPrefix, r.names[si]))
 	}
+	it.Ref |= draw << refDrawShift
 	if r.needID {
-		it.ID = drills.DeliveryID(eventNo, r.names[si])
+		it.JitterKey = model.JitterKeyOf(drills.DeliveryID(eventNo, r.names[si]))
 	}
 	return it
 }
@@ -620,7 +632,7 @@ func (r *simRun) pump(t int64) {
 func (r *simRun) start(t int64, it *dispatchcore.Item) {
 	sub := &r.subs[it.Partner]
 	var call fakepartner.Call
-	sub.partner.BeginKeyTo(&call, time.Duration(t), it.Key)
+	sub.partner.BeginDrawTo(&call, time.Duration(t), refDraw(it))
 	timeout := int64(r.d.Dispatcher.AttemptTimeout.D)
 	slot := takeFree(&r.slots, &r.freeSlots)
 	end := t + int64(call.Latency)
@@ -678,10 +690,10 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	// by the partner (lost-ack): the partner has the delivery, and saw a
 	// duplicate if it had it already.
 	if hidden := processed && (f.timedOut || ackLost); hidden {
-		if it.Accepted {
+		if accepted(it) {
 			r.tally.Duplicates(1)
 		}
-		it.Accepted = true
+		setAccepted(it)
 		if !f.timedOut {
 			r.tally.LostAck()
 		}
@@ -691,10 +703,10 @@ func (r *simRun) complete(t int64, ev simEvent) {
 	// The tally classifies with the drill's policy, as the core does.
 	cl := r.tally.AttemptEnded(time.Duration(t), int(it.Partner), o)
 	if cl == model.ClassSuccess {
-		if it.Accepted {
+		if accepted(it) {
 			r.tally.Duplicates(1)
 		}
-		it.Accepted = true
+		setAccepted(it)
 	}
 	dec := r.core.CompleteClass(it, o, cl, r.wall(t), r.rng.Float64())
 	if dec.RetryAfterIgnored {
@@ -813,10 +825,10 @@ func (r *simRun) landWrite(t int64, w int32) {
 	it := lw.it
 	r.subs[it.Partner].partner.Finish(&lw.call, time.Duration(t))
 	if lw.call.Processed {
-		if it.Accepted {
+		if accepted(it) {
 			r.tally.Duplicates(1)
 		}
-		it.Accepted = true
+		setAccepted(it)
 	}
 	*lw = lateWrite{}
 	r.freeWrites = append(r.freeWrites, w)
@@ -861,7 +873,7 @@ func (r *simRun) goDown(t int64, i int) {
 			}
 			// The partner carries on with the request it already has.
 			if processed && !noAnswer {
-				it.Accepted = true
+				setAccepted(it)
 			}
 			fl.it = nil
 			r.freeSlots = append(r.freeSlots, int32(s))

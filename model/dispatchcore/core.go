@@ -12,21 +12,20 @@ import (
 // Item is one delivery inside the dispatcher. The caller allocates it and
 // gets the same pointer back from Next and passes it to Complete.
 //
-// It is one 64-byte cache line: a simulation holds hundreds of thousands of
-// them pending, and what it spends on each is most of its memory (and, past
-// the caches, of its time). What only the caller needs of a delivery (its
-// payload, where its attempt runs) lives with the caller, not here.
+// It is 48 bytes: a simulation holds millions of them pending, and what it
+// spends on each is most of its memory (and, past the caches, of its
+// time). What only the caller needs of a delivery (its id, its payload,
+// where its attempt runs) lives with the caller, not here; Ref is the one
+// word the caller keeps on it.
 type Item struct {
-	RunAt     int64         // unix ns: not before this
-	FirstSeen int64         // unix ns: when the event was created (scheduled)
-	PrevDelay time.Duration // the last backoff delay; read when an attempt fails
-	Key       uint64        // caller-owned: e.g. a hash of ID, so a hot path need not build it
-	ID        string        // delivery id: the idempotency key
-	Partner   int32         // index into Config.Partners
-	Attempts  int32         // attempts made so far, including one in flight
-	gen       uint32        // low bits of the breaker generation that admitted the attempt in flight (see widenGen)
-	Accepted  bool          // caller-owned: the partner has already accepted this delivery once
-	Tag       uint16        // caller-owned: e.g. which of its slabs holds the item
+	RunAt     int64           // unix ns: not before this
+	FirstSeen int64           // unix ns: when the event was created (scheduled)
+	PrevDelay time.Duration   // the last backoff delay; read when an attempt fails
+	Ref       uint64          // caller-owned: the core neither reads nor writes it
+	Partner   int32           // index into Config.Partners
+	Attempts  int32           // attempts made so far, including one in flight
+	gen       uint32          // low bits of the breaker generation that admitted the attempt in flight (see widenGen)
+	JitterKey model.JitterKey // the delivery id as hash jitter reads it (model.JitterKeyOf)
 }
 
 // widenGen is the breaker generation whose low 32 bits are low, at most
@@ -36,7 +35,7 @@ func widenGen(cur uint64, low uint32) uint64 { return cur - uint64(uint32(cur)-l
 
 // Delivery returns the policy's view of the item.
 func (it *Item) Delivery() model.Delivery {
-	return model.Delivery{ID: it.ID, Attempts: int(it.Attempts), FirstSeen: time.Unix(0, it.FirstSeen), PrevDelay: it.PrevDelay}
+	return model.Delivery{JitterKey: it.JitterKey, Attempts: int(it.Attempts), FirstSeen: time.Unix(0, it.FirstSeen), PrevDelay: it.PrevDelay}
 }
 
 // PartnerConfig is one partner endpoint (a subscriber).

@@ -22,7 +22,7 @@ func ExampleCore() {
 		fmt.Println(err)
 		return
 	}
-	it := &dispatchcore.Item{ID: "evt-000001:acme-0", FirstSeen: t0.UnixNano(), RunAt: t0.UnixNano()}
+	it := &dispatchcore.Item{Ref: 1, JitterKey: model.JitterKeyOf("evt-000001:acme-0"), FirstSeen: t0.UnixNano(), RunAt: t0.UnixNano()}
 	if err := core.Offer(it, t0); err != nil {
 		fmt.Println(err)
 		return
@@ -30,7 +30,7 @@ func ExampleCore() {
 	now := t0
 	for _, status := range []int{503, 200} {
 		got, verdict, _ := core.Next(now)
-		fmt.Printf("at %v: %s attempt %d (start: %v)\n", now.Sub(t0), got.ID, got.Attempts, verdict == dispatchcore.Start)
+		fmt.Printf("at %v: delivery %d attempt %d (start: %v)\n", now.Sub(t0), got.Ref, got.Attempts, verdict == dispatchcore.Start)
 		now = now.Add(100 * time.Millisecond) // the partner answers
 		dec := core.Complete(got, model.Outcome{Status: status}, now, 0.5)
 		fmt.Printf("  %d -> %v\n", status, dec.Action)
@@ -41,9 +41,9 @@ func ExampleCore() {
 		}
 	}
 	// Output:
-	// at 0s: evt-000001:acme-0 attempt 1 (start: true)
+	// at 0s: delivery 1 attempt 1 (start: true)
 	//   503 -> reschedule
 	//   nothing to start until 2.1s
-	// at 2.1s: evt-000001:acme-0 attempt 2 (start: true)
+	// at 2.1s: delivery 1 attempt 2 (start: true)
 	//   200 -> ack
 }

@@ -49,9 +49,9 @@ func offerN(t testing.TB, c *Core, p int32, n int, runAt time.Time) []*Item {
 	t.Helper()
 	items := make([]*Item, n)
 	for i := range items {
-		items[i] = &Item{ID: fmt.Sprintf("p%d-%d", p, i), Partner: p, FirstSeen: t0.UnixNano(), RunAt: runAt.UnixNano()}
+		items[i] = &Item{Ref: uint64(p)<<32 | uint64(i), Partner: p, FirstSeen: t0.UnixNano(), RunAt: runAt.UnixNano()}
 		if err := c.Offer(items[i], runAt); err != nil {
-			t.Fatalf("offer %s: %v", items[i].ID, err)
+			t.Fatalf("offer %d: %v", items[i].Ref, err)
 		}
 	}
 	return items
@@ -69,7 +69,7 @@ func startAll(t testing.TB, c *Core, now time.Time) []*Item {
 			return out
 		}
 		if v != Start {
-			t.Fatalf("Next dead-lettered %s (%s), want a start", it.ID, reason)
+			t.Fatalf("Next dead-lettered %d (%s), want a start", it.Ref, reason)
 		}
 		out = append(out, it)
 	}

@@ -2,7 +2,6 @@ package dispatchcore
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -43,10 +42,10 @@ func (w *propWorld) pump() {
 			break
 		}
 		if it.RunAt > w.now.UnixNano() {
-			w.t.Fatalf("Next at %v returned %s due at %v", w.now.Sub(t0), it.ID, time.Unix(0, it.RunAt).Sub(t0))
+			w.t.Fatalf("Next at %v returned delivery %d due at %v", w.now.Sub(t0), it.Ref, time.Unix(0, it.RunAt).Sub(t0))
 		}
 		if w.state[it] != stQueued {
-			w.t.Fatalf("Next returned %s in state %d, want queued", it.ID, w.state[it])
+			w.t.Fatalf("Next returned delivery %d in state %d, want queued", it.Ref, w.state[it])
 		}
 		switch v {
 		case Start:
@@ -54,7 +53,7 @@ func (w *propWorld) pump() {
 			w.inFlight = append(w.inFlight, it)
 		case DeadLetter:
 			if reason != model.ReasonCircuitOpen && reason != model.ReasonBudgetExhausted {
-				w.t.Fatalf("Next dead-lettered %s with reason %q", it.ID, reason)
+				w.t.Fatalf("Next dead-lettered delivery %d with reason %q", it.Ref, reason)
 			}
 			w.finish(it)
 		}
@@ -63,7 +62,7 @@ func (w *propWorld) pump() {
 
 func (w *propWorld) finish(it *Item) {
 	if w.state[it] == stDone {
-		w.t.Fatalf("%s ended twice", it.ID)
+		w.t.Fatalf("delivery %d ended twice", it.Ref)
 	}
 	w.state[it] = stDone
 	w.done++
@@ -71,7 +70,7 @@ func (w *propWorld) finish(it *Item) {
 
 func (w *propWorld) offer(runAt time.Time) {
 	p := int32(w.rng.IntN(len(w.pcs)))
-	it := &Item{ID: fmt.Sprintf("d%d", w.next), Partner: p, FirstSeen: w.now.UnixNano(), RunAt: runAt.UnixNano()}
+	it := &Item{Ref: uint64(w.next), Partner: p, FirstSeen: w.now.UnixNano(), RunAt: runAt.UnixNano()}
 	w.next++
 	if err := w.c.Offer(it, w.now); err != nil {
 		if !errors.Is(err, ErrQueueFull) || !w.c.Full() {
@@ -90,7 +89,7 @@ func (w *propWorld) complete(i int, o model.Outcome) {
 	switch dec.Action {
 	case model.ActReschedule:
 		if dec.RunAt.Before(w.now) {
-			w.t.Fatalf("%s rescheduled into the past", it.ID)
+			w.t.Fatalf("delivery %d rescheduled into the past", it.Ref)
 		}
 		w.state[it] = stQueued
 	default:
@@ -151,12 +150,12 @@ func (w *propWorld) check(full bool) {
 	c.Each(func(it *Item) {
 		seen++
 		if w.state[it] != stQueued {
-			w.t.Fatalf("Each visits %s in state %d", it.ID, w.state[it])
+			w.t.Fatalf("Each visits delivery %d in state %d", it.Ref, w.state[it])
 		}
 		free := c.InFlight() < w.workers
 		pc := w.pcs[it.Partner]
 		if free && pc.Breaker == nil && pc.Budget == nil && (pc.Concurrency == 0 || per[it.Partner] < pc.Concurrency) && it.RunAt <= w.now.UnixNano() {
-			w.t.Fatalf("worker free but %s of unguarded partner %d is due and waiting", it.ID, it.Partner)
+			w.t.Fatalf("worker free but delivery %d of unguarded partner %d is due and waiting", it.Ref, it.Partner)
 		}
 	})
 	if seen != queued || c.Queued() != queued {
@@ -255,7 +254,7 @@ func TestRandomizedInvariants(t *testing.T) {
 			w.now = wake
 		}
 		if c.Queued() > 0 && i%10 == 0 {
-			it := &Item{ID: fmt.Sprintf("refill%d", i), Partner: int32(4 + i/10%2), FirstSeen: w.now.UnixNano(), RunAt: w.now.UnixNano()}
+			it := &Item{Ref: 1<<32 | uint64(i), Partner: int32(4 + i/10%2), FirstSeen: w.now.UnixNano(), RunAt: w.now.UnixNano()}
 			if c.Offer(it, w.now) == nil {
 				w.state[it] = stQueued
 			}
@@ -266,7 +265,7 @@ func TestRandomizedInvariants(t *testing.T) {
 	w.check(true)
 	for it, s := range w.state {
 		if s != stDone {
-			t.Errorf("%s (partner %d, %d attempts) still in state %d after recovery", it.ID, it.Partner, it.Attempts, s)
+			t.Errorf("delivery %d (partner %d, %d attempts) still in state %d after recovery", it.Ref, it.Partner, it.Attempts, s)
 		}
 	}
 	if w.done != len(w.state) {

@@ -55,7 +55,7 @@ func TestBudgetDeadLetterDoesNotLeakHalfOpenProbe(t *testing.T) {
 	pcs[0].Budget = model.NewBudget(2, 0.1)
 	c := mustNew(t, Config{Workers: 4, Partners: pcs})
 
-	retry := &Item{ID: "retry", Attempts: 1, RunAt: t0.UnixNano()}
+	retry := &Item{Ref: 1, Attempts: 1, RunAt: t0.UnixNano()}
 	pcs[0].Budget.RecordFailure()
 	// Open the breaker with a first attempt that fails.
 	opener := offerN(t, c, 0, 1, t0)[0]

@@ -25,6 +25,7 @@ const (
 
 type job struct {
 	it      *dispatchcore.Item
+	id      string // the delivery id: the Idempotency-Key
 	url     string
 	body    []byte
 	started time.Time // drill clock
@@ -69,7 +70,7 @@ func (ds *dispatcher) call(j job) result {
 		return res
 	}
 	req.GetBody = nil // not rewindable: the transport cannot resend it
-	req.Header.Set(HeaderIdempotencyKey, j.it.ID)
+	req.Header.Set(HeaderIdempotencyKey, j.id)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(int(j.it.Attempts)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := ds.client.Do(req)

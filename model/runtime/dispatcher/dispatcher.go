@@ -86,6 +86,10 @@ type dispatcher struct {
 	core   *dispatchcore.Core
 	rng    *rand.Rand
 	held   map[string]*heldRow
+	// rowOf is each item in the core's held row, which keeps its id (the
+	// core's item does not): an item enters the core when its row is held
+	// and leaves it when the row is let go (unhold).
+	rowOf  map[*dispatchcore.Item]*heldRow
 	leases leaseHeap // held's rows by lease expiry
 	// renewLooked counts the held rows renew has looked at (a test
 	// checks that it does not grow with what is held).
@@ -158,7 +162,7 @@ func newDispatcher(cfg Config) (*dispatcher, error) {
 		cfg.Clock.Start = time.Now()
 	}
 	ds := &dispatcher{
-		cfg: cfg, byName: map[string]int32{}, held: map[string]*heldRow{}, leftHeld: map[string]struct{}{},
+		cfg: cfg, byName: map[string]int32{}, held: map[string]*heldRow{}, rowOf: map[*dispatchcore.Item]*heldRow{}, leftHeld: map[string]struct{}{},
 		rng:    seed.NewRand(cfg.Seed, "dispatcher/"+cfg.Owner),
 		wallTO: cfg.Clock.Wall(cfg.AttemptTimeout),
 		events: cfg.Events, logw: cfg.Log, alerts: map[alertKey]*alertAgg{},
@@ -562,10 +566,8 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 		if it == nil {
 			return
 		}
-		// Every item in the core is held (a row leaves held when its
-		// delivery leaves the core).
-		h := ds.held[it.ID]
-		if h != nil && h.unstarted {
+		h := ds.rowOf[it]
+		if h.unstarted {
 			h.unstarted = false
 			ds.unstarted--
 		}
@@ -573,26 +575,24 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 			ds.deadLetter(it, now, reason, "", 0, false, time.Time{})
 			continue
 		}
-		var body []byte
-		if h != nil {
-			body = h.payload
-		}
+		body := h.payload
 		if len(body) == 0 {
 			// A body is always sent: an empty POST with an Idempotency-Key
 			// is one Go's transport would replay by itself.
-			body = []byte(`{"id":` + strconv.Quote(it.ID) + `}`)
+			body = []byte(`{"id":` + strconv.Quote(h.id) + `}`)
 		}
 		ds.stats.Attempts++
 		ds.cfg.Metrics.started(ds.cfg.Partners[ds.eps[it.Partner].group].Name, int(it.Attempts))
 		// The core keeps attempts in flight at most at workers, which is the
 		// channel's capacity plus what the workers hold: this never blocks.
-		jobs <- job{it: it, url: ds.eps[it.Partner].url, body: body, started: now}
+		jobs <- job{it: it, id: h.id, url: ds.eps[it.Partner].url, body: body, started: now}
 	}
 }
 
 // complete hands an attempt's result to the core and queues the transition.
 func (ds *dispatcher) complete(r result) {
 	it := r.it
+	h := ds.rowOf[it]
 	if r.o.Err == model.ErrRefused {
 		ds.event(EventRefused, ds.eps[it.Partner].name, strconv.Itoa(int(it.Attempts)),
 			strconv.FormatInt(r.started.UnixNano(), 10), strconv.FormatInt(r.ended.UnixNano(), 10))
@@ -603,14 +603,14 @@ func (ds *dispatcher) complete(r result) {
 	if dec.RetryAfterIgnored {
 		ds.stats.RetryAfterIgnored++
 	}
-	c := queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, At: r.ended, Attempt: int(it.Attempts), LastError: r.errText,
+	c := queue.Completion{ID: h.id, Owner: ds.cfg.Owner, At: r.ended, Attempt: int(it.Attempts), LastError: r.errText,
 		Status: r.o.Status, Started: r.started, RecordAttempt: true}
 	switch dec.Action {
 	case model.ActAck:
 		c.Kind = queue.KindAck
 		ds.stats.Acked++
 		ds.cfg.Metrics.deliveredOne(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
-		ds.unhold(it.ID)
+		ds.unhold(h.id)
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
 		// The core keeps the delivery until it is due; the row keeps our
@@ -619,10 +619,8 @@ func (ds *dispatcher) complete(r result) {
 		// send it. After a kill it is claimable once that lease runs out;
 		// its run_at does not change.
 		c.Kind, c.RunAt, c.PrevDelay, c.LeaseUntil = queue.KindHold, dec.RunAt, dec.Delay, dec.RunAt.Add(ds.cfg.LeaseTimeout)
-		if h := ds.held[it.ID]; h != nil {
-			h.attempt, h.runAt, h.prevDelay, h.lastErr, h.updated, h.leaseUntil = c.Attempt, c.RunAt, c.PrevDelay, c.LastError, c.At, c.LeaseUntil
-			ds.leases.fix(h.idx)
-		}
+		h.attempt, h.runAt, h.prevDelay, h.lastErr, h.updated, h.leaseUntil = c.Attempt, c.RunAt, c.PrevDelay, c.LastError, c.At, c.LeaseUntil
+		ds.leases.fix(h.idx)
 		ds.stats.Rescheduled++
 		ds.pending = append(ds.pending, c)
 	default:
@@ -631,10 +629,11 @@ func (ds *dispatcher) complete(r result) {
 }
 
 func (ds *dispatcher) deadLetter(it *dispatchcore.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
-	ds.unhold(it.ID)
+	id := ds.rowOf[it].id
+	ds.unhold(id)
 	ds.stats.DeadLettered++
 	ds.cfg.Metrics.deadLetteredOne(ds.cfg.Partners[ds.eps[it.Partner].group].Name, reason)
-	ds.pending = append(ds.pending, queue.Completion{ID: it.ID, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
+	ds.pending = append(ds.pending, queue.Completion{ID: id, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,
 		Attempt: int(it.Attempts), Reason: string(reason), LastError: errText, Status: status, Started: started, RecordAttempt: attempted})
 	k := alertKey{ds.cfg.Partners[ds.eps[it.Partner].group].Name, string(reason)}
 	a := ds.alerts[k]

@@ -82,7 +82,7 @@ func TestFaultKindsOverHTTPAsSimulated(t *testing.T) {
 		// A refusing listener closes within a poll of its start: call
 		// until it has.
 		testsuite.Poll(30*time.Second, func() bool {
-			res = ds.call(job{it: &dispatchcore.Item{ID: "evt-1:acme-0", Attempts: 1}, url: "http://" + l.Addr().String() + "/p/acme", body: []byte("{}")})
+			res = ds.call(job{it: &dispatchcore.Item{Attempts: 1}, id: "evt-1:acme-0", url: "http://" + l.Addr().String() + "/p/acme", body: []byte("{}")})
 			return res.o == tt.want || o.Kind != fakepartner.OutageRefused
 		})
 		srv.Close()

@@ -15,6 +15,7 @@ import (
 // not stored yet.
 type heldRow struct {
 	id         string
+	it         *dispatchcore.Item // the delivery in the core
 	attempt    int
 	runAt      time.Time
 	prevDelay  time.Duration
@@ -102,6 +103,7 @@ func (h leaseHeap) fix(i int) {
 func (ds *dispatcher) unhold(id string) {
 	if h := ds.held[id]; h != nil {
 		ds.leases.remove(h)
+		delete(ds.rowOf, h.it)
 	}
 	delete(ds.held, id)
 	if ds.storeBusy {
@@ -149,7 +151,7 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 			continue
 		}
 		it := &dispatchcore.Item{
-			ID: r.ID, Partner: si, Attempts: int32(r.Attempt), FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
+			JitterKey: model.JitterKeyOf(r.ID), Partner: si, Attempts: int32(r.Attempt), FirstSeen: r.Created.UnixNano(), RunAt: r.RunAt.UnixNano(),
 			PrevDelay: r.PrevDelay,
 		}
 		if r.Created.IsZero() {
@@ -157,7 +159,9 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 		}
 		h := &heldRow{id: r.ID, attempt: r.Attempt, runAt: r.RunAt, prevDelay: r.PrevDelay,
 			lastErr: r.LastError, updated: now, leaseUntil: r.LeaseUntil, payload: r.Payload, unstarted: true}
+		h.it = it
 		ds.held[r.ID] = h
+		ds.rowOf[it] = h
 		ds.leases.push(h)
 		ds.unstarted++
 		ds.core.Requeue(it, now)
