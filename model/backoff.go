@@ -171,10 +171,15 @@ const (
 type JitterKey uint32
 
 // JitterKeyOf returns the JitterKey of delivery id.
-func JitterKeyOf(id string) JitterKey {
-	h := uint32(fnvOffset32)
-	for i := 0; i < len(id); i++ {
-		h ^= uint32(id[i])
+func JitterKeyOf(id string) JitterKey { return JitterKey(fnvOffset32).With(id) }
+
+// With continues k with the bytes of s: JitterKeyOf(a).With(b) is
+// JitterKeyOf(a + b), so a caller that makes many ids with the same start
+// hashes the start once and builds no id.
+func (k JitterKey) With(s string) JitterKey {
+	h := uint32(k)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
 		h *= fnvPrime32
 	}
 	return JitterKey(h)

@@ -407,3 +407,20 @@ func TestJitterFunctionsProperties(t *testing.T) {
 		}
 	}
 }
+
+// JitterKeyOf is FNV-1a 32-bit of the id (hash/fnv's), and With continues
+// it: the key of a + b is the key of a with b, at every split.
+func TestJitterKeyWith(t *testing.T) {
+	for _, id := range []string{"", "evt-000123:acme-0", "ünïcode:ids", "evt--00005:x-1"} {
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		if got := JitterKeyOf(id); uint32(got) != h.Sum32() {
+			t.Errorf("JitterKeyOf(%q) = %#x, want FNV-1a %#x", id, got, h.Sum32())
+		}
+		for i := 0; i <= len(id); i++ {
+			if got, want := JitterKeyOf(id[:i]).With(id[i:]), JitterKeyOf(id); got != want {
+				t.Errorf("JitterKeyOf(%q).With(%q) = %#x, want %#x", id[:i], id[i:], got, want)
+			}
+		}
+	}
+}

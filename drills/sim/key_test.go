@@ -10,6 +10,7 @@ import (
 
 	"github.com/stormdrill/stormdrill/drills"
 	"github.com/stormdrill/stormdrill/fakepartner"
+	"github.com/stormdrill/stormdrill/model"
 )
 
 // deliveryKey hashes exactly the bytes of DeliveryID, without allocating.
@@ -271,4 +272,37 @@ func TestItemCohortAndMember(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestItemJitterKeyIsTheIDs: with hash jitter an item's JitterKey is that
+// of its delivery id, made from the event's part hashed once per event and
+// the subscriber's name, without building the id: for consecutive events
+// (the prefix cache refreshed) and every subscriber of each.
+func TestItemJitterKeyIsTheIDs(t *testing.T) {
+	d := loadDrill(t, "fanout-outage.toml", map[string]string{"policy.retry.jitter": `"hash"`})
+	r, err := newSimRun(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.needID {
+		t.Fatal("hash jitter: the simulation does not make jitter keys")
+	}
+	for _, e := range []int64{0, 1, 2, 999_999, 1_000_000, 1} {
+		for si := range r.names {
+			it := r.newItem(int32(si), 0, e)
+			if want := model.JitterKeyOf(drills.DeliveryID(e, r.names[si])); it.JitterKey != want {
+				t.Fatalf("event %d, subscriber %s: JitterKey %#x, want %#x", e, r.names[si], it.JitterKey, want)
+			}
+			r.release(it)
+		}
+	}
+	var sink model.JitterKey
+	if allocs := testing.AllocsPerRun(1000, func() {
+		it := r.newItem(3, 0, 1)
+		sink ^= it.JitterKey
+		r.release(it)
+	}); allocs != 0 {
+		t.Errorf("newItem allocates %v times per delivery of the same event, want 0", allocs)
+	}
+	_ = sink
 }

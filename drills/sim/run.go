@@ -128,6 +128,10 @@ type simRun struct {
 	keyPrefix   uint64 // deliveryKeyPrefix(keyEvent)
 	keyPrefixOK bool
 
+	jitterEvent    int64           // the event jitterPrefix hashes
+	jitterPrefix   model.JitterKey // the JitterKey of DeliveryID(jitterEvent, "")
+	jitterPrefixOK bool
+
 	breakers  []simBreaker                // the current breakers, one a subscriber; nil without
 	coreState []dispatchcore.PartnerState // the core's partners' state (dispatchcore.Config.State)
 	// prefetch: the subscribers' state outgrows the CPU's caches, so
@@ -534,7 +538,12 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 	}
 	it.Ref |= draw << refDrawShift
 	if r.needID {
-		it.JitterKey = model.JitterKeyOf(drills.DeliveryID(eventNo, r.names[si]))
+		// The id's event part is hashed once per event, and no id is
+		// built per delivery.
+		if !r.jitterPrefixOK || r.jitterEvent != eventNo {
+			r.jitterPrefix, r.jitterEvent, r.jitterPrefixOK = model.JitterKeyOf(drills.DeliveryID(eventNo, "")), eventNo, true
+		}
+		it.JitterKey = r.jitterPrefix.With(r.names[si])
 	}
 	return it
 }
