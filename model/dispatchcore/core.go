@@ -111,8 +111,8 @@ func (c *Core) pushItem(p *partner, it *Item, seq uint64, offered bool) {
 	case e.less(&p.head):
 		p.q.push(p.head)
 		p.head = e
-	case offered && (p.fifo.n > 0 || len(p.q) >= fifoFrom) && p.fifo.fits(e.runAt):
-		p.fifo.push(fifoEntry{it: it, seq: seq}, e.runAt, &c.spare)
+	case offered && (p.fifo.n > 0 || len(p.q) >= fifoFrom) && p.fifo.fits(e.runAt, seq):
+		p.fifo.push(it, seq, e.runAt, &c.spare)
 	default:
 		p.q.push(e)
 	}
@@ -122,8 +122,8 @@ func (c *Core) pushItem(p *partner, it *Item, seq uint64, offered bool) {
 // of its fifo's front and its heap's top.
 func (c *Core) popItem(p *partner) {
 	if p.fifo.n > 0 {
-		f := p.fifo.front()
-		e := heapEntry{runAt: f.it.RunAt, seq: f.seq, it: f.it}
+		it, seq := p.fifo.front()
+		e := heapEntry{runAt: it.RunAt, seq: seq, it: it}
 		if len(p.q) == 0 || e.less(&p.q[0]) {
 			p.head = e
 			p.fifo.pop(&c.spare)
@@ -150,7 +150,7 @@ func (p *partner) eachQueued(fn func(runAt int64, it *Item)) {
 	for k := range p.q {
 		fn(p.q[k].runAt, p.q[k].it)
 	}
-	p.fifo.each(func(f *fifoEntry) { fn(f.it.RunAt, f.it) })
+	p.fifo.each(func(it *Item) { fn(it.RunAt, it) })
 }
 
 // fifoFrom is how many deliveries a partner's heap holds before offered

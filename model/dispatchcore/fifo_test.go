@@ -4,12 +4,15 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // TestQueuePopsInDueOrder: whatever mix of offered deliveries (fifo, when
 // in due order) and retries (heap) a partner holds, they come off its
 // queue by due time, first queued first among equals, and the fifo's
-// chunks go back to the spare list once empty.
+// chunks go back to the spare list once empty. Now and then the core's
+// seq jumps by 2^32, as after 4 billion pushes elsewhere: an entry's seq
+// must survive the fifo's 32-bit offsets.
 func TestQueuePopsInDueOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -29,6 +32,9 @@ func TestQueuePopsInDueOrder(t *testing.T) {
 					runAt -= rng.Int64N(50)
 				}
 				now += rng.Int64N(3) // ties happen
+				if rng.IntN(50) == 0 {
+					c.seq += 1 << 32
+				}
 				c.seq++
 				c.pushItem(p, &Item{RunAt: runAt}, c.seq, true)
 				queued = append(queued, want{runAt, c.seq})
@@ -63,5 +69,13 @@ func TestQueuePopsInDueOrder(t *testing.T) {
 		if seed == 1 && c.spare == nil {
 			t.Fatal("no fifo chunk went back to the spare list")
 		}
+	}
+}
+
+// TestFifoChunkIs128Bytes: a chunk fills its allocation size class; an
+// entry is 12 bytes with a ninth of the link and the base.
+func TestFifoChunkIs128Bytes(t *testing.T) {
+	if got := unsafe.Sizeof(fifoChunk{}); got > 128 || got+12 <= 128 {
+		t.Errorf("fifoChunk is %d bytes, want the most entries that fit in 128", got)
 	}
 }
