@@ -11,16 +11,13 @@ import (
 
 // Delivery is what a call tells the partner about the delivery it carries.
 type Delivery struct {
-	// Key is KeyHash of the delivery id (the Idempotency-Key); it decides
-	// with the drill seed whether the delivery carries bad data.
-	Key uint64
+	// Draw is DataDraw of the subscriber's data seed and KeyHash of the
+	// delivery id (the Idempotency-Key): it decides whether the delivery
+	// carries bad data.
+	Draw uint64
 	// Keyed is false for a call that carries no id: whether it meets bad
 	// data is then drawn per call, like a transient error.
 	Keyed bool
-	// draw, when drawn, is the caller's DataDraw of the key (BeginDrawTo),
-	// which stands for it.
-	draw  uint64
-	drawn bool
 }
 
 // WallClock maps drill time to wall time, for the HTTP-dates a throttle
@@ -78,7 +75,7 @@ var simClock = WallClock{Epoch: SimEpoch, Speed: 1}
 type Behaviour struct {
 	cohort   unique.Handle[cohortShared] // the spec and its latency sampler
 	rng      *rand.Rand
-	dataSeed uint64 // decides with a delivery's key whether it is bad data
+	dataSeed uint64 // DataSeed of its cohort: Sim.BeginKey draws a delivery's bad data with it
 	member   int32  // the Sim's member, for its cohort's outages; 0 for a server's
 	// Up to len(ring) servers keep their free times in ring, a sorted ring
 	// whose earliest is at ringHead: the server a call takes is the
@@ -235,11 +232,7 @@ func (b *Behaviour) begin(out *Call, now time.Duration, d Delivery, fault *Outag
 	// One draw per call whether keyed or not, so that the latency stream
 	// does not depend on it.
 	u := b.rng.Float64()
-	draw := d.draw
-	if d.Keyed && !d.drawn {
-		draw = DataDraw(b.dataSeed, d.Key)
-	}
-	switch status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, d.Keyed, draw); status {
+	switch status := errorStatus(spec.PermanentErrors, spec.TransientErrors, u, d.Keyed, d.Draw); status {
 	case http.StatusUnprocessableEntity, http.StatusServiceUnavailable:
 		b.stats.errors++
 		c.Result = Result{Status: status, Kind: ResultHTTP}

@@ -442,7 +442,7 @@ func (s *Server) serveCall(w http.ResponseWriter, r *http.Request, c *cohort, me
 	}
 	var d Delivery
 	if id != "" {
-		d = Delivery{Key: KeyHash(s.withoutRunID(id)), Keyed: true}
+		d = Delivery{Draw: DataDraw(c.dataSeed, KeyHash(s.withoutRunID(id))), Keyed: true}
 	}
 	sub := c.subscriber(member, s.opts.Seed)
 	clock := s.clock()

@@ -181,7 +181,7 @@ func (p *Sim) Begin(now time.Duration) Call {
 // simulated second).
 func (p *Sim) BeginKey(now time.Duration, key uint64) Call {
 	var c Call
-	p.begin(&c, now, Delivery{Key: key, Keyed: true})
+	p.begin(&c, now, Delivery{Draw: DataDraw(p.b.dataSeed, key), Keyed: true})
 	return c
 }
 
@@ -192,7 +192,7 @@ func (p *Sim) BeginKey(now time.Duration, key uint64) Call {
 // a call per attempt is spared the copies of one.
 func (p *Sim) BeginDrawTo(c *Call, now time.Duration, draw uint64) {
 	*c = Call{}
-	p.begin(c, now, Delivery{Keyed: true, draw: draw, drawn: true})
+	p.begin(c, now, Delivery{Draw: draw, Keyed: true})
 }
 
 func (p *Sim) begin(c *Call, now time.Duration, d Delivery) {

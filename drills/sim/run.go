@@ -104,13 +104,12 @@ type simRun struct {
 	// are consecutive), and cohortLo[len(specs)] the number of
 	// subscribers; cohortBad[c]: the cohort rejects some deliveries as bad
 	// data, so its items need their own data draw (see ref.go), made from
-	// cohortSeed[c], its data seed; the others all take cohortDraw0[c],
-	// the draw of key 0.
-	cohortLo    []int32
-	cohortBad   []bool
-	cohortSeed  []uint64
-	cohortDraw0 []uint64
-	oldestBuf   []int64 // sample's per-cohort oldest FirstSeen
+	// cohortSeed[c], its data seed. A cohort's permanent-error rate is set
+	// for the whole drill, so the others never read their draw: it is 0.
+	cohortLo   []int32
+	cohortBad  []bool
+	cohortSeed []uint64
+	oldestBuf  []int64 // sample's per-cohort oldest FirstSeen
 
 	fan     *drills.Fanout
 	fanout  []int32 // the subscriber indexes held[heldHead] fans out to
@@ -252,13 +251,11 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	r.cohortLo = make([]int32, len(specs)+1)
 	r.cohortBad = make([]bool, len(specs))
 	r.cohortSeed = make([]uint64, len(specs))
-	r.cohortDraw0 = make([]uint64, len(specs))
 	for c := range specs {
 		r.cohortLo[c+1] = r.cohortLo[c] + int32(specs[c].Count)
 		r.cohortBad[c] = specs[c].PermanentErrors > 0
 		// As each subscriber's partner derives it (Sim.SetSeed below).
 		r.cohortSeed[c] = fakepartner.DataSeed(d.Seed, specs[c].Name)
-		r.cohortDraw0[c] = fakepartner.DataDraw(r.cohortSeed[c], 0)
 	}
 	off := 0
 	for i, s := range layout.Subscribers {
@@ -525,18 +522,17 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 	it.Partner = si
 	it.FirstSeen = r.epoch0 + created
 	it.RunAt = it.FirstSeen
-	draw := r.cohortDraw0[c]
 	if r.cohortBad[c] {
 		// The key only decides bad data; hashing costs about a tenth of an
-		// attempt, so cohorts without bad data skip it (their items draw
-		// as key 0 does). The id's event part is hashed once per event,
-		// not per subscriber.
+		// attempt, so cohorts without bad data skip it (their draw stays
+		// 0). The id's event part is hashed once per event, not per
+		// subscriber.
 		if !r.keyPrefixOK || r.keyEvent != eventNo {
 			r.keyPrefix, r.keyEvent, r.keyPrefixOK = deliveryKeyPrefix(eventNo), eventNo, true
 		}
-		draw = fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.keyPrefix, r.names[si]))
+		draw := fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.keyPrefix, r.names[si]))
+		it.Ref |= draw << refDrawShift
 	}
-	it.Ref |= draw << refDrawShift
 	if r.needID {
 		// The id's event part is hashed once per event, and no id is
 		// built per delivery.

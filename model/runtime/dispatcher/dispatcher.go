@@ -572,7 +572,7 @@ func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 			ds.unstarted--
 		}
 		if verdict == dispatchcore.DeadLetter {
-			ds.deadLetter(it, now, reason, "", 0, false, time.Time{})
+			ds.deadLetter(h, now, reason, "", 0, false, time.Time{})
 			continue
 		}
 		body := h.payload
@@ -610,7 +610,7 @@ func (ds *dispatcher) complete(r result) {
 		c.Kind = queue.KindAck
 		ds.stats.Acked++
 		ds.cfg.Metrics.deliveredOne(partner, r.ended.Sub(time.Unix(0, it.FirstSeen)))
-		ds.unhold(h.id)
+		ds.unhold(h)
 		ds.pending = append(ds.pending, c)
 	case model.ActReschedule:
 		// The core keeps the delivery until it is due; the row keeps our
@@ -624,13 +624,14 @@ func (ds *dispatcher) complete(r result) {
 		ds.stats.Rescheduled++
 		ds.pending = append(ds.pending, c)
 	default:
-		ds.deadLetter(it, r.ended, dec.Reason, r.errText, r.o.Status, true, r.started)
+		ds.deadLetter(h, r.ended, dec.Reason, r.errText, r.o.Status, true, r.started)
 	}
 }
 
-func (ds *dispatcher) deadLetter(it *dispatchcore.Item, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
-	id := ds.rowOf[it].id
-	ds.unhold(id)
+// deadLetter ends held row h's delivery in the dead-letter queue.
+func (ds *dispatcher) deadLetter(h *heldRow, at time.Time, reason model.Reason, errText string, status int, attempted bool, started time.Time) {
+	it, id := h.it, h.id
+	ds.unhold(h)
 	ds.stats.DeadLettered++
 	ds.cfg.Metrics.deadLetteredOne(ds.cfg.Partners[ds.eps[it.Partner].group].Name, reason)
 	ds.pending = append(ds.pending, queue.Completion{ID: id, Owner: ds.cfg.Owner, Kind: queue.KindDeadLetter, At: at,

@@ -109,7 +109,7 @@ func TestLeaseHeapOrder(t *testing.T) {
 		}
 		switch rng.IntN(3) {
 		case 0:
-			ds.unhold(h.id)
+			ds.unhold(h)
 		case 1:
 			h.leaseUntil = t0.Add(time.Duration(rng.IntN(3600)) * time.Second)
 			ds.leases.fix(h.idx)

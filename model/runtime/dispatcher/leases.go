@@ -99,15 +99,14 @@ func (h leaseHeap) fix(i int) {
 	h.down(r.idx)
 }
 
-// unhold drops a delivery whose turn ended from held (see leftHeld).
-func (ds *dispatcher) unhold(id string) {
-	if h := ds.held[id]; h != nil {
-		ds.leases.remove(h)
-		delete(ds.rowOf, h.it)
-	}
-	delete(ds.held, id)
+// unhold drops held row h, whose delivery's turn ended, and its item
+// (see leftHeld).
+func (ds *dispatcher) unhold(h *heldRow) {
+	ds.leases.remove(h)
+	delete(ds.held, h.id)
+	delete(ds.rowOf, h.it)
 	if ds.storeBusy {
-		ds.leftHeld[id] = struct{}{}
+		ds.leftHeld[h.id] = struct{}{}
 	}
 }
 
