@@ -52,7 +52,11 @@ func (r *simRun) sample(t int64) {
 
 // report feeds the tally what is still pending at the end and assembles
 // the run.
-func (r *simRun) report() (*reports.Run, error) {
+func (r *simRun) report() (*reports.Run, error) { return r.settle().Run() }
+
+// settle feeds the tally what is still pending at the end and returns it:
+// the run's figures are all in it from then on.
+func (r *simRun) settle() *tally.Tally {
 	pend := func(it *dispatchcore.Item) {
 		if rp, ok := r.replayOf[it]; ok {
 			r.tally.ReplayPending(int(rp), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), 1)
@@ -77,5 +81,5 @@ func (r *simRun) report() (*reports.Run, error) {
 		})
 	}
 	r.tally.SourceHeldBack(r.heldBackSum, r.heldBackMax)
-	return r.tally.Run()
+	return r.tally
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"time"
 
 	"github.com/stormdrill/stormdrill/drills"
@@ -208,7 +209,15 @@ func Run(d *drills.Drill, opt Options) (*reports.Run, error) {
 	if err := r.run(opt); err != nil {
 		return nil, err
 	}
-	return r.report()
+	t := r.settle()
+	// The report needs only the tally. Collected now, the simulation's
+	// queues, deliveries and subscribers leave their memory to the report,
+	// which would otherwise grow the heap past the run's own peak (by
+	// about a tenth at 2,000 subscribers) while they waited for the next
+	// collection.
+	r = nil
+	runtime.GC()
+	return t.Run()
 }
 
 func newSimRun(d *drills.Drill) (*simRun, error) {
