@@ -57,17 +57,17 @@ func (r *simRun) report() (*reports.Run, error) { return r.settle().Run() }
 // settle feeds the tally what is still pending at the end and returns it:
 // the run's figures are all in it from then on.
 func (r *simRun) settle() *tally.Tally {
-	pend := func(it *dispatchcore.Item) {
-		if rp, ok := r.replayOf[it]; ok {
-			r.tally.ReplayPending(int(rp), int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), 1)
+	pend := func(partner int32, first int64, it *dispatchcore.Item) {
+		if rp, ok := r.replayOf[it]; ok && it != nil {
+			r.tally.ReplayPending(int(rp), int(partner), time.Duration(first-r.epoch0), 1)
 			return
 		}
-		r.tally.Pending(int(it.Partner), time.Duration(it.FirstSeen-r.epoch0), 1)
+		r.tally.Pending(int(partner), time.Duration(first-r.epoch0), 1)
 	}
 	r.core.Each(pend)
 	for i := range r.slots {
-		if r.slots[i].it != nil {
-			pend(r.slots[i].it)
+		if it := r.slots[i].it; it != nil {
+			pend(it.Partner, it.FirstSeen, it)
 		}
 	}
 	// Deliveries the source created but still holds back (on_full = block)

@@ -124,13 +124,10 @@ type simRun struct {
 	epoch0  int64            // unix ns of drill time 0
 	needID  bool
 
-	keyEvent    int64  // the event keyPrefix hashes
-	keyPrefix   uint64 // deliveryKeyPrefix(keyEvent)
-	keyPrefixOK bool
-
-	jitterEvent    int64           // the event jitterPrefix hashes
-	jitterPrefix   model.JitterKey // the JitterKey of DeliveryID(jitterEvent, "")
-	jitterPrefixOK bool
+	// prefixes holds the hashes of recent events' ids (see eventPrefix):
+	// items are made when their deliveries come up, by partners at
+	// different places in the backlog, not in event order.
+	prefixes [prefixCacheLen]eventPrefix
 
 	breakers  []simBreaker                // the current breakers, one a subscriber; nil without
 	coreState []dispatchcore.PartnerState // the core's partners' state (dispatchcore.Config.State)
@@ -285,7 +282,7 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	r.coreState = newCoreState(n)
 	r.fan = d.NewFanout(specs)
 	r.fanout = r.fan.Pick(0, nil)
-	r.core, err = dispatchcore.New(dispatchcore.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs, State: r.coreState})
+	r.core, err = dispatchcore.New(dispatchcore.Config{Workers: d.Dispatcher.Workers, QueueCapacity: d.Dispatcher.QueueCapacity, Partners: pcs, State: r.coreState, Fresh: r.freshItem})
 	if err != nil {
 		return nil, err
 	}
@@ -502,9 +499,14 @@ func (r *simRun) feedSource(t int64) {
 				r.prefetchFanout()
 			}
 			si := r.fanout[r.heldSub]
-			it := r.newItem(si, created, eventNo)
 			r.tally.Created(int(si), 1)
-			if err := r.core.Offer(it, now); err != nil {
+			if eventNo <= math.MaxUint32 {
+				// The core makes its item when it comes up (freshItem):
+				// a backlog holds none.
+				if err := r.core.OfferFresh(si, r.epoch0+created, uint32(eventNo), now); err != nil {
+					r.deadLetter(t, r.newItem(si, created, eventNo), model.ReasonQueueFull, false)
+				}
+			} else if it := r.newItem(si, created, eventNo); r.core.Offer(it, now) != nil {
 				r.deadLetter(t, it, model.ReasonQueueFull, false)
 			}
 			r.heldSub++
@@ -536,21 +538,60 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 		// attempt, so cohorts without bad data skip it (their draw stays
 		// 0). The id's event part is hashed once per event, not per
 		// subscriber.
-		if !r.keyPrefixOK || r.keyEvent != eventNo {
-			r.keyPrefix, r.keyEvent, r.keyPrefixOK = deliveryKeyPrefix(eventNo), eventNo, true
-		}
-		draw := fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.keyPrefix, r.names[si]))
+		draw := fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.prefix(eventNo).key(eventNo), r.names[si]))
 		it.Ref |= draw << refDrawShift
 	}
 	if r.needID {
 		// The id's event part is hashed once per event, and no id is
 		// built per delivery.
-		if !r.jitterPrefixOK || r.jitterEvent != eventNo {
-			r.jitterPrefix, r.jitterEvent, r.jitterPrefixOK = model.JitterKeyOf(drills.DeliveryID(eventNo, "")), eventNo, true
-		}
-		it.JitterKey = r.jitterPrefix.With(r.names[si])
+		it.JitterKey = r.prefix(eventNo).jitterKey(eventNo).With(r.names[si])
 	}
 	return it
+}
+
+// freshItem makes the item of a fresh delivery the core queued without one
+// (dispatchcore.Config.Fresh): tok is its event's number.
+func (r *simRun) freshItem(si int32, runAt int64, tok uint32) *dispatchcore.Item {
+	return r.newItem(si, runAt-r.epoch0, int64(tok))
+}
+
+// prefixCacheLen is how many events' id hashes the simulator keeps: the
+// partners draining a backlog are at different events, but seldom at
+// more than a few hundred.
+const prefixCacheLen = 256
+
+// eventPrefix is what the ids of one event's deliveries start with,
+// hashed: as the bad-data key (deliveryKeyPrefix) and as hash jitter's key
+// (model.JitterKeyOf of DeliveryID(event, "")), each made when first
+// needed.
+type eventPrefix struct {
+	event          int64
+	keyOK, jitOK   bool
+	keyHash        uint64
+	jitterKeyStart model.JitterKey
+}
+
+// prefix is the cache entry for event, emptied if it held another.
+func (r *simRun) prefix(event int64) *eventPrefix {
+	e := &r.prefixes[uint64(event)%prefixCacheLen]
+	if e.event != event {
+		*e = eventPrefix{event: event}
+	}
+	return e
+}
+
+func (e *eventPrefix) key(event int64) uint64 {
+	if !e.keyOK {
+		e.keyHash, e.keyOK = deliveryKeyPrefix(event), true
+	}
+	return e.keyHash
+}
+
+func (e *eventPrefix) jitterKey(event int64) model.JitterKey {
+	if !e.jitOK {
+		e.jitterKeyStart, e.jitOK = model.JitterKeyOf(drills.DeliveryID(event, "")), true
+	}
+	return e.jitterKeyStart
 }
 
 // cohortOf is the cohort of subscriber si: a search of the cohorts' first

@@ -53,6 +53,12 @@ type Config struct {
 	Workers       int // global worker slots; must be ≥ 1
 	QueueCapacity int // queued deliveries (not in flight) Offer accepts; 0: no limit
 	Partners      []PartnerConfig
+	// Fresh makes the item of a delivery queued with OfferFresh, once it
+	// is the partner's next: runAt (when it is due, and was first seen)
+	// and tok as OfferFresh was given them. It must return a new item
+	// with Partner partner, RunAt and FirstSeen runAt, no attempt made;
+	// what else it sets is the caller's. nil: OfferFresh refuses.
+	Fresh func(partner int32, runAt int64, tok uint32) *Item
 	// State, if not nil, is where the core keeps the partners' state,
 	// State[i] for Partners[i]; it must be as long as Partners and
 	// zero. A caller that places the state in memory of its choosing
@@ -62,6 +68,9 @@ type Config struct {
 
 // ErrQueueFull is returned by Offer when the queue is at capacity.
 var ErrQueueFull = errors.New("queue full")
+
+// errNoFresh is OfferFresh's error for a core without Config.Fresh.
+var errNoFresh = errors.New("dispatch: OfferFresh needs Config.Fresh")
 
 // where a partner is parked.
 const (
@@ -79,7 +88,7 @@ const (
 // a time, if any, so an attempt reads and writes no queue of theirs.
 type PartnerState struct {
 	head        heapEntry // the earliest queued delivery; head.it nil: none
-	fifo        fifo      // other offered deliveries, in due order
+	fifo        fifo      // other fresh deliveries (OfferFresh), in due order, with no item yet
 	q           itemHeap  // the other queued deliveries
 	wakeAt      int64     // parkTimer: when
 	breaker     *model.Breaker
@@ -95,15 +104,8 @@ type PartnerState struct {
 type partner = PartnerState
 
 // pushItem queues it on p; seq orders it after the items of the same
-// RunAt queued before it. offered: seq was just drawn, larger than any
-// queued item's, for a new delivery, so it may join p's fifo (see fifo:
-// retries and deferrals, due at scattered times, go to q). It does once p
-// has a backlog (fifoFrom in q): a partner with a few queued keeps them in
-// q, whose entries hold their due times in the partner's own array, where
-// a fifo would take a chunk from the spare list and read each item's due
-// time off the item, two cache misses more an attempt at tens of thousands
-// of partners.
-func (c *Core) pushItem(p *partner, it *Item, seq uint64, offered bool) {
+// RunAt queued before it.
+func (c *Core) pushItem(p *partner, it *Item, seq uint64) {
 	e := heapEntry{runAt: it.RunAt, seq: seq, it: it}
 	switch {
 	case p.head.it == nil:
@@ -111,22 +113,38 @@ func (c *Core) pushItem(p *partner, it *Item, seq uint64, offered bool) {
 	case e.less(&p.head):
 		p.q.push(p.head)
 		p.head = e
-	case offered && (p.fifo.n > 0 || len(p.q) >= fifoFrom) && p.fifo.fits(e.runAt, seq):
-		p.fifo.push(it, seq, e.runAt, &c.spare)
 	default:
 		p.q.push(e)
 	}
 }
 
-// popItem takes p's head item off its queue: the next head is the earlier
-// of its fifo's front and its heap's top.
-func (c *Core) popItem(p *partner) {
+// pushFresh queues fresh delivery tok of partner i, due at runAt, with
+// seq, larger than any queued one's. It joins i's fifo, with no item, if
+// it is not i's next and i has a backlog (fifoFrom in q, or a fifo
+// already): a partner with a few queued keeps them in q, whose entries sit
+// in the partner's own array, where a fifo would take a chunk from the
+// spare list, a cache miss more an attempt at tens of thousands of
+// partners. Otherwise its item is made now.
+func (c *Core) pushFresh(i int, runAt int64, seq uint64, tok uint32) {
+	p := &c.partners[i]
+	if p.head.it != nil && runAt >= p.head.runAt && (p.fifo.n > 0 || len(p.q) >= fifoFrom) && p.fifo.fits(runAt, seq) {
+		p.fifo.push(runAt, seq, tok, &c.spare)
+		return
+	}
+	c.pushItem(p, c.fresh(int32(i), runAt, tok), seq)
+}
+
+// popItem takes partner i's head item off its queue: the next head is the
+// earlier of its fifo's front, whose item is made now, and its heap's top.
+func (c *Core) popItem(i int) {
+	p := &c.partners[i]
 	if p.fifo.n > 0 {
-		it, seq := p.fifo.front()
-		e := heapEntry{runAt: it.RunAt, seq: seq, it: it}
+		runAt, seq, tok := p.fifo.front()
+		e := heapEntry{runAt: runAt, seq: seq}
 		if len(p.q) == 0 || e.less(&p.q[0]) {
-			p.head = e
 			p.fifo.pop(&c.spare)
+			e.it = c.fresh(int32(i), runAt, tok)
+			p.head = e
 			return
 		}
 	}
@@ -141,19 +159,20 @@ func (c *Core) popItem(p *partner) {
 }
 
 // eachQueued calls fn for every delivery queued on p, with the time it is
-// due.
-func (p *partner) eachQueued(fn func(runAt int64, it *Item)) {
+// due and the time it was first seen; it is nil for a fresh delivery whose
+// item is not made yet.
+func (p *partner) eachQueued(fn func(runAt, firstSeen int64, it *Item)) {
 	if p.head.it == nil {
 		return
 	}
-	fn(p.head.runAt, p.head.it)
+	fn(p.head.runAt, p.head.it.FirstSeen, p.head.it)
 	for k := range p.q {
-		fn(p.q[k].runAt, p.q[k].it)
+		fn(p.q[k].runAt, p.q[k].it.FirstSeen, p.q[k].it)
 	}
-	p.fifo.each(func(it *Item) { fn(it.RunAt, it) })
+	p.fifo.each(func(runAt int64) { fn(runAt, runAt, nil) })
 }
 
-// fifoFrom is how many deliveries a partner's heap holds before offered
+// fifoFrom is how many deliveries a partner's heap holds before fresh
 // ones go to its fifo.
 const fifoFrom = 8
 
@@ -165,6 +184,7 @@ type Core struct {
 	queued   int
 	seq      uint64
 	partners []partner
+	fresh    func(partner int32, runAt int64, tok uint32) *Item // Config.Fresh
 
 	spare     *fifoChunk // free fifo chunks
 	ring      []int32    // round-robin ring of partners with due work (FIFO)
@@ -178,7 +198,7 @@ func New(cfg Config) (*Core, error) {
 	if cfg.Workers < 1 {
 		return nil, errors.New("dispatch: workers must be at least 1")
 	}
-	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: cfg.State}
+	c := &Core{workers: cfg.Workers, capacity: cfg.QueueCapacity, partners: cfg.State, fresh: cfg.Fresh}
 	if c.partners == nil {
 		c.partners = make([]PartnerState, len(cfg.Partners))
 	} else if len(c.partners) != len(cfg.Partners) {
@@ -231,18 +251,41 @@ func (c *Core) Offer(it *Item, now time.Time) error {
 	if c.Full() {
 		return ErrQueueFull
 	}
-	c.push(it, now.UnixNano(), true)
+	c.push(it, now.UnixNano())
+	return nil
+}
+
+// OfferFresh is Offer for a new delivery of partner due at runAt, first
+// seen then, whose item Config.Fresh makes (from partner, runAt and tok)
+// only once it is the partner's next: until then it takes 16 bytes of its
+// partner's fifo, and a backlog of fresh deliveries costs no item each.
+// The order of the deliveries is the one Offer gives.
+func (c *Core) OfferFresh(partner int32, runAt int64, tok uint32, now time.Time) error {
+	if c.fresh == nil {
+		return errNoFresh
+	}
+	if c.Full() {
+		return ErrQueueFull
+	}
+	c.seq++
+	i := int(partner)
+	p := &c.partners[i]
+	c.pushFresh(i, runAt, c.seq, tok)
+	c.queued++
+	if p.head.seq == c.seq || p.park == parkNone {
+		c.place(i, now.UnixNano())
+	}
 	return nil
 }
 
 // Requeue puts back a delivery that is already inside the pipeline (a lost
 // attempt, a replay) regardless of capacity.
-func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano(), false) }
+func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano()) }
 
-func (c *Core) push(it *Item, now int64, offered bool) {
+func (c *Core) push(it *Item, now int64) {
 	c.seq++
 	p := &c.partners[it.Partner]
-	c.pushItem(p, it, c.seq, offered)
+	c.pushItem(p, it, c.seq)
 	c.queued++
 	if p.head.it == it || p.park == parkNone {
 		c.place(int(it.Partner), now)
@@ -361,7 +404,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			g, ok := b.Admit(now)
 			if !ok {
 				if p.policy.OnOpenDeadLetter && b.State(now) == model.StateOpen {
-					c.popItem(p)
+					c.popItem(i)
 					c.queued--
 					c.place(i, n)
 					return it, DeadLetter, model.ReasonCircuitOpen
@@ -378,7 +421,7 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 		}
 		if refused {
 			if p.policy.OnExhaustedDeadLetter {
-				c.popItem(p)
+				c.popItem(i)
 				c.queued--
 				c.place(i, n)
 				return it, DeadLetter, model.ReasonBudgetExhausted
@@ -386,18 +429,18 @@ func (c *Core) Next(now time.Time) (*Item, Verdict, model.Reason) {
 			// Defer: spend no attempt, look again after the backoff delay.
 			// It keeps its place among deliveries due at the same time.
 			seq := p.head.seq
-			c.popItem(p)
+			c.popItem(i)
 			d := it.PrevDelay
 			if d <= 0 {
 				d = max(p.policy.Backoff.Base, time.Millisecond)
 			}
 			it.RunAt = n + int64(d)
-			c.pushItem(p, it, seq, false)
+			c.pushItem(p, it, seq)
 			c.Deferrals++
 			c.place(i, n)
 			continue
 		}
-		c.popItem(p)
+		c.popItem(i)
 		c.queued--
 		it.gen = uint32(gen)
 		it.Attempts++
@@ -488,7 +531,7 @@ func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now time
 		it.RunAt = dec.RunAt.UnixNano()
 		it.PrevDelay = dec.Delay
 		c.seq++
-		c.pushItem(p, it, c.seq, false)
+		c.pushItem(p, it, c.seq)
 		c.queued++
 	}
 	c.place(i, n)
@@ -506,7 +549,7 @@ func (c *Core) Abandon(it *Item, runAt time.Time, now time.Time) {
 	c.busy--
 	it.RunAt = runAt.UnixNano()
 	c.seq++
-	c.pushItem(p, it, c.seq, false)
+	c.pushItem(p, it, c.seq)
 	c.queued++
 	c.place(int(it.Partner), now.UnixNano())
 }
@@ -557,8 +600,7 @@ func (c *Core) SnapshotGroups(now time.Time, groupLo []int32, oldest []int64) St
 		if grouped {
 			groupOldest = oldest[g]
 		}
-		p.eachQueued(func(runAt int64, it *Item) {
-			first := it.FirstSeen
+		p.eachQueued(func(runAt, first int64, _ *Item) {
 			if !held && runAt <= n {
 				s.Ready++
 				oldReady = min(oldReady, first)
@@ -579,9 +621,11 @@ func (c *Core) SnapshotGroups(now time.Time, groupLo []int32, oldest []int64) St
 	return s
 }
 
-// Each calls f for every queued delivery (not those in flight).
-func (c *Core) Each(f func(*Item)) {
+// Each calls f for every queued delivery (not those in flight): its
+// partner, the time it was first seen, and its item, nil for a fresh
+// delivery whose item is not made yet (OfferFresh).
+func (c *Core) Each(f func(partner int32, firstSeen int64, it *Item)) {
 	for i := range c.partners {
-		c.partners[i].eachQueued(func(_ int64, it *Item) { f(it) })
+		c.partners[i].eachQueued(func(_, first int64, it *Item) { f(int32(i), first, it) })
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// TestQueuePopsInDueOrder: whatever mix of offered deliveries (fifo, when
+// TestQueuePopsInDueOrder: whatever mix of fresh deliveries (fifo, when
 // in due order) and retries (heap) a partner holds, they come off its
 // queue by due time, first queued first among equals, and the fifo's
 // chunks go back to the spare list once empty. Now and then the core's
@@ -16,7 +16,9 @@ import (
 func TestQueuePopsInDueOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 0))
-		c := &Core{partners: make([]PartnerState, 1)}
+		c := &Core{partners: make([]PartnerState, 1), fresh: func(p int32, runAt int64, _ uint32) *Item {
+			return &Item{Partner: p, RunAt: runAt, FirstSeen: runAt}
+		}}
 		p := &c.partners[0]
 		type want struct {
 			runAt int64
@@ -36,12 +38,12 @@ func TestQueuePopsInDueOrder(t *testing.T) {
 					c.seq += 1 << 32
 				}
 				c.seq++
-				c.pushItem(p, &Item{RunAt: runAt}, c.seq, true)
+				c.pushFresh(0, runAt, c.seq, 0)
 				queued = append(queued, want{runAt, c.seq})
 			case op < 8: // a retry, due later
 				runAt := now + rng.Int64N(100)
 				c.seq++
-				c.pushItem(p, &Item{RunAt: runAt}, c.seq, false)
+				c.pushItem(p, &Item{RunAt: runAt}, c.seq)
 				queued = append(queued, want{runAt, c.seq})
 			default:
 				if p.head.it == nil {
@@ -57,11 +59,11 @@ func TestQueuePopsInDueOrder(t *testing.T) {
 					t.Fatalf("seed %d step %d: head %+v, want %+v", seed, step, got, least)
 				}
 				queued = slices.DeleteFunc(queued, func(w want) bool { return w == least })
-				c.popItem(p)
+				c.popItem(0)
 			}
 		}
 		for p.head.it != nil {
-			c.popItem(p)
+			c.popItem(0)
 		}
 		if p.fifo != (fifo{}) || len(p.q) != 0 {
 			t.Fatalf("seed %d: queue not empty after popping everything: fifo %+v, heap %d", seed, p.fifo, len(p.q))
@@ -73,9 +75,9 @@ func TestQueuePopsInDueOrder(t *testing.T) {
 }
 
 // TestFifoChunkIs128Bytes: a chunk fills its allocation size class; an
-// entry is 12 bytes with a ninth of the link and the base.
+// entry is 16 bytes with a seventh of the link and the base.
 func TestFifoChunkIs128Bytes(t *testing.T) {
-	if got := unsafe.Sizeof(fifoChunk{}); got > 128 || got+12 <= 128 {
+	if got := unsafe.Sizeof(fifoChunk{}); got > 128 || got+unsafe.Sizeof(fifoEntry{}) <= 128 {
 		t.Errorf("fifoChunk is %d bytes, want the most entries that fit in 128", got)
 	}
 }

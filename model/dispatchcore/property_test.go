@@ -147,8 +147,11 @@ func (w *propWorld) check(full bool) {
 		}
 	}
 	seen := 0
-	c.Each(func(it *Item) {
+	c.Each(func(partner int32, first int64, it *Item) {
 		seen++
+		if it == nil || it.Partner != partner || it.FirstSeen != first {
+			w.t.Fatalf("Each visits partner %d, first seen %d, item %+v: want the item's own", partner, first, it)
+		}
 		if w.state[it] != stQueued {
 			w.t.Fatalf("Each visits delivery %d in state %d", it.Ref, w.state[it])
 		}

@@ -35,16 +35,16 @@ func TestSnapshotGroupsAgreesWithEach(t *testing.T) {
 		t.Errorf("SnapshotGroups %+v, Snapshot %+v", got, want)
 	}
 	want := make([]int64, len(oldest))
-	c.Each(func(it *Item) {
-		if it.Partner >= groupLo[len(groupLo)-1] {
+	c.Each(func(partner int32, first int64, _ *Item) {
+		if partner >= groupLo[len(groupLo)-1] {
 			return
 		}
 		g := 0
-		for it.Partner >= groupLo[g+1] {
+		for partner >= groupLo[g+1] {
 			g++
 		}
-		if want[g] == 0 || it.FirstSeen < want[g] {
-			want[g] = it.FirstSeen
+		if want[g] == 0 || first < want[g] {
+			want[g] = first
 		}
 	})
 	for g := range want {
