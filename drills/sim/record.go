@@ -58,7 +58,7 @@ func (r *simRun) report() (*reports.Run, error) { return r.settle().Run() }
 // the run's figures are all in it from then on.
 func (r *simRun) settle() *tally.Tally {
 	pend := func(partner int32, first int64, it *dispatchcore.Item) {
-		if rp, ok := r.replayOf[it]; ok && it != nil {
+		if rp, ok := r.replayOf[it]; ok { // never for a fresh one (it nil): replays are requeued items
 			r.tally.ReplayPending(int(rp), int(partner), time.Duration(first-r.epoch0), 1)
 			return
 		}
