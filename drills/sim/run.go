@@ -500,7 +500,7 @@ func (r *simRun) feedSource(t int64) {
 			}
 			si := r.fanout[r.heldSub]
 			r.tally.Created(int(si), 1)
-			if eventNo <= math.MaxUint32 {
+			if eventNo < freshEvents {
 				// The core makes its item when it comes up (freshItem):
 				// a backlog holds none.
 				if err := r.core.OfferFresh(si, r.epoch0+created, uint32(eventNo), now); err != nil {
@@ -523,6 +523,12 @@ func (r *simRun) feedSource(t int64) {
 		}
 	}
 }
+
+// freshEvents is how many events' deliveries the source offers fresh:
+// OfferFresh's token, the event's number, has 32 bits. Past them a
+// delivery gets its item when it is created, as every one did before; a
+// test sets it to 0 to check that nothing else changes.
+var freshEvents int64 = math.MaxUint32 + 1
 
 func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.Item {
 	it := r.items.get()

@@ -375,3 +375,32 @@ func TestBurstAtOutageEndDrains(t *testing.T) {
 		t.Fatalf("outages %+v, drain_time_s %v; want drained at once", s.Outages, s.DrainTimeS)
 	}
 }
+
+// TestFreshDeliveriesChangeNoFigure runs drills with every delivery
+// offered fresh, its item made only when its partner is about to try it,
+// and again with every delivery given its item when it is created (as
+// past 2^32 events): the summaries must be the same byte for byte, bad
+// data, hash jitter, breakers, replays and back-pressure included.
+func TestFreshDeliveriesChangeNoFigure(t *testing.T) {
+	for _, tc := range []struct {
+		path      string
+		overrides map[string]string
+	}{
+		{"demo-bad-data.toml", nil},                                              // bad data: the item's data draw
+		{"demo-outage-breaker.toml", nil},                                        // a breaker holds a backlog
+		{"fanout-outage.toml", map[string]string{"policy.retry.jitter": "hash"}}, // hash jitter reads the id
+		{"fanout-replay.toml", nil},                                              // replays requeue dead letters
+		{"demo-overload.toml", nil},                                              // the queue fills
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			fresh := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
+			saved := freshEvents
+			freshEvents = 0
+			defer func() { freshEvents = saved }()
+			items := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
+			if !bytes.Equal(fresh, items) {
+				t.Fatalf("summaries differ:\nfresh: %s\nitems: %s", fresh, items)
+			}
+		})
+	}
+}
