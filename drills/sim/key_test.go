@@ -275,8 +275,9 @@ func TestItemCohortAndMember(t *testing.T) {
 
 // TestItemJitterKeyIsTheIDs: with hash jitter an item's JitterKey is that
 // of its delivery id, made from the event's part hashed once per event and
-// the subscriber's name, without building the id: for consecutive events
-// (the prefix cache refreshed) and every subscriber of each.
+// the subscriber's name, without building the id: for consecutive events,
+// events that share an entry of the prefix cache (1 and 257, then 1
+// again) and every subscriber of each.
 func TestItemJitterKeyIsTheIDs(t *testing.T) {
 	d := loadDrill(t, "fanout-outage.toml", map[string]string{"policy.retry.jitter": `"hash"`})
 	r, err := newSimRun(d)
@@ -286,7 +287,7 @@ func TestItemJitterKeyIsTheIDs(t *testing.T) {
 	if !r.needID {
 		t.Fatal("hash jitter: the simulation does not make jitter keys")
 	}
-	for _, e := range []int64{0, 1, 2, 999_999, 1_000_000, 1} {
+	for _, e := range []int64{0, 1, 2, 257, 1, 999_999, 1_000_000, 1} {
 		for si := range r.names {
 			it := r.newItem(int32(si), 0, e)
 			if want := model.JitterKeyOf(drills.DeliveryID(e, r.names[si])); it.JitterKey != want {

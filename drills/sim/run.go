@@ -544,13 +544,13 @@ func (r *simRun) newItem(si int32, created int64, eventNo int64) *dispatchcore.I
 		// attempt, so cohorts without bad data skip it (their draw stays
 		// 0). The id's event part is hashed once per event, not per
 		// subscriber.
-		draw := fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.prefix(eventNo).key(eventNo), r.names[si]))
+		draw := fakepartner.DataDraw(r.cohortSeed[c], fakepartner.KeyHashString(r.prefix(eventNo).key(), r.names[si]))
 		it.Ref |= draw << refDrawShift
 	}
 	if r.needID {
 		// The id's event part is hashed once per event, and no id is
 		// built per delivery.
-		it.JitterKey = r.prefix(eventNo).jitterKey(eventNo).With(r.names[si])
+		it.JitterKey = r.prefix(eventNo).jitterKey().With(r.names[si])
 	}
 	return it
 }
@@ -586,16 +586,16 @@ func (r *simRun) prefix(event int64) *eventPrefix {
 	return e
 }
 
-func (e *eventPrefix) key(event int64) uint64 {
+func (e *eventPrefix) key() uint64 {
 	if !e.keyOK {
-		e.keyHash, e.keyOK = deliveryKeyPrefix(event), true
+		e.keyHash, e.keyOK = deliveryKeyPrefix(e.event), true
 	}
 	return e.keyHash
 }
 
-func (e *eventPrefix) jitterKey(event int64) model.JitterKey {
+func (e *eventPrefix) jitterKey() model.JitterKey {
 	if !e.jitOK {
-		e.jitterKeyStart, e.jitOK = model.JitterKeyOf(drills.DeliveryID(event, "")), true
+		e.jitterKeyStart, e.jitOK = model.JitterKeyOf(drills.DeliveryID(e.event, "")), true
 	}
 	return e.jitterKeyStart
 }

@@ -269,13 +269,8 @@ func (c *Core) OfferFresh(partner int32, runAt int64, tok uint32, now time.Time)
 		return ErrQueueFull
 	}
 	c.seq++
-	i := int(partner)
-	p := &c.partners[i]
-	c.pushFresh(i, runAt, c.seq, tok)
-	c.queued++
-	if p.head.seq == c.seq || p.park == parkNone {
-		c.place(i, now.UnixNano())
-	}
+	c.pushFresh(int(partner), runAt, c.seq, tok)
+	c.enqueued(int(partner), now.UnixNano())
 	return nil
 }
 
@@ -285,11 +280,16 @@ func (c *Core) Requeue(it *Item, now time.Time) { c.push(it, now.UnixNano()) }
 
 func (c *Core) push(it *Item, now int64) {
 	c.seq++
-	p := &c.partners[it.Partner]
-	c.pushItem(p, it, c.seq)
+	c.pushItem(&c.partners[it.Partner], it, c.seq)
+	c.enqueued(int(it.Partner), now)
+}
+
+// enqueued counts the delivery just queued on partner i with seq c.seq,
+// and places i if that delivery is its next or i is parked nowhere.
+func (c *Core) enqueued(i int, now int64) {
 	c.queued++
-	if p.head.it == it || p.park == parkNone {
-		c.place(int(it.Partner), now)
+	if p := &c.partners[i]; p.head.seq == c.seq || p.park == parkNone {
+		c.place(i, now)
 	}
 }
 
