@@ -220,3 +220,53 @@ func (ref *refQueue) insert(e refEvent) {
 	s[i] = e
 	*ref = s
 }
+
+// The queue retunes its buckets' width to the spread of the times it is
+// given, and moves its events to the new buckets: through phases of
+// crowded times (most within microseconds), spread ones (seconds to
+// hours) and ties, each long enough to retune in, it pops what a sorted
+// list does, and it did retune.
+func TestQueueRetunesWithoutReordering(t *testing.T) {
+	r := seed.NewRand(5, "retune")
+	var q Queue[int]
+	var ref refQueue
+	var n int64
+	phases := []struct {
+		name  string
+		delay func() int64
+	}{
+		{"crowded", func() int64 { return r.Int64N(2000) }},
+		{"spread", func() int64 { return r.Int64N(1 << (30 + r.IntN(13))) }},
+		{"ties", func() int64 { return 1000 * r.Int64N(3) }},
+		{"crowded again", func() int64 { return r.Int64N(2000) }},
+	}
+	widths := map[uint]bool{}
+	for _, ph := range phases {
+		for step := 0; step < 6*retuneEvery; step++ {
+			if len(ref) < 1500 || r.IntN(2) == 0 {
+				at := q.Now() + ph.delay()
+				q.Push(at, int(n))
+				ref.insert(refEvent{at, n})
+				n++
+				continue
+			}
+			at, e := q.Pop()
+			if at != ref[0].at || int64(e) != ref[0].n {
+				t.Fatalf("%s, step %d: pop (%d, %d), want (%d, %d)", ph.name, step, at, e, ref[0].at, ref[0].n)
+			}
+			ref = ref[1:]
+		}
+		widths[q.shift] = true
+		t.Logf("%s: shift %d, %d buckets, %d in the heap", ph.name, q.shift, len(q.heads), len(q.far))
+	}
+	for len(ref) > 0 {
+		at, e := q.Pop()
+		if at != ref[0].at || int64(e) != ref[0].n {
+			t.Fatalf("draining: pop (%d, %d), want (%d, %d)", at, e, ref[0].at, ref[0].n)
+		}
+		ref = ref[1:]
+	}
+	if len(widths) < 2 {
+		t.Fatalf("the buckets ended every phase %v ns wide: the queue never retuned", widths)
+	}
+}
