@@ -31,6 +31,15 @@ type Queue[E any] struct {
 
 	far []entry[E] // 4-ary min-heap of the rest
 
+	// The next event as next found it, while no Pop and no earlier Push
+	// has moved it: a simulation peeks at the next event to prefetch what
+	// it reads, then pushes later ones, then pops it.
+	peeked  bool
+	peekB   int64
+	peekI   int32
+	peekAt  int64
+	peekSeq uint64
+
 	// What the current width cost since the last retune.
 	pops, pushes, farPushes, deepPushes, walked, scanned int
 	// The last retune's change of width (-1 narrower, +1 wider, 0 none)
@@ -97,6 +106,9 @@ func (q *Queue[E]) Push(at int64, ev E) {
 	}
 	if !q.bucket(at, q.seq, ev) {
 		q.farPush(entry[E]{at: at, seq: q.seq, ev: ev})
+	}
+	if q.peeked && lessKey(at, q.seq, q.peekAt, q.peekSeq) {
+		q.peeked = false
 	}
 }
 
@@ -179,16 +191,21 @@ func (q *Queue[E]) first() (b int64, i int32) {
 // next is where the next event is: the first bucketed node (i ≥ 0, in
 // bucket b) or the heap's top (i < 0). The queue must not be empty.
 func (q *Queue[E]) next() (b int64, i int32) {
-	if q.n == 0 {
-		return 0, -1
+	if q.peeked {
+		return q.peekB, q.peekI
 	}
-	b, i = q.first()
+	b, i = 0, -1
+	at, seq := int64(0), uint64(0)
+	if q.n > 0 {
+		b, i = q.first()
+		at, seq = q.ents[i].at, q.ents[i].seq
+	}
 	if len(q.far) > 0 {
-		nd, top := &q.ents[i], &q.far[0]
-		if lessKey(top.at, top.seq, nd.at, nd.seq) {
-			return 0, -1
+		if top := &q.far[0]; i < 0 || lessKey(top.at, top.seq, at, seq) {
+			b, i, at, seq = 0, -1, top.at, top.seq
 		}
 	}
+	q.peeked, q.peekB, q.peekI, q.peekAt, q.peekSeq = true, b, i, at, seq
 	return b, i
 }
 
@@ -236,6 +253,7 @@ func (q *Queue[E]) Pop() (at int64, ev E) {
 		at, ev = top.at, top.ev
 	}
 	q.now = at
+	q.peeked = false
 	if q.pops++; q.pops >= retuneEvery {
 		q.retune()
 	}
@@ -335,6 +353,7 @@ func (q *Queue[E]) rebuild(shift uint, nb int) {
 	}
 	q.shift = shift
 	q.lo = q.now >> shift
+	q.peeked = false
 	q.n = 0
 	clear(q.ents)
 	q.ents, q.free = q.ents[:0], 0
