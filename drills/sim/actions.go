@@ -18,7 +18,7 @@ func (r *simRun) act(t int64, i int) {
 	switch a.Kind {
 	case drills.ActionPauseSource:
 		// The pause itself is in r.pauses; wake the source when it ends.
-		r.q.Push(t+int64(a.For.D), simEvent{kind: evResume})
+		r.q.Push(t+int64(a.For.D), mkEvent(evResume, 0))
 	case drills.ActionDLQReplay:
 		for k := range r.replays {
 			if r.replays[k].action == i {
@@ -102,7 +102,7 @@ func (r *simRun) replayBatch(t int64, k int) {
 		rp.done = true
 		return
 	}
-	r.q.Push(t+rp.gap, simEvent{kind: evReplay, slot: int32(k)})
+	r.q.Push(t+rp.gap, mkEvent(evReplay, int32(k)))
 }
 
 // actionWho is who a replay's audit records name: the drill action.

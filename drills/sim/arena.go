@@ -86,6 +86,35 @@ func (a *itemArena) put(it *dispatchcore.Item) {
 	a.nfree++
 }
 
+// An item's index names it in 32 bits, for an event to carry (see
+// simEvent): its slab above its place in the slab. Slabs hold at most
+// 4 MiB of items (newSlab), fewer than 2^itemPlaceBits.
+const (
+	itemPlaceBits = 17
+	noItemIndex   = ^uint32(0) // an item made one by one, or none
+)
+
+var _ = [1]struct{}{}[4<<20/unsafe.Sizeof(dispatchcore.Item{})>>itemPlaceBits] // does not compile unless 4 MiB of items fit itemPlaceBits
+
+// index is it's index; noItemIndex if it was made one by one.
+func (a *itemArena) index(it *dispatchcore.Item) uint32 {
+	slab := refSlab(it)
+	s := a.slabs[slab]
+	off := (uintptr(unsafe.Pointer(it)) - uintptr(unsafe.Pointer(&s[0]))) / unsafe.Sizeof(*it)
+	if off >= uintptr(len(s)) {
+		return noItemIndex
+	}
+	return uint32(slab)<<itemPlaceBits | uint32(off)
+}
+
+// at is the item whose index is i, nil for noItemIndex.
+func (a *itemArena) at(i uint32) *dispatchcore.Item {
+	if i == noItemIndex {
+		return nil
+	}
+	return &a.slabs[i>>itemPlaceBits][i&(1<<itemPlaceBits-1)]
+}
+
 // upcoming is the item the sweep would hand out after the next one if it
 // lies in the same bitmap word, else nil: for a caller to prefetch.
 func (a *itemArena) upcoming() *dispatchcore.Item {

@@ -76,3 +76,52 @@ func inSlab(s []dispatchcore.Item, it *dispatchcore.Item) bool {
 	}
 	return false
 }
+
+// TestArenaIndexNamesItsItem: an item's index, as a completion event
+// carries it for the prefetch, leads back to the same item, in every
+// slab; distinct items have distinct indexes; an item not in a slab has
+// none.
+func TestArenaIndexNamesItsItem(t *testing.T) {
+	var a itemArena
+	seen := map[uint32]bool{}
+	for i := range 5000 { // several slabs
+		it := a.get()
+		idx := a.index(it)
+		if idx == noItemIndex || seen[idx] {
+			t.Fatalf("item %d (slab %d): index %#x is none or taken", i, refSlab(it), idx)
+		}
+		seen[idx] = true
+		if got := a.at(idx); got != it {
+			t.Fatalf("item %d (slab %d): at(index %#x) is another item", i, refSlab(it), idx)
+		}
+	}
+	if len(a.slabs) < 3 {
+		t.Fatalf("%d slabs, want several", len(a.slabs))
+	}
+	loose := &dispatchcore.Item{Ref: uint64(len(a.slabs)-1) << refSlabShift} // as get makes one past maxSlabs
+	if idx := a.index(loose); idx != noItemIndex {
+		t.Fatalf("an item outside every slab has index %#x, want none", idx)
+	}
+	if a.at(noItemIndex) != nil {
+		t.Fatal("at(noItemIndex) is an item")
+	}
+}
+
+// TestEventKeepsKindAndEpoch: an event's kind and epoch share a word; each
+// comes back whole, the largest epoch included.
+func TestEventKeepsKindAndEpoch(t *testing.T) {
+	for _, k := range []evKind{evArrival, evComplete, evWake, evSample, evDown, evUp, evWrite, evAction, evReplay, evResume} {
+		for _, epoch := range []uint32{0, 1, 1<<epochBits - 1} {
+			ev := simEvent{kindEpoch: uint32(k)<<epochBits | epoch, slot: 7}
+			if ev.kind() != k || ev.epoch() != epoch {
+				t.Errorf("kind %d epoch %d: read back kind %d epoch %d", k, epoch, ev.kind(), ev.epoch())
+			}
+		}
+		if ev := mkEvent(k, 3); ev.kind() != k || ev.epoch() != 0 || ev.slot != 3 {
+			t.Errorf("mkEvent(%d, 3) = %+v", k, ev)
+		}
+	}
+	if evResume >= 1<<(32-epochBits) {
+		t.Fatalf("%d kinds do not fit %d bits", evResume+1, 32-epochBits)
+	}
+}

@@ -49,13 +49,27 @@ const (
 	evResume // the source resumes after a pause
 )
 
-// simEvent is small on purpose: the heap copies it on every move.
+// simEvent is small on purpose: the heap copies it on every move. An
+// evComplete carries where its attempt's state lies (its slot, its item,
+// its subscriber), so that all of it can be prefetched an event ahead at
+// once, rather than the item only once the slot has come.
 type simEvent struct {
-	kind  evKind
-	epoch uint32
-	slot  int32 // evComplete: in-flight slot; evDown/evUp: fault index; evWrite: r.writes index
-	sub   int32 // evComplete: the subscriber, so its state can be prefetched an event ahead
+	kindEpoch uint32 // the kind in the top 4 bits, below it the epoch (evComplete: r.epoch when it started)
+	slot      int32  // evComplete: in-flight slot; evDown/evUp: fault index; evWrite: r.writes index
+	sub       int32  // evComplete: the subscriber
+	item      uint32 // evComplete, when prefetching: the item's itemArena.index
 }
+
+// epochBits is the width of an event's epoch: restarts are at most the
+// drill's faults, which newSimRun bounds below 2^epochBits.
+const epochBits = 28
+
+func mkEvent(k evKind, slot int32) simEvent {
+	return simEvent{kindEpoch: uint32(k) << epochBits, slot: slot}
+}
+
+func (e simEvent) kind() evKind  { return evKind(e.kindEpoch >> epochBits) }
+func (e simEvent) epoch() uint32 { return e.kindEpoch & (1<<epochBits - 1) }
 
 // inflight is an attempt under way, in 32 bytes: the slots are read in
 // completion order, which is not the order they were written in, so at
@@ -226,6 +240,9 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(d.Faults) >= 1<<epochBits {
+		return nil, fmt.Errorf("simulation: %d faults, at most %d", len(d.Faults), 1<<epochBits-1)
+	}
 	r := &simRun{d: d, pol: pol, specs: specs, epoch0: fakepartner.SimEpoch.UnixNano(), wakeAt: math.MaxInt64}
 	r.tally = d.NewTally(specs, "sim", 0, tally.Interval(d.SampleInterval.D, d.Duration.D+d.Drain.D))
 	r.interval = int64(r.tally.Interval())
@@ -359,12 +376,12 @@ func (r *simRun) run(opt Options) error {
 	d := r.d
 	// Source.
 	r.scheduleArrival()
-	r.q.Push(r.interval, simEvent{kind: evSample})
+	r.q.Push(r.interval, mkEvent(evSample, 0))
 	for i, f := range d.Faults {
-		r.q.Push(int64(f.At.D), simEvent{kind: evDown, slot: int32(i)})
+		r.q.Push(int64(f.At.D), mkEvent(evDown, int32(i)))
 	}
 	for i := range d.Actions {
-		r.q.Push(int64(d.Actions[i].At.D), simEvent{kind: evAction, slot: int32(i)})
+		r.q.Push(int64(d.Actions[i].At.D), mkEvent(evAction, int32(i)))
 	}
 	var events int64
 	lastProgress := int64(0)
@@ -384,7 +401,7 @@ func (r *simRun) run(opt Options) error {
 		if events > MaxSimEvents {
 			return fmt.Errorf("simulation exceeded %d events", int64(MaxSimEvents))
 		}
-		switch ev.kind {
+		switch ev.kind() {
 		case evArrival:
 			r.arrival(t)
 		case evComplete:
@@ -399,7 +416,7 @@ func (r *simRun) run(opt Options) error {
 				r.tally.End(time.Duration(t))
 				return nil
 			}
-			r.q.Push(t+r.interval, simEvent{kind: evSample})
+			r.q.Push(t+r.interval, mkEvent(evSample, 0))
 		case evDown:
 			r.goDown(t, int(ev.slot))
 		case evUp:
@@ -463,7 +480,7 @@ func (r *simRun) scheduleArrival() {
 		return
 	}
 	r.arrN = n
-	r.q.Push(int64(at), simEvent{kind: evArrival})
+	r.q.Push(int64(at), mkEvent(evArrival, 0))
 }
 
 func (r *simRun) arrival(t int64) {
@@ -685,7 +702,7 @@ func (r *simRun) pump(t int64) {
 		wt := w - r.epoch0
 		if wt < r.wakeAt {
 			r.wakeAt = wt
-			r.q.Push(wt, simEvent{kind: evWake})
+			r.q.Push(wt, mkEvent(evWake, 0))
 		}
 	}
 }
@@ -717,13 +734,17 @@ func (r *simRun) start(t int64, it *dispatchcore.Item) {
 			r.tally.ReplayAttempt(int(rp))
 		}
 	}
-	r.q.Push(end, simEvent{kind: evComplete, epoch: r.epoch, slot: slot, sub: it.Partner})
+	ev := simEvent{kindEpoch: uint32(evComplete)<<epochBits | r.epoch, slot: slot, sub: it.Partner, item: noItemIndex}
+	if r.prefetch {
+		ev.item = r.items.index(it)
+	}
+	r.q.Push(end, ev)
 }
 
 func (r *simRun) complete(t int64, ev simEvent) {
 	f := &r.slots[ev.slot]
 	it := f.it
-	if it == nil || ev.epoch != f.epoch {
+	if it == nil || ev.epoch() != f.epoch {
 		return // the attempt was lost in a restart
 	}
 	var o model.Outcome
@@ -875,7 +896,7 @@ func (r *simRun) lateWrite(at int64, it *dispatchcore.Item, call fakepartner.Cal
 	ref.n++
 	r.writeRefs[it] = ref
 	r.writesLate++
-	r.q.Push(at, simEvent{kind: evWrite, slot: w})
+	r.q.Push(at, mkEvent(evWrite, w))
 }
 
 // landWrite finishes a late write at t. If it succeeds the partner has
@@ -946,7 +967,7 @@ func (r *simRun) goDown(t int64, i int) {
 	}
 	r.tally.Restart(reports.Restart{AtS: float64(t) / 1e9, DownS: f.Down.D.Seconds(), Graceful: graceful, InFlight: inFlight})
 	r.down = true
-	r.q.Push(t+int64(f.Down.D), simEvent{kind: evUp, slot: int32(i)})
+	r.q.Push(t+int64(f.Down.D), mkEvent(evUp, int32(i)))
 }
 
 // eachHeld calls fn(subscriber, deliveries) for the deliveries the source

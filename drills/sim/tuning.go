@@ -76,11 +76,14 @@ func (r *simRun) prefetchSub(si int32) {
 }
 
 // prefetchNextEvent asks for what the next event reads if it is a
-// completion: its item and its subscriber's state,
-// fetched while this event runs.
+// completion: its slot, its item and its subscriber's state, all named by
+// the event, fetched while this event runs. (Reading the item from the
+// slot cost a cache miss before the item could be asked for: a tenth of
+// the CPU at 100,000 subscribers.)
 func (r *simRun) prefetchNextEvent() {
-	if next, ok := r.q.PeekEvent(); ok && next.kind == evComplete {
-		if it := r.slots[next.slot].it; it != nil {
+	if next, ok := r.q.PeekEvent(); ok && next.kind() == evComplete {
+		tuning.Prefetch(unsafe.Pointer(&r.slots[next.slot]))
+		if it := r.items.at(next.item); it != nil {
 			tuning.Prefetch(unsafe.Pointer(it))
 		}
 		r.prefetchSub(next.sub)
