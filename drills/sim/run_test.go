@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stormdrill/stormdrill/drills"
+	"github.com/stormdrill/stormdrill/drills/sim/tuning"
 	"github.com/stormdrill/stormdrill/model"
 	"github.com/stormdrill/stormdrill/reports"
 	"github.com/stormdrill/stormdrill/reports/render"
@@ -400,6 +401,37 @@ func TestFreshDeliveriesChangeNoFigure(t *testing.T) {
 			items := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
 			if !bytes.Equal(fresh, items) {
 				t.Fatalf("summaries differ:\nfresh: %s\nitems: %s", fresh, items)
+			}
+		})
+	}
+}
+
+// TestPrefetchChangesNoFigure runs small drills with the prefetch of
+// package tuning on, as from 4,096 subscribers, and off: the summaries must
+// be the same byte for byte, a hard restart's lost completions included
+// (the prefetch reads the event queue's next event and asks for the
+// slot, item and subscriber it names).
+func TestPrefetchChangesNoFigure(t *testing.T) {
+	if !tuning.On {
+		t.Skip("built with stormdrill_notuning: no prefetch")
+	}
+	for _, tc := range []struct {
+		path      string
+		overrides map[string]string
+	}{
+		{"fanout-outage.toml", map[string]string{"duration": `"20m"`}}, // the flagship: breakers, held backlog
+		{"fanout-replay.toml", nil},                                    // replays requeue dead letters
+		{"testdata/sim_restart.toml", nil},                             // a hard restart loses attempts in flight
+		{"demo-bad-data.toml", nil},                                    // bad data: the item's data draw
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			off := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
+			saved := prefetchFrom
+			prefetchFrom = 0
+			defer func() { prefetchFrom = saved }()
+			on := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
+			if !bytes.Equal(off, on) {
+				t.Fatalf("summaries differ:\nwithout prefetch: %s\nwith: %s", off, on)
 			}
 		})
 	}

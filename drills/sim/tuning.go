@@ -18,7 +18,11 @@ import (
 
 // prefetchPays reports whether n subscribers' state outgrows the caches, so
 // that prefetching it pays; below that it only costs.
-func prefetchPays(n int) bool { return tuning.On && n >= tuning.PrefetchFrom }
+func prefetchPays(n int) bool { return tuning.On && n >= prefetchFrom }
+
+// prefetchFrom is tuning.PrefetchFrom; a test sets it to 0 to check that
+// prefetching changes no figure.
+var prefetchFrom = tuning.PrefetchFrom
 
 // newSubscribers returns the subscribers' slice: a large allocation starts
 // on a page, so each subscriber starts a cache line (see layout.go).
