@@ -394,14 +394,7 @@ func TestFreshDeliveriesChangeNoFigure(t *testing.T) {
 		{"demo-overload.toml", nil},                                              // the queue fills
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			fresh := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
-			saved := freshEvents
-			freshEvents = 0
-			defer func() { freshEvents = saved }()
-			items := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
-			if !bytes.Equal(fresh, items) {
-				t.Fatalf("summaries differ:\nfresh: %s\nitems: %s", fresh, items)
-			}
+			sameSummaryWhen(t, tc.path, tc.overrides, "every delivery gets its item when created", &freshEvents, 0)
 		})
 	}
 }
@@ -425,14 +418,22 @@ func TestPrefetchChangesNoFigure(t *testing.T) {
 		{"demo-bad-data.toml", nil},                                    // bad data: the item's data draw
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			off := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
-			saved := prefetchFrom
-			prefetchFrom = 0
-			defer func() { prefetchFrom = saved }()
-			on := summaryJSON(t, runDrill(t, loadDrill(t, tc.path, tc.overrides)))
-			if !bytes.Equal(off, on) {
-				t.Fatalf("summaries differ:\nwithout prefetch: %s\nwith: %s", off, on)
-			}
+			sameSummaryWhen(t, tc.path, tc.overrides, "the prefetch is on", &prefetchFrom, 0)
 		})
+	}
+}
+
+// sameSummaryWhen runs the drill at path, then again with *seam set to v
+// (what the change names), and fails unless the two summaries are the
+// same byte for byte. It puts the seam back.
+func sameSummaryWhen[T any](t *testing.T, path string, overrides map[string]string, change string, seam *T, v T) {
+	t.Helper()
+	before := summaryJSON(t, runDrill(t, loadDrill(t, path, overrides)))
+	saved := *seam
+	*seam = v
+	defer func() { *seam = saved }()
+	after := summaryJSON(t, runDrill(t, loadDrill(t, path, overrides)))
+	if !bytes.Equal(before, after) {
+		t.Fatalf("summaries differ when %s:\nbefore: %s\nafter: %s", change, before, after)
 	}
 }
