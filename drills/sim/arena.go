@@ -96,7 +96,8 @@ const (
 
 var _ = [1]struct{}{}[4<<20/unsafe.Sizeof(dispatchcore.Item{})>>itemPlaceBits] // does not compile unless 4 MiB of items fit itemPlaceBits
 
-// index is it's index; noItemIndex if it was made one by one.
+// index is where it lies in the arena, as an event carries it; noItemIndex if
+// it was made one by one.
 func (a *itemArena) index(it *dispatchcore.Item) uint32 {
 	slab := refSlab(it)
 	s := a.slabs[slab]
