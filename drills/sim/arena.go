@@ -74,12 +74,19 @@ func (a *itemArena) get() *dispatchcore.Item {
 	return it
 }
 
+// place is where it lies: its slab and its place in the slab; ok is false
+// for an item made one by one past maxSlabs, which lies in none.
+func (a *itemArena) place(it *dispatchcore.Item) (slab int, off uintptr, ok bool) {
+	slab = refSlab(it)
+	s := a.slabs[slab]
+	off = (uintptr(unsafe.Pointer(it)) - uintptr(unsafe.Pointer(&s[0]))) / unsafe.Sizeof(*it)
+	return slab, off, off < uintptr(len(s))
+}
+
 // put takes back an item get returned; the caller no longer uses it.
 func (a *itemArena) put(it *dispatchcore.Item) {
-	slab := refSlab(it)
-	s := a.slabs[slab]
-	off := (uintptr(unsafe.Pointer(it)) - uintptr(unsafe.Pointer(&s[0]))) / unsafe.Sizeof(*it)
-	if off >= uintptr(len(s)) {
+	slab, off, ok := a.place(it)
+	if !ok {
 		return // made one by one past maxSlabs: the collector takes it
 	}
 	a.freed[slab][off/64] |= 1 << (off % 64)
@@ -87,22 +94,20 @@ func (a *itemArena) put(it *dispatchcore.Item) {
 }
 
 // An item's index names it in 32 bits, for an event to carry (see
-// simEvent): its slab above its place in the slab. Slabs hold at most
-// 4 MiB of items (newSlab), fewer than 2^itemPlaceBits.
+// simEvent): its slab above its place in the slab. A slab holds at most
+// maxSlabBytes of items, fewer than 2^itemPlaceBits.
 const (
 	itemPlaceBits = 17
 	noItemIndex   = ^uint32(0) // an item made one by one, or none
 )
 
-var _ = [1]struct{}{}[4<<20/unsafe.Sizeof(dispatchcore.Item{})>>itemPlaceBits] // does not compile unless 4 MiB of items fit itemPlaceBits
+var _ = [1]struct{}{}[maxSlabBytes/unsafe.Sizeof(dispatchcore.Item{})>>itemPlaceBits] // does not compile unless a slab's items fit itemPlaceBits
 
-// index is where it lies in the arena, as an event carries it; noItemIndex if
-// it was made one by one.
+// index is where it lies in the arena (see place), as an event carries
+// it; noItemIndex if it was made one by one.
 func (a *itemArena) index(it *dispatchcore.Item) uint32 {
-	slab := refSlab(it)
-	s := a.slabs[slab]
-	off := (uintptr(unsafe.Pointer(it)) - uintptr(unsafe.Pointer(&s[0]))) / unsafe.Sizeof(*it)
-	if off >= uintptr(len(s)) {
+	slab, off, ok := a.place(it)
+	if !ok {
 		return noItemIndex
 	}
 	return uint32(slab)<<itemPlaceBits | uint32(off)

@@ -112,8 +112,8 @@ func TestArenaIndexNamesItsItem(t *testing.T) {
 func TestEventKeepsKindAndEpoch(t *testing.T) {
 	for _, k := range []evKind{evArrival, evComplete, evWake, evSample, evDown, evUp, evWrite, evAction, evReplay, evResume} {
 		for _, epoch := range []uint32{0, 1, 1<<epochBits - 1} {
-			ev := simEvent{kindEpoch: uint32(k)<<epochBits | epoch, slot: 7}
-			if ev.kind() != k || ev.epoch() != epoch {
+			ev := mkEvent(k, 7).withEpoch(epoch)
+			if ev.kind() != k || ev.epoch() != epoch || ev.slot != 7 {
 				t.Errorf("kind %d epoch %d: read back kind %d epoch %d", k, epoch, ev.kind(), ev.epoch())
 			}
 		}

@@ -68,6 +68,12 @@ func mkEvent(k evKind, slot int32) simEvent {
 	return simEvent{kindEpoch: uint32(k) << epochBits, slot: slot}
 }
 
+// withEpoch is e with its epoch set to epoch (below 2^epochBits).
+func (e simEvent) withEpoch(epoch uint32) simEvent {
+	e.kindEpoch = e.kindEpoch&^(1<<epochBits-1) | epoch
+	return e
+}
+
 func (e simEvent) kind() evKind  { return evKind(e.kindEpoch >> epochBits) }
 func (e simEvent) epoch() uint32 { return e.kindEpoch & (1<<epochBits - 1) }
 
@@ -734,7 +740,8 @@ func (r *simRun) start(t int64, it *dispatchcore.Item) {
 			r.tally.ReplayAttempt(int(rp))
 		}
 	}
-	ev := simEvent{kindEpoch: uint32(evComplete)<<epochBits | r.epoch, slot: slot, sub: it.Partner, item: noItemIndex}
+	ev := mkEvent(evComplete, slot).withEpoch(r.epoch)
+	ev.sub, ev.item = it.Partner, noItemIndex
 	if r.prefetch {
 		ev.item = r.items.index(it)
 	}

@@ -47,15 +47,18 @@ func newBreakers(n int) []simBreaker {
 	return s
 }
 
+// maxSlabBytes bounds a slab of items (newSlab); an item's index has room
+// for the places of one (see itemPlaceBits).
+const maxSlabBytes = 4 << 20
+
 // newSlab returns the next slab of items after made items: a sixteenth as
 // many, from 512 items up to 4 MiB, so that the deliveries in flight span
 // few pages (a 4 MiB slab holds at least one whole huge page) while the
 // last slab, mostly unused when pending deliveries peak, costs at most a
 // sixteenth of them (peak heap per pending delivery is what bench measures).
 func newSlab(made int) []dispatchcore.Item {
-	const mib = 1 << 20
 	size := int(unsafe.Sizeof(dispatchcore.Item{}))
-	n := min(max(made/16, 512), 4*mib/size)
+	n := min(max(made/16, 512), maxSlabBytes/size)
 	s := make([]dispatchcore.Item, n)
 	tuning.HugePagesOf(s)
 	return s
