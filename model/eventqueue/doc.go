@@ -1,4 +1,5 @@
-// Package eventqueue is the discrete-event simulation's event heap: events
+// Package eventqueue is the discrete-event simulation's event queue: events
 // ordered by (virtual time, insertion), so that events at the same time run
-// in the order they were scheduled and a run is deterministic.
+// in the order they were scheduled and a run is deterministic. It is a
+// radix heap, which a clock that only moves forward allows.
 package eventqueue

@@ -1,177 +1,159 @@
 package eventqueue
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
-// Queue is the event heap: events of type E ordered by (At, insertion), so
-// that events at the same virtual time run in the order they were
-// scheduled and a run is deterministic. At is in nanoseconds of virtual time.
+// Queue is the event queue: events of type E ordered by (At, insertion),
+// so that events at the same virtual time run in the order they were
+// scheduled and a run is deterministic. At is in nanoseconds of virtual
+// time.
 //
-// Pop leaves the root empty (hole) until the next call: a simulation
-// usually pushes an event soon after it pops one (a completion starts the
-// next attempt), and a push into the hole sifts the new event down from
-// the root once, instead of the pop moving the last event down and the
-// push moving the new one up.
+// It is a radix heap. A simulation's clock only moves forward, so every
+// queued time is at or after last, the time of the earliest event the
+// queue has moved to the front, and an event goes to the bucket of the
+// highest bit in which its time differs from last. A push is an append; a
+// pop that finds the front empty moves the lowest bucket's events to lower
+// buckets around its earliest time. An event moves down a few times in
+// its life, walking its bucket's array in order, where a 4-ary heap sifts
+// it through levels scattered over memory on every push and pop: at
+// 32,000 events in flight a heap's deeper levels miss the cache.
 type Queue[E any] struct {
-	h    []entry[E]
-	seq  uint64
-	now  int64
-	hole bool // h[0] was popped: it is empty
+	// b[0] holds the events at time last, in insertion order, from head0
+	// on; b[k] (k >= 1) the events whose time first differs from last at
+	// bit k-1 (bit 0 the lowest). Times are never negative, so 64 buckets
+	// hold them all.
+	b     [64][]entry[E]
+	head0 int
+	full  uint64 // bit k set: b[k] holds events (k >= 1)
+	n     int
+	seq   uint64
+	now   int64
+	last  int64
 }
 
-// arity: a 4-ary heap is half as deep as a binary one, and a node's four
-// children share one or two cache lines, so a pop touches fewer lines.
-// (at, seq) orders events totally, so the pop order is the same whatever
-// the heap's shape.
-const arity = 4
-
-// entry is a scheduled event. at is never negative (Push clamps it to
-// now, which starts at 0), so it compares as an unsigned number.
+// entry is a scheduled event.
 type entry[E any] struct {
 	at  int64
 	seq uint64
 	ev  E
 }
 
+// bucketOf is the bucket of an event at time at: 0 at last, else one more
+// than the highest bit in which at differs from last.
+func bucketOf(at, last int64) int { return bits.Len64(uint64(at ^ last)) }
+
 // Now is the virtual time of the event last popped.
 func (q *Queue[E]) Now() int64 { return q.now }
 
 // Len is the number of scheduled events.
-func (q *Queue[E]) Len() int {
-	if q.hole {
-		return len(q.h) - 1
-	}
-	return len(q.h)
-}
+func (q *Queue[E]) Len() int { return q.n }
 
 // Push schedules ev at virtual time at. An event in the past runs at now:
 // virtual time never goes backwards.
 func (q *Queue[E]) Push(at int64, ev E) {
-	if at < q.now {
-		at = q.now
-	}
+	at = max(at, q.now) // now >= last: Peek never moves last
 	q.seq++
-	e := entry[E]{at: at, seq: q.seq, ev: ev}
-	if q.hole {
-		q.hole = false
-		q.siftDown(e, len(q.h))
+	k := bucketOf(at, q.last)
+	q.b[k] = append(q.b[k], entry[E]{at: at, seq: q.seq, ev: ev})
+	q.full |= 1 << k
+	q.n++
+}
+
+// refill moves the events of the lowest non-empty bucket to lower ones
+// around the earliest of them, which becomes last: b[0] then holds the
+// next events. The queue must not be empty; b[0] must be.
+func (q *Queue[E]) refill() {
+	k := bits.TrailingZeros64(q.full &^ 1)
+	from := q.b[k]
+	q.b[k] = from[:0]
+	q.full &^= 1 << k
+	if len(from) == 1 {
+		// Most refills past a few hundred events in flight: a move.
+		q.last = from[0].at
+		q.b[0] = append(q.b[0], from[0])
+		from[0] = entry[E]{}
 		return
 	}
-	q.h = append(q.h, e)
-	h := q.h
-	i := len(h) - 1
-	for i > 0 {
-		p := (i - 1) / arity
-		if !less(&e, &h[p]) {
-			break
-		}
-		h[i] = h[p]
-		i = p
+	m := from[0].at
+	for i := 1; i < len(from); i++ {
+		m = min(m, from[i].at)
 	}
-	h[i] = e
-}
-
-// fill closes the hole a Pop left at the root with the last event.
-func (q *Queue[E]) fill() {
-	q.hole = false
-	h := q.h
-	last := len(h) - 1
-	e := h[last]
-	var zero entry[E]
-	h[last] = zero
-	q.h = h[:last]
-	if last > 0 {
-		q.siftDown(e, last)
+	q.last = m
+	for i := range from {
+		// Every event of b[k] shares the bits above bit k-1 with m, so it
+		// moves to a lower bucket.
+		j := bucketOf(from[i].at, m)
+		q.b[j] = append(q.b[j], from[i])
+		q.full |= 1 << j
 	}
-}
-
-// siftDown places e in the empty root of h[:n], moving the smallest child
-// up a level at each step. A node with all four children picks the
-// smallest in a tournament of three comparisons, the first two
-// independent; less has no branch, so the picks compile to conditional
-// moves: the choice is data-dependent and a branch on it is mispredicted
-// about every other time.
-func (q *Queue[E]) siftDown(e entry[E], n int) {
-	h := q.h[:n]
-	i := 0
-	for {
-		c := arity*i + 1
-		if c >= n {
-			break
-		}
-		var m int
-		if c+arity <= n {
-			ch := h[c : c+arity : c+arity]
-			a := b2i(less(&ch[1], &ch[0]))
-			b := 2 + b2i(less(&ch[3], &ch[2]))
-			m = c + a + (b-a)*b2i(less(&ch[b&3], &ch[a&1]))
-		} else {
-			m = c
-			for k := c + 1; k < n; k++ {
-				if less(&h[k], &h[m]) {
-					m = k
-				}
+	clear(from) // hold no moved event's pointers
+	if b0 := q.b[0]; len(b0) > 1 {
+		// Events at the same time came from b[k] in no particular order.
+		slices.SortFunc(b0, func(x, y entry[E]) int {
+			if x.seq < y.seq {
+				return -1
 			}
-		}
-		if !less(&h[m], &e) {
-			break
-		}
-		h[i] = h[m]
-		i = m
+			return 1
+		})
 	}
-	h[i] = e
-}
-
-// Peek returns the time of the next event; ok is false when there is none.
-func (q *Queue[E]) Peek() (at int64, ok bool) {
-	if q.hole {
-		q.fill()
-	}
-	if len(q.h) == 0 {
-		return 0, false
-	}
-	return q.h[0].at, true
-}
-
-// PeekEvent returns the event Pop would return next, without removing it;
-// ok is false when there is none.
-func (q *Queue[E]) PeekEvent() (ev E, ok bool) {
-	if q.hole {
-		q.fill()
-	}
-	if len(q.h) == 0 {
-		return ev, false
-	}
-	return q.h[0].ev, true
 }
 
 // Pop removes the next event, advances the clock to it and returns it.
 // The queue must not be empty.
 func (q *Queue[E]) Pop() (at int64, ev E) {
-	if q.hole {
-		q.fill()
+	if q.head0 == len(q.b[0]) {
+		q.b[0], q.head0 = q.b[0][:0], 0
+		q.refill()
 	}
-	top := &q.h[0]
-	at, ev = top.at, top.ev
-	var zero E
-	top.ev = zero // a hole holds nothing
-	q.hole = true
+	e := &q.b[0][q.head0]
+	at, ev = e.at, e.ev
+	*e = entry[E]{} // hold no popped event's pointers
+	q.head0++
+	q.n--
 	q.now = at
 	return at, ev
 }
 
-// less orders entries by (at, seq) as one 128-bit unsigned comparison: the
-// borrow out of (a.at, a.seq) - (b.at, b.seq). No branch.
-func less[E any](a, b *entry[E]) bool {
-	_, borrow := bits.Sub64(a.seq, b.seq, 0)
-	_, borrow = bits.Sub64(uint64(a.at), uint64(b.at), borrow)
-	return borrow != 0
+// front is the next event, without moving any: the first of b[0], else
+// the earliest of the lowest bucket. (Moving them would move last past
+// now, and an event pushed between now and last would have no bucket.)
+func (q *Queue[E]) front() *entry[E] {
+	if q.head0 < len(q.b[0]) {
+		return &q.b[0][q.head0]
+	}
+	if q.n == 0 {
+		return nil
+	}
+	from := q.b[bits.TrailingZeros64(q.full&^1)]
+	m := &from[0]
+	for i := 1; i < len(from); i++ {
+		if less(&from[i], m) {
+			m = &from[i]
+		}
+	}
+	return m
 }
 
-// b2i is 1 for true, 0 for false, without a branch.
-func b2i(b bool) int {
-	var i int
-	if b {
-		i = 1
+// Peek returns the time of the next event; ok is false when there is none.
+func (q *Queue[E]) Peek() (at int64, ok bool) {
+	if e := q.front(); e != nil {
+		return e.at, true
 	}
-	return i
+	return 0, false
+}
+
+// PeekEvent returns the event Pop would return next, without removing it;
+// ok is false when there is none.
+func (q *Queue[E]) PeekEvent() (ev E, ok bool) {
+	if e := q.front(); e != nil {
+		return e.ev, true
+	}
+	return ev, false
+}
+
+// less orders entries by (at, seq).
+func less[E any](a, b *entry[E]) bool {
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
 }

@@ -3,7 +3,9 @@ package eventqueue
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
+	"weak"
 
 	"github.com/stormdrill/stormdrill/model/seed"
 )
@@ -88,8 +90,9 @@ func BenchmarkQueuePushPop(b *testing.B) {
 	}
 }
 
-// Pops and pushes interleaved, as a simulation makes them (a push often
-// fills the hole a pop left), come out in (time, insertion) order.
+// Pops and pushes interleaved, as a simulation makes them (many ties, so
+// that events at one time move down from a bucket together), come out in
+// (time, insertion) order.
 func TestQueueInterleavedMatchesSortedOrder(t *testing.T) {
 	r := seed.NewRand(11, "interleaved")
 	var q Queue[int]
@@ -219,4 +222,28 @@ func (ref *refQueue) insert(e refEvent) {
 	copy(s[i+1:], s[i:])
 	s[i] = e
 	*ref = s
+}
+
+// A popped event, and one moved from bucket to bucket, is not kept alive
+// by the queue's arrays: a simulation's events may point at large state.
+func TestQueueHoldsNoPoppedEvent(t *testing.T) {
+	var q Queue[*[1 << 10]byte]
+	var popped []weak.Pointer[[1 << 10]byte]
+	for i := 0; i < 64; i++ {
+		ev := new([1 << 10]byte)
+		popped = append(popped, weak.Make(ev))
+		// One bucket: the first pop moves them all, one by one after.
+		q.Push(1<<30+int64(i)*1000, ev)
+	}
+	q.Push(1<<40, new([1 << 10]byte)) // still queued
+	for q.Len() > 1 {
+		q.Pop()
+	}
+	runtime.GC()
+	for i, w := range popped {
+		if w.Value() != nil {
+			t.Fatalf("event %d is still reachable after its pop", i)
+		}
+	}
+	runtime.KeepAlive(&q) // the queue itself is live
 }
