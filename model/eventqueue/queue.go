@@ -1,9 +1,6 @@
 package eventqueue
 
-import (
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
 // Queue is the event queue: events of type E ordered by (At, insertion),
 // so that events at the same virtual time run in the order they were
@@ -20,24 +17,32 @@ import (
 // it through levels scattered over memory on every push and pop: at
 // 32,000 events in flight a heap's deeper levels miss the cache.
 type Queue[E any] struct {
-	// b[0] holds the events at time last, in insertion order, from head0
-	// on; b[k] (k >= 1) the events whose time first differs from last at
-	// bit k-1 (bit 0 the lowest). Times are never negative, so 64 buckets
-	// hold them all.
+	// b[0] holds the events at time last, in the order they were pushed,
+	// from head0 on; b[k] (k >= 1) the events whose time first differs
+	// from last at bit k-1 (bit 0 the lowest). Times are never negative,
+	// so 64 buckets hold them all.
 	b     [64][]entry[E]
 	head0 int
 	full  uint64 // bit k set: b[k] holds events (k >= 1)
 	n     int
-	seq   uint64
 	now   int64
 	last  int64
+	// spare[c] holds arrays of at least minArray<<c events that no
+	// bucket uses. A bucket grows into a spare array and gives its own
+	// back, so growing leaves no garbage; a bucket emptied with an array
+	// larger than the whole queue gives it back too. (Arrays that stayed
+	// with their buckets and grew by append held 20 times the events'
+	// bytes, and left as much again as garbage.)
+	spare [64][][]entry[E]
 }
 
-// entry is a scheduled event.
+// entry is a scheduled event. Events at the same time are always in the
+// same bucket (the bucket is a function of the time and last) in the
+// order they were pushed, and a move keeps that order: so the queue needs
+// no insertion number.
 type entry[E any] struct {
-	at  int64
-	seq uint64
-	ev  E
+	at int64
+	ev E
 }
 
 // bucketOf is the bucket of an event at time at: 0 at last, else one more
@@ -54,28 +59,72 @@ func (q *Queue[E]) Len() int { return q.n }
 // virtual time never goes backwards.
 func (q *Queue[E]) Push(at int64, ev E) {
 	at = max(at, q.now) // now >= last: Peek never moves last
-	q.seq++
-	k := bucketOf(at, q.last)
-	q.b[k] = append(q.b[k], entry[E]{at: at, seq: q.seq, ev: ev})
-	q.full |= 1 << k
+	q.put(bucketOf(at, q.last), entry[E]{at: at, ev: ev})
 	q.n++
+}
+
+// put appends e to bucket k.
+func (q *Queue[E]) put(k int, e entry[E]) {
+	b := q.b[k]
+	n := len(b)
+	if n == cap(b) {
+		b = q.grow(b)
+	}
+	b = b[:n+1]
+	b[n] = e
+	q.b[k] = b
+	q.full |= 1 << k
+}
+
+// minArray is the smallest array a bucket gets: class c of the spares
+// holds arrays of at least minArray<<c events.
+const minArray = 16
+
+// grow returns an array with room for more than b's events (at least
+// twice as many, or minArray), b's events copied in: a spare one if there
+// is one. b goes to the spares.
+func (q *Queue[E]) grow(b []entry[E]) []entry[E] {
+	c := bits.Len(uint(len(b) / minArray)) // minArray<<c > len(b)
+	var to []entry[E]
+	if n := len(q.spare[c]); n > 0 {
+		to = q.spare[c][n-1]
+		q.spare[c][n-1] = nil
+		q.spare[c] = q.spare[c][:n-1]
+	} else {
+		to = make([]entry[E], 0, minArray<<c)
+	}
+	to = append(to, b...)
+	q.retire(b)
+	return to
+}
+
+// retire empties array b and puts it with the spares of its class.
+func (q *Queue[E]) retire(b []entry[E]) {
+	if cap(b) == 0 {
+		return // every array came from grow: minArray or more
+	}
+	// Hold no moved event's pointers.
+	clear(b)
+	c := bits.Len(uint(cap(b)/minArray)) - 1 // cap(b) >= minArray<<c
+	q.spare[c] = append(q.spare[c], b[:0])
 }
 
 // refill moves the events of the lowest non-empty bucket to lower ones
 // around the earliest of them, which becomes last: b[0] then holds the
-// next events. The queue must not be empty; b[0] must be.
+// next events, in the order they were pushed. The queue must not be
+// empty; b[0] must be.
 func (q *Queue[E]) refill() {
 	k := bits.TrailingZeros64(q.full &^ 1)
 	from := q.b[k]
-	q.b[k] = from[:0]
 	q.full &^= 1 << k
 	if len(from) == 1 {
-		// Most refills past a few hundred events in flight: a move.
+		// Most refills past a few hundred events in flight: b[0] takes
+		// b[k]'s array, b[k] b[0]'s.
 		q.last = from[0].at
-		q.b[0] = append(q.b[0], from[0])
-		from[0] = entry[E]{}
+		q.b[0], q.b[k] = from, q.b[0]
 		return
 	}
+	q.b[k] = nil
 	m := from[0].at
 	for i := 1; i < len(from); i++ {
 		m = min(m, from[i].at)
@@ -84,19 +133,14 @@ func (q *Queue[E]) refill() {
 	for i := range from {
 		// Every event of b[k] shares the bits above bit k-1 with m, so it
 		// moves to a lower bucket.
-		j := bucketOf(from[i].at, m)
-		q.b[j] = append(q.b[j], from[i])
-		q.full |= 1 << j
+		q.put(bucketOf(from[i].at, m), from[i])
 	}
-	clear(from) // hold no moved event's pointers
-	if b0 := q.b[0]; len(b0) > 1 {
-		// Events at the same time came from b[k] in no particular order.
-		slices.SortFunc(b0, func(x, y entry[E]) int {
-			if x.seq < y.seq {
-				return -1
-			}
-			return 1
-		})
+	if cap(from) <= q.n {
+		// b[k] keeps its array: it will likely fill it again.
+		clear(from)
+		q.b[k] = from[:0]
+	} else {
+		q.retire(from)
 	}
 }
 
@@ -129,7 +173,7 @@ func (q *Queue[E]) front() *entry[E] {
 	from := q.b[bits.TrailingZeros64(q.full&^1)]
 	m := &from[0]
 	for i := 1; i < len(from); i++ {
-		if less(&from[i], m) {
+		if from[i].at < m.at { // the first of equal times was pushed first
 			m = &from[i]
 		}
 	}
@@ -151,9 +195,4 @@ func (q *Queue[E]) PeekEvent() (ev E, ok bool) {
 		return e.ev, true
 	}
 	return ev, false
-}
-
-// less orders entries by (at, seq).
-func less[E any](a, b *entry[E]) bool {
-	return a.at < b.at || a.at == b.at && a.seq < b.seq
 }

@@ -247,3 +247,44 @@ func TestQueueHoldsNoPoppedEvent(t *testing.T) {
 	}
 	runtime.KeepAlive(&q) // the queue itself is live
 }
+
+// Regression: buckets that grew by append kept the largest array each
+// ever needed, 20 times the events' bytes, and left as much as garbage,
+// which pushed the simulator past 150 bytes per pending delivery. Once
+// warm, the queue allocates nothing, and its arrays stay a small multiple
+// of its events.
+func TestQueueArraysStayNearItsEvents(t *testing.T) {
+	const inFlight = 640
+	var q Queue[int]
+	r := seed.NewRand(5, "arrays")
+	delay := func() int64 { return int64(80e6 * math.Exp(0.866*r.NormFloat64())) }
+	for i := range inFlight {
+		q.Push(delay(), i)
+	}
+	step := func() {
+		at, ev := q.Pop()
+		q.Push(at+delay(), ev)
+	}
+	for range 200_000 {
+		step()
+	}
+	if allocs := testing.AllocsPerRun(20, func() {
+		for range 10_000 {
+			step()
+		}
+	}); allocs != 0 {
+		t.Errorf("a warm queue allocates: %v allocations per 10,000 events", allocs)
+	}
+	held := 0
+	for k := range q.b {
+		held += cap(q.b[k])
+	}
+	for _, class := range q.spare {
+		for _, s := range class {
+			held += cap(s)
+		}
+	}
+	if held > 16*inFlight {
+		t.Errorf("arrays hold room for %d events, %.1f times the %d queued", held, float64(held)/inFlight, inFlight)
+	}
+}
