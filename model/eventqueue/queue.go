@@ -97,14 +97,13 @@ func (q *Queue[E]) Push(at int64, ev E) {
 
 // put appends e to bucket k.
 func (q *Queue[E]) put(k int, e entry[E]) {
-	b := q.b[k]
-	n := len(b)
-	if n == cap(b) {
-		b = q.grow(b)
+	b := &q.b[k]
+	n := len(*b)
+	if n == cap(*b) {
+		q.grow(b)
 	}
-	b = b[:n+1]
-	b[n] = e
-	q.b[k] = b
+	*b = (*b)[:n+1] // the same array: no pointer written
+	(*b)[n] = e
 	q.full[k/64] |= 1 << (k % 64)
 }
 
@@ -112,11 +111,11 @@ func (q *Queue[E]) put(k int, e entry[E]) {
 // holds arrays of at least minArray<<c events.
 const minArray = 16
 
-// grow returns an array with room for more than b's events (at least
-// twice as many, or minArray), b's events copied in: a spare one if there
-// is one. b goes to the spares.
-func (q *Queue[E]) grow(b []entry[E]) []entry[E] {
-	c := bits.Len(uint(len(b) / minArray)) // minArray<<c > len(b)
+// grow gives bucket *b an array with room for more than its events (at
+// least twice as many, or minArray), its events copied in: a spare one if
+// there is one. Its own goes to the spares.
+func (q *Queue[E]) grow(b *[]entry[E]) {
+	c := bits.Len(uint(len(*b) / minArray)) // minArray<<c > len(*b)
 	var to []entry[E]
 	if n := len(q.spare[c]); n > 0 {
 		to = q.spare[c][n-1]
@@ -125,9 +124,9 @@ func (q *Queue[E]) grow(b []entry[E]) []entry[E] {
 	} else {
 		to = make([]entry[E], 0, minArray<<c)
 	}
-	to = append(to, b...)
-	q.retire(b)
-	return to
+	to = append(to, *b...)
+	q.retire(*b)
+	*b = to
 }
 
 // retire empties array b and puts it with the spares of its class.
@@ -162,10 +161,20 @@ func (q *Queue[E]) refill() {
 		m = min(m, from[i].at)
 	}
 	q.last = m
+	// Every event of b[k] has b[k]'s digits, as m does, and is at or
+	// after m, so it moves to a lower bucket. The loop is put's, by hand:
+	// with grow's call in it, put is past the compiler's budget for
+	// inlining, and this is the queue's hottest loop.
 	for i := range from {
-		// Every event of b[k] shares the bits above bit k-1 with m, so it
-		// moves to a lower bucket.
-		q.put(bucketOf(from[i].at, m), from[i])
+		j := bucketOf(from[i].at, m)
+		b := &q.b[j]
+		n := len(*b)
+		if n == cap(*b) {
+			q.grow(b)
+		}
+		*b = (*b)[:n+1]
+		(*b)[n] = from[i]
+		q.full[j/64] |= 1 << (j % 64)
 	}
 	if cap(from) <= q.n {
 		// b[k] keeps its array: it will likely fill it again.
