@@ -49,7 +49,7 @@ const (
 	evResume // the source resumes after a pause
 )
 
-// simEvent is small on purpose: the heap copies it on every move. An
+// simEvent is small on purpose: the event queue copies it on every move. An
 // evComplete carries where its attempt's state lies (its slot, its item,
 // its subscriber), so that all of it can be prefetched an event ahead at
 // once, rather than the item only once the slot has come.
