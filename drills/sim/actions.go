@@ -66,7 +66,7 @@ func (r *simRun) keepDead(it *dispatchcore.Item, reason model.Reason) bool {
 func (r *simRun) replayBatch(t int64, k int) {
 	rp := &r.replays[k]
 	var moved int64
-	now := r.wall(t)
+	now := r.unixNs(t)
 	for j := rp.cursor; j < len(r.dlq) && moved < int64(rp.batch) && rp.moved+moved < rp.matched; j++ {
 		e := &r.dlq[j]
 		if !rp.selects(e) {
@@ -85,7 +85,7 @@ func (r *simRun) replayBatch(t int64, k int) {
 			r.replayOf = map[*dispatchcore.Item]int32{}
 		}
 		r.replayOf[it] = int32(k)
-		it.Attempts, it.PrevDelay, it.RunAt = 0, 0, now.UnixNano()
+		it.Attempts, it.PrevDelay, it.RunAt = 0, 0, now
 		r.core.Requeue(it, now)
 		moved++
 	}

@@ -26,7 +26,7 @@ func (r *simRun) sample(t int64) {
 	}
 	g.SourceHeldBack = r.heldDeliveries()
 	if n > 0 {
-		now := r.wall(t).UnixNano()
+		now := r.unixNs(t)
 		g.CohortOldestAge = make([]time.Duration, n)
 		for c, first := range r.oldestBuf {
 			if first != 0 {

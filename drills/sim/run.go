@@ -372,11 +372,14 @@ func (r *simRun) freshGuards(global *model.Budget, now int64) {
 			buds[i] = *model.NewBudget(d.Policy.Budget.MaxTokens, d.Policy.Budget.TokenRatio)
 			bud = &buds[i]
 		}
-		r.core.SetGuards(i, br, bud, r.wall(now))
+		r.core.SetGuards(i, br, bud, r.unixNs(now))
 	}
 }
 
-func (r *simRun) wall(t int64) time.Time { return time.Unix(0, r.epoch0+t) }
+// wall is drill time t on the wall clock; unixNs is the same in Unix
+// nanoseconds, as the dispatcher core takes it.
+func (r *simRun) wall(t int64) time.Time { return time.Unix(0, r.unixNs(t)) }
+func (r *simRun) unixNs(t int64) int64   { return r.epoch0 + t }
 
 func (r *simRun) run(opt Options) error {
 	d := r.d
@@ -506,7 +509,7 @@ func (r *simRun) feedSource(t int64) {
 		return // held until the pause ends (evResume)
 	}
 	block := r.d.Dispatcher.OnFull != "reject"
-	now := r.wall(t)
+	now := r.unixNs(t)
 	for r.heldHead < len(r.held) {
 		created := r.held[r.heldHead]
 		eventNo := r.events
@@ -686,7 +689,7 @@ func (r *simRun) pump(t int64) {
 	if r.down {
 		return
 	}
-	now := r.wall(t)
+	now := r.unixNs(t)
 	for {
 		if r.prefetch {
 			r.prefetchRing()
@@ -797,7 +800,7 @@ func (r *simRun) complete(t int64, ev simEvent) {
 		}
 		setAccepted(it)
 	}
-	dec := r.core.CompleteClass(it, o, cl, r.wall(t), r.rng.Float64())
+	dec := r.core.CompleteClass(it, o, cl, r.unixNs(t), r.rng.Float64())
 	if dec.RetryAfterIgnored {
 		r.tally.RetryAfterIgnored()
 	}
@@ -820,7 +823,7 @@ func (r *simRun) complete(t int64, ev simEvent) {
 		r.deadLetter(t, it, dec.Reason, false)
 	case model.ActReschedule:
 		if r.outageSpread {
-			r.tally.RetryScheduled(time.Duration(t), int(it.Partner), int(it.Attempts), time.Duration(it.RunAt-r.wall(t).UnixNano()), r.pol.Backoff.Capped(int(it.Attempts)))
+			r.tally.RetryScheduled(time.Duration(t), int(it.Partner), int(it.Attempts), time.Duration(it.RunAt-r.unixNs(t)), r.pol.Backoff.Capped(int(it.Attempts)))
 		}
 	}
 }
@@ -966,7 +969,7 @@ func (r *simRun) goDown(t int64, i int) {
 			}
 			fl.it = nil
 			r.freeSlots = append(r.freeSlots, int32(s))
-			r.core.Abandon(it, r.wall(back), r.wall(t))
+			r.core.Abandon(it, r.unixNs(back), r.unixNs(t))
 			inFlight++
 		}
 	} else {

@@ -28,7 +28,7 @@ func benchCore(tb testing.TB) (*Core, []*Item) {
 // dispatcher's work per delivery in a healthy simulation.
 func cycle(c *Core, it *Item, now time.Time) {
 	*it = Item{Partner: it.Partner, FirstSeen: now.UnixNano(), RunAt: now.UnixNano()}
-	if err := c.Offer(it, now); err != nil {
+	if err := c.Offer(it, now.UnixNano()); err != nil {
 		panic(err) // a benchmark harness bug, not user input
 	}
 	nextComplete(c, now)
@@ -36,12 +36,12 @@ func cycle(c *Core, it *Item, now time.Time) {
 
 func nextComplete(c *Core, now time.Time) {
 	for {
-		got, v, _ := c.Next(now)
+		got, v, _ := c.Next(now.UnixNano())
 		if got == nil {
 			return
 		}
 		if v == Start {
-			c.Complete(got, model.Outcome{Status: 200}, now, 0.5)
+			c.Complete(got, model.Outcome{Status: 200}, now.UnixNano(), 0.5)
 		}
 	}
 }
@@ -84,16 +84,16 @@ func TestNextCompleteAllocs(t *testing.T) {
 		it := items[i%len(items)]
 		i++
 		*it = Item{Partner: it.Partner, FirstSeen: now.UnixNano(), RunAt: now.UnixNano()}
-		_ = c.Offer(it, now)
+		_ = c.Offer(it, now.UnixNano())
 		for {
-			got, v, _ := c.Next(now)
+			got, v, _ := c.Next(now.UnixNano())
 			if got == nil {
 				break
 			}
 			if v == Start && got.Attempts == 1 {
-				c.Complete(got, model.Outcome{Status: 503}, now, 0.5)
+				c.Complete(got, model.Outcome{Status: 503}, now.UnixNano(), 0.5)
 			} else if v == Start {
-				c.Complete(got, model.Outcome{Status: 200}, now, 0.5)
+				c.Complete(got, model.Outcome{Status: 200}, now.UnixNano(), 0.5)
 			}
 		}
 	}

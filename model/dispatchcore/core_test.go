@@ -72,7 +72,7 @@ func TestStartsBounded(t *testing.T) {
 			// Completing one attempt frees exactly one slot; with a partner
 			// limit binding, the slot is that partner's.
 			done := started[0]
-			c.Complete(done, ok200, at(time.Second), 0)
+			c.Complete(done, ok200, at(time.Second).UnixNano(), 0)
 			more := startAll(t, c, at(time.Second))
 			wantMore := min(1, tc.partners*tc.itemsPer-tc.wantStarts)
 			if len(more) != wantMore {
@@ -111,7 +111,7 @@ func TestSickPartnerCannotStarveOthers(t *testing.T) {
 		if it.Partner == 0 {
 			o = fail
 		}
-		c.Complete(it, o, now, 0)
+		c.Complete(it, o, now.UnixNano(), 0)
 	}
 	// Then the first 10 starts cover all ten partners, and over 100 starts
 	// every partner got exactly its round-robin share of 10.
@@ -149,7 +149,7 @@ func TestDelayedItemsHoldNoWorker(t *testing.T) {
 	if w, ok := c.NextWake(); !ok || !w.Equal(at(10*time.Second)) {
 		t.Fatalf("NextWake = %v, %v; want t0+10s", w, ok)
 	}
-	c.Complete(started[0], ok200, at(time.Second), 0)
+	c.Complete(started[0], ok200, at(time.Second).UnixNano(), 0)
 	if got := startAll(t, c, at(10*time.Second-time.Nanosecond)); len(got) != 0 {
 		t.Fatalf("a delivery started 1ns before its RunAt")
 	}
@@ -159,7 +159,7 @@ func TestDelayedItemsHoldNoWorker(t *testing.T) {
 	}
 	// A failure reschedules it after the backoff; it holds no worker while
 	// it waits.
-	dec := c.Complete(delayed, fail, at(11*time.Second), 0)
+	dec := c.Complete(delayed, fail, at(11*time.Second).UnixNano(), 0)
 	if dec.Action != model.ActReschedule || !dec.RunAt.Equal(at(13*time.Second)) {
 		t.Fatalf("decision %+v, want reschedule at t0+13s", dec)
 	}
@@ -173,7 +173,7 @@ func TestDelayedItemsHoldNoWorker(t *testing.T) {
 	if len(started) != 1 || started[0].Attempts != 2 {
 		t.Fatalf("retry: started %v, want the delivery's 2nd attempt", started)
 	}
-	c.Complete(started[0], ok200, at(14*time.Second), 0)
+	c.Complete(started[0], ok200, at(14*time.Second).UnixNano(), 0)
 	if _, ok := c.NextWake(); ok {
 		t.Errorf("NextWake reports a time with nothing queued")
 	}
@@ -212,7 +212,7 @@ func TestBreakerHoldParksPartner(t *testing.T) {
 			}
 			offerN(t, c, 0, 2, t0)
 			for _, it := range startAll(t, c, t0) {
-				c.Complete(it, fail, at(time.Millisecond), 0)
+				c.Complete(it, fail, at(time.Millisecond).UnixNano(), 0)
 			}
 			if br.State(at(time.Millisecond)) != model.StateOpen {
 				t.Fatalf("breaker %v after 2 failures, want open", br.State(at(time.Millisecond)))
@@ -239,7 +239,7 @@ func TestBreakerHoldParksPartner(t *testing.T) {
 			if got := startAll(t, c, at(3*time.Second)); len(got) != 1 || got[0] != other[0] {
 				t.Fatalf("healthy partner: started %v, want its delivery", got)
 			}
-			c.Complete(other[0], ok200, at(4*time.Second), 0)
+			c.Complete(other[0], ok200, at(4*time.Second).UnixNano(), 0)
 
 			// After the cooldown exactly one probe starts although four are due,
 			probe := startAll(t, c, openUntil)
@@ -256,7 +256,7 @@ func TestBreakerHoldParksPartner(t *testing.T) {
 				}
 			}
 			end := openUntil.Add(time.Hour)
-			c.Complete(probe[0], tc.probe, end, 0)
+			c.Complete(probe[0], tc.probe, end.UnixNano(), 0)
 			if s := br.State(end); s != tc.wantState {
 				t.Fatalf("breaker %v after the probe, want %v", s, tc.wantState)
 			}
@@ -287,7 +287,7 @@ func TestOnOpenDeadLetter(t *testing.T) {
 	// dead-lettered by the decision itself,
 	offerN(t, c, 0, 1, t0)
 	first := startAll(t, c, t0)
-	dec := c.Complete(first[0], fail, at(time.Second), 0)
+	dec := c.Complete(first[0], fail, at(time.Second).UnixNano(), 0)
 	if dec.Action != model.ActDeadLetter || dec.Reason != model.ReasonCircuitOpen {
 		t.Fatalf("decision %+v, want dead-letter circuit-open", dec)
 	}
@@ -297,7 +297,7 @@ func TestOnOpenDeadLetter(t *testing.T) {
 	// Then Next dead-letters the three (circuit-open) and starts the other.
 	dead, starts := 0, 0
 	for range 10 {
-		it, v, reason := c.Next(at(2 * time.Second))
+		it, v, reason := c.Next(at(2 * time.Second).UnixNano())
 		if it == nil {
 			break
 		}
@@ -362,10 +362,10 @@ func TestBudgetAtDispatch(t *testing.T) {
 			pcs[0].Budget = bud
 			c := mustNew(t, Config{Workers: 2, Partners: pcs})
 			it := &Item{Ref: 1, Attempts: int32(tc.attempts), PrevDelay: tc.prevDelay, RunAt: t0.UnixNano(), FirstSeen: t0.UnixNano()}
-			if err := c.Offer(it, t0); err != nil {
+			if err := c.Offer(it, t0.UnixNano()); err != nil {
 				t.Fatal(err)
 			}
-			got, v, reason := c.Next(t0)
+			got, v, reason := c.Next(t0.UnixNano())
 			switch tc.want {
 			case "start":
 				if got != it || v != Start || int(it.Attempts) != tc.attempts+1 {
@@ -395,16 +395,16 @@ func TestOfferAtCapacity(t *testing.T) {
 	offerN(t, c, 0, 3, t0)
 	// At capacity Offer refuses and leaves the queue as it was.
 	extra := &Item{Ref: 2, RunAt: t0.UnixNano()}
-	if err := c.Offer(extra, t0); !errors.Is(err, ErrQueueFull) || !c.Full() || c.Queued() != 3 {
+	if err := c.Offer(extra, t0.UnixNano()); !errors.Is(err, ErrQueueFull) || !c.Full() || c.Queued() != 3 {
 		t.Fatalf("Offer at capacity: err %v Full %v Queued %d; want ErrQueueFull, true, 3", err, c.Full(), c.Queued())
 	}
 	// An attempt in flight is not queued: starting one makes room.
 	startAll(t, c, t0)
-	if err := c.Offer(extra, t0); err != nil {
+	if err := c.Offer(extra, t0.UnixNano()); err != nil {
 		t.Fatalf("Offer after a start: %v", err)
 	}
 	// Requeue (a lost attempt coming back) is taken even when full.
-	c.Requeue(&Item{Ref: 3, RunAt: t0.UnixNano()}, t0)
+	c.Requeue(&Item{Ref: 3, RunAt: t0.UnixNano()}, t0.UnixNano())
 	if c.Queued() != 4 {
 		t.Errorf("Queued %d after Requeue at capacity, want 4", c.Queued())
 	}
@@ -427,7 +427,7 @@ func TestAbandon(t *testing.T) {
 	startAll(t, c, t0)
 	other := offerN(t, c, 1, 1, t0)[0]
 
-	c.Abandon(lost, at(30*time.Second), at(time.Second))
+	c.Abandon(lost, at(30*time.Second).UnixNano(), at(time.Second).UnixNano())
 	if c.InFlight() != 0 || c.Queued() != 2 || lost.Attempts != 1 {
 		t.Fatalf("after Abandon InFlight %d Queued %d attempts %d; want 0, 2, 1", c.InFlight(), c.Queued(), lost.Attempts)
 	}
@@ -438,7 +438,7 @@ func TestAbandon(t *testing.T) {
 	if got := startAll(t, c, at(time.Second)); len(got) != 1 || got[0] != other {
 		t.Fatalf("after Abandon started %v, want the other partner's delivery", got)
 	}
-	c.Complete(other, ok200, at(2*time.Second), 0)
+	c.Complete(other, ok200, at(2*time.Second).UnixNano(), 0)
 	if w, ok := c.NextWake(); !ok || !w.Equal(at(30*time.Second)) {
 		t.Fatalf("NextWake %v, %v; want the lease expiry t0+30s", w, ok)
 	}
@@ -458,7 +458,7 @@ func TestSnapshot(t *testing.T) {
 	}
 	add := func(p int32, created, runAt time.Duration) {
 		it := &Item{Partner: p, FirstSeen: at(created).UnixNano(), RunAt: at(runAt).UnixNano()}
-		if err := c.Offer(it, t0); err != nil {
+		if err := c.Offer(it, t0.UnixNano()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -491,7 +491,7 @@ func TestUpcomingIsTheEntryAfterNext(t *testing.T) {
 	}
 	for _, want := range []struct{ upcoming, next int32 }{{1, 0}, {2, 1}, {-1, 2}} {
 		up := c.Upcoming()
-		it, _, _ := c.Next(t0)
+		it, _, _ := c.Next(t0.UnixNano())
 		if it == nil || up != want.upcoming || it.Partner != want.next {
 			t.Fatalf("Upcoming %d then Next %v; want %d then partner %d", up, it, want.upcoming, want.next)
 		}
@@ -543,7 +543,7 @@ func TestSharedAndReplacedBreaker(t *testing.T) {
 		offerN(t, c, p, 1, now)
 		got := startAll(t, c, now)
 		for _, it := range got {
-			c.Complete(it, o, now, 0)
+			c.Complete(it, o, now.UnixNano(), 0)
 		}
 		return len(got) == 1
 	}
@@ -566,7 +566,7 @@ func TestSharedAndReplacedBreaker(t *testing.T) {
 	// A restart gives partner 0 a fresh breaker: the old one stays open for
 	// partner 1, which still holds it, and for whoever reads it.
 	fresh := newBreaker(3, time.Minute)
-	c.SetGuards(0, fresh, nil, now)
+	c.SetGuards(0, fresh, nil, now.UnixNano())
 	if br.State(now) != model.StateOpen || c.Breaker(1).State(now) != model.StateOpen {
 		t.Fatalf("old breaker %v after the restart, want open", br.State(now))
 	}

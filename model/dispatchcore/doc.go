@@ -3,7 +3,8 @@
 // arrivals, completions and the time, and it answers with what to do. It owns
 // global worker slots, per-partner concurrency limits, a due-ordered queue in
 // which delayed deliveries hold no worker, round-robin fairness across
-// partners, and a breaker and a retry budget per partner.
+// partners, and a breaker and a retry budget per partner. The calls that
+// step it take the time as Unix nanoseconds.
 //
 // A caller that can make a new delivery's item from a few words (the
 // simulator: its partner, its time and its event's number) offers it with

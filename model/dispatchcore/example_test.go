@@ -23,16 +23,16 @@ func ExampleCore() {
 		return
 	}
 	it := &dispatchcore.Item{Ref: 1, JitterKey: model.JitterKeyOf("evt-000001:acme-0"), FirstSeen: t0.UnixNano(), RunAt: t0.UnixNano()}
-	if err := core.Offer(it, t0); err != nil {
+	if err := core.Offer(it, t0.UnixNano()); err != nil {
 		fmt.Println(err)
 		return
 	}
 	now := t0
 	for _, status := range []int{503, 200} {
-		got, verdict, _ := core.Next(now)
+		got, verdict, _ := core.Next(now.UnixNano())
 		fmt.Printf("at %v: delivery %d attempt %d (start: %v)\n", now.Sub(t0), got.Ref, got.Attempts, verdict == dispatchcore.Start)
 		now = now.Add(100 * time.Millisecond) // the partner answers
-		dec := core.Complete(got, model.Outcome{Status: status}, now, 0.5)
+		dec := core.Complete(got, model.Outcome{Status: status}, now.UnixNano(), 0.5)
 		fmt.Printf("  %d -> %v\n", status, dec.Action)
 		if dec.Action == model.ActReschedule {
 			wake, _ := core.NextWake()

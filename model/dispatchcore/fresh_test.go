@@ -50,8 +50,8 @@ func TestOfferFreshIsOffer(t *testing.T) {
 				for range 1 + rng.IntN(8) {
 					p := int32(rng.IntN(6))
 					n := now.UnixNano()
-					errA := items.Offer(&Item{Ref: uint64(next), Partner: p, RunAt: n, FirstSeen: n}, now)
-					errB := fresh.OfferFresh(p, n, next, now)
+					errA := items.Offer(&Item{Ref: uint64(next), Partner: p, RunAt: n, FirstSeen: n}, now.UnixNano())
+					errB := fresh.OfferFresh(p, n, next, now.UnixNano())
 					if errA != errB {
 						t.Fatalf("seed %d step %d: Offer %v, OfferFresh %v", seed, step, errA, errB)
 					}
@@ -68,7 +68,7 @@ func TestOfferFreshIsOffer(t *testing.T) {
 					for c := range cores {
 						it := inFlight[c][k]
 						inFlight[c] = append(inFlight[c][:k], inFlight[c][k+1:]...)
-						cores[c].Complete(it, o, now, u)
+						cores[c].Complete(it, o, now.UnixNano(), u)
 					}
 				}
 			case r < 98:
@@ -76,19 +76,19 @@ func TestOfferFreshIsOffer(t *testing.T) {
 			default: // a restart: attempts in flight are lost, guards fresh
 				for c := range cores {
 					for _, it := range inFlight[c] {
-						cores[c].Abandon(it, now.Add(time.Second), now)
+						cores[c].Abandon(it, now.Add(time.Second).UnixNano(), now.UnixNano())
 					}
 					inFlight[c] = inFlight[c][:0]
 				}
 				ga, gb := pcs(), pcs() // each core gets guards of its own, made alike
 				for i := range ga {
-					items.SetGuards(i, ga[i].Breaker, ga[i].Budget, now)
-					fresh.SetGuards(i, gb[i].Breaker, gb[i].Budget, now)
+					items.SetGuards(i, ga[i].Breaker, ga[i].Budget, now.UnixNano())
+					fresh.SetGuards(i, gb[i].Breaker, gb[i].Budget, now.UnixNano())
 				}
 			}
 			for {
-				a, va, ra := items.Next(now)
-				b, vb, rb := fresh.Next(now)
+				a, va, ra := items.Next(now.UnixNano())
+				b, vb, rb := fresh.Next(now.UnixNano())
 				if (a == nil) != (b == nil) || va != vb || ra != rb || a != nil && *a != *b {
 					t.Fatalf("seed %d step %d: Next gives %+v %v %q with Offer, %+v %v %q with OfferFresh", seed, step, a, va, ra, b, vb, rb)
 				}
@@ -146,7 +146,7 @@ func TestOfferFreshIsOffer(t *testing.T) {
 // a fresh delivery rather than queue one it could never start.
 func TestOfferFreshWithoutFreshRefuses(t *testing.T) {
 	c := mustNew(t, Config{Workers: 1, Partners: partners(1, 0, flatPolicy(time.Second, 0))})
-	if err := c.OfferFresh(0, t0.UnixNano(), 1, t0); err == nil || c.Queued() != 0 {
+	if err := c.OfferFresh(0, t0.UnixNano(), 1, t0.UnixNano()); err == nil || c.Queued() != 0 {
 		t.Fatalf("OfferFresh without Config.Fresh: err %v, queued %d; want an error and nothing queued", err, c.Queued())
 	}
 }

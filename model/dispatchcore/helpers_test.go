@@ -50,7 +50,7 @@ func offerN(t testing.TB, c *Core, p int32, n int, runAt time.Time) []*Item {
 	items := make([]*Item, n)
 	for i := range items {
 		items[i] = &Item{Ref: uint64(p)<<32 | uint64(i), Partner: p, FirstSeen: t0.UnixNano(), RunAt: runAt.UnixNano()}
-		if err := c.Offer(items[i], runAt); err != nil {
+		if err := c.Offer(items[i], runAt.UnixNano()); err != nil {
 			t.Fatalf("offer %d: %v", items[i].Ref, err)
 		}
 	}
@@ -64,7 +64,7 @@ func startAll(t testing.TB, c *Core, now time.Time) []*Item {
 	t.Helper()
 	var out []*Item
 	for {
-		it, v, reason := c.Next(now)
+		it, v, reason := c.Next(now.UnixNano())
 		if it == nil {
 			return out
 		}

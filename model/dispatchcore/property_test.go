@@ -37,7 +37,7 @@ type propWorld struct {
 // pump calls Next until it returns nil, checking each answer.
 func (w *propWorld) pump() {
 	for {
-		it, v, reason := w.c.Next(w.now)
+		it, v, reason := w.c.Next(w.now.UnixNano())
 		if it == nil {
 			break
 		}
@@ -72,7 +72,7 @@ func (w *propWorld) offer(runAt time.Time) {
 	p := int32(w.rng.IntN(len(w.pcs)))
 	it := &Item{Ref: uint64(w.next), Partner: p, FirstSeen: w.now.UnixNano(), RunAt: runAt.UnixNano()}
 	w.next++
-	if err := w.c.Offer(it, w.now); err != nil {
+	if err := w.c.Offer(it, w.now.UnixNano()); err != nil {
 		if !errors.Is(err, ErrQueueFull) || !w.c.Full() {
 			w.t.Fatalf("Offer: %v (Full %v, Queued %d)", err, w.c.Full(), w.c.Queued())
 		}
@@ -85,7 +85,7 @@ func (w *propWorld) complete(i int, o model.Outcome) {
 	it := w.inFlight[i]
 	w.inFlight[i] = w.inFlight[len(w.inFlight)-1]
 	w.inFlight = w.inFlight[:len(w.inFlight)-1]
-	dec := w.c.Complete(it, o, w.now, w.rng.Float64())
+	dec := w.c.Complete(it, o, w.now.UnixNano(), w.rng.Float64())
 	switch dec.Action {
 	case model.ActReschedule:
 		if dec.RunAt.Before(w.now) {
@@ -101,13 +101,13 @@ func (w *propWorld) complete(i int, o model.Outcome) {
 // again after a lease) and the new process starts with fresh guards.
 func (w *propWorld) restart() {
 	for _, it := range w.inFlight {
-		w.c.Abandon(it, w.now.Add(time.Second), w.now)
+		w.c.Abandon(it, w.now.Add(time.Second).UnixNano(), w.now.UnixNano())
 		w.state[it] = stQueued
 	}
 	w.inFlight = w.inFlight[:0]
 	for p := range w.pcs {
 		b, bud := w.guards(p)
-		w.c.SetGuards(p, b, bud, w.now)
+		w.c.SetGuards(p, b, bud, w.now.UnixNano())
 	}
 }
 
@@ -258,7 +258,7 @@ func TestRandomizedInvariants(t *testing.T) {
 		}
 		if c.Queued() > 0 && i%10 == 0 {
 			it := &Item{Ref: 1<<32 | uint64(i), Partner: int32(4 + i/10%2), FirstSeen: w.now.UnixNano(), RunAt: w.now.UnixNano()}
-			if c.Offer(it, w.now) == nil {
+			if c.Offer(it, w.now.UnixNano()) == nil {
 				w.state[it] = stQueued
 			}
 		}

@@ -23,7 +23,7 @@ func TestBudgetDeferDoesNotLeakHalfOpenProbe(t *testing.T) {
 	// Given a retry whose failure opened the breaker and drained the budget,
 	retry := offerN(t, c, 0, 1, t0)[0]
 	startAll(t, c, t0)
-	c.Complete(retry, fail, t0, 0)
+	c.Complete(retry, fail, t0.UnixNano(), 0)
 	if br.State(t0) != model.StateOpen || pcs[0].Budget.AllowRetry() {
 		t.Fatalf("setup: breaker %v, budget allows retries %v", br.State(t0), pcs[0].Budget.AllowRetry())
 	}
@@ -38,7 +38,7 @@ func TestBudgetDeferDoesNotLeakHalfOpenProbe(t *testing.T) {
 		t.Fatalf("first attempt while half-open: started %v, want it as the probe", got)
 	}
 	// and its success closes the breaker.
-	c.Complete(first, ok200, at(11*time.Second), 0)
+	c.Complete(first, ok200, at(11*time.Second).UnixNano(), 0)
 	if s := br.State(at(11 * time.Second)); s != model.StateClosed {
 		t.Fatalf("breaker %v after the probe succeeded, want closed", s)
 	}
@@ -60,13 +60,13 @@ func TestBudgetDeadLetterDoesNotLeakHalfOpenProbe(t *testing.T) {
 	// Open the breaker with a first attempt that fails.
 	opener := offerN(t, c, 0, 1, t0)[0]
 	startAll(t, c, t0)
-	c.Complete(opener, reject, t0, 0) // permanent: dead-lettered, but counts on the breaker
+	c.Complete(opener, reject, t0.UnixNano(), 0) // permanent: dead-lettered, but counts on the breaker
 	if br.State(t0) != model.StateOpen {
 		t.Fatalf("setup: breaker %v, want open", br.State(t0))
 	}
 	retry.RunAt = at(10 * time.Second).UnixNano()
-	c.Requeue(retry, at(10*time.Second))
-	it, v, reason := c.Next(at(10 * time.Second))
+	c.Requeue(retry, at(10*time.Second).UnixNano())
+	it, v, reason := c.Next(at(10 * time.Second).UnixNano())
 	if it != retry || v != DeadLetter || reason != model.ReasonBudgetExhausted {
 		t.Fatalf("Next = %v %v %q, want the retry dead-lettered budget-exhausted", it, v, reason)
 	}

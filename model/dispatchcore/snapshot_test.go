@@ -17,7 +17,7 @@ func TestSnapshotGroupsAgreesWithEach(t *testing.T) {
 		p := int32(rng.IntN(n - 1)) // partner 11 stays empty
 		it := &Item{Partner: p, FirstSeen: at(time.Duration(rng.IntN(1000)) * time.Millisecond).UnixNano(),
 			RunAt: at(time.Duration(rng.IntN(2000)) * time.Millisecond).UnixNano()}
-		if err := c.Offer(it, t0); err != nil {
+		if err := c.Offer(it, t0.UnixNano()); err != nil {
 			t.Fatal(err)
 		}
 	}

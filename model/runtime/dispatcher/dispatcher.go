@@ -562,7 +562,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // pump starts every attempt the core wants started now.
 func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
 	for {
-		it, verdict, reason := ds.core.Next(now)
+		it, verdict, reason := ds.core.Next(now.UnixNano())
 		if it == nil {
 			return
 		}
@@ -597,7 +597,7 @@ func (ds *dispatcher) complete(r result) {
 		ds.event(EventRefused, ds.eps[it.Partner].name, strconv.Itoa(int(it.Attempts)),
 			strconv.FormatInt(r.started.UnixNano(), 10), strconv.FormatInt(r.ended.UnixNano(), 10))
 	}
-	dec := ds.core.Complete(it, r.o, r.ended, ds.rng.Float64())
+	dec := ds.core.Complete(it, r.o, r.ended.UnixNano(), ds.rng.Float64())
 	partner := ds.cfg.Partners[ds.eps[it.Partner].group].Name
 	ds.cfg.Metrics.attempt(partner, r.o, r.ended.Sub(r.started))
 	if dec.RetryAfterIgnored {

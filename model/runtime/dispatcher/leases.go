@@ -163,7 +163,7 @@ func (ds *dispatcher) claimed(rows []queue.Delivery, now time.Time) {
 		ds.rowOf[it] = h
 		ds.leases.push(h)
 		ds.unstarted++
-		ds.core.Requeue(it, now)
+		ds.core.Requeue(it, now.UnixNano())
 		fresh++
 	}
 	ds.stats.Claimed += int64(fresh)
