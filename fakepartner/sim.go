@@ -188,10 +188,10 @@ func (p *Sim) BeginKey(now time.Duration, key uint64) Call {
 // BeginDrawTo plans the call BeginKey plans for the delivery whose key has
 // the data draw draw (DataDraw of the subscriber's data seed, DataSeed(drill
 // seed, its cohort), and the key), for a caller that keeps the draw with
-// the delivery instead of the key, and writes it to *c: a caller that plans
-// a call per attempt is spared the copies of one.
+// the delivery instead of the key, and writes it to *c, which must be zero
+// (a new Call): a caller that plans a call per attempt is spared the copies
+// of one, and the clearing of one already clear.
 func (p *Sim) BeginDrawTo(c *Call, now time.Duration, draw uint64) {
-	*c = Call{}
 	p.begin(c, now, Delivery{Draw: draw, Keyed: true})
 }
 

@@ -158,11 +158,9 @@ func (t *Tally) ReplayPending(r int, sub int, created time.Duration, n int64) {
 }
 
 // replayLoad counts an attempt to cohort at drill time at for every replay
-// that follows the cohort's load.
+// that follows the cohort's load. Its callers skip it when there is no
+// replay, as in most drills: the call was most of its cost.
 func (t *Tally) replayLoad(at int64, cohort int) {
-	if len(t.replays) == 0 {
-		return
-	}
 	k := t.rowIndex(at)
 	for _, rp := range t.replays {
 		if rp.cfg.Cohorts != nil && (cohort >= len(rp.cfg.Cohorts) || !rp.cfg.Cohorts[cohort]) {
@@ -185,7 +183,8 @@ func (t *Tally) sampleReplays() {
 }
 
 // healthyDuringReplays records a healthy latency in the replays whose drain
-// is under way at at.
+// is under way at at. Its callers skip it when there is no replay (see
+// replayLoad).
 func (t *Tally) healthyDuringReplays(at int64, lat int64) {
 	for _, rp := range t.replays {
 		if rp.started && at >= int64(rp.cfg.At) && (rp.busy() || at <= rp.lastResolved) {

@@ -388,7 +388,9 @@ func (t *Tally) AttemptStarted(at time.Duration, sub, ordinal int) {
 	if col < MaxCohortColumns {
 		iv.cohortAttempts[col]++
 	}
-	t.replayLoad(int64(at), col)
+	if len(t.replays) > 0 {
+		t.replayLoad(int64(at), col)
+	}
 	if ordinal <= 1 {
 		ordinal = 1
 		c.attempted++
@@ -479,7 +481,9 @@ func (t *Tally) delivered0(at time.Duration, sub int, created time.Duration, tra
 				break
 			}
 		}
-		t.healthyDuringReplays(int64(at), lat)
+		if len(t.replays) > 0 {
+			t.healthyDuringReplays(int64(at), lat)
+		}
 	}
 	if track {
 		t.terminal(at, sub, created)
