@@ -138,7 +138,7 @@ type simRun struct {
 	heldBuf []int32 // scratch for the picks of other held events
 	core    *dispatchcore.Core
 	q       eventqueue.Queue[simEvent]
-	rng     *rand.Rand       // dispatcher's jitter stream
+	jitter  rand.PCG         // the dispatcher's jitter stream (seed.Float64)
 	arr     *drills.Arrivals // the source's schedule
 	arrN    int              // events the scheduled evArrival releases
 	epoch0  int64            // unix ns of drill time 0
@@ -254,7 +254,7 @@ func newSimRun(d *drills.Drill) (*simRun, error) {
 	r.interval = int64(r.tally.Interval())
 	layout := r.tally.Layout()
 	r.needID = pol.Backoff.Jitter.Info().NeedsID
-	r.rng = seed.NewRand(d.Seed, "dispatcher")
+	seed.SeedPCG(&r.jitter, d.Seed, "dispatcher") // as seed.NewRand(d.Seed, "dispatcher")
 	r.arr = d.NewArrivals()
 	pcs := make([]dispatchcore.PartnerConfig, 0, len(layout.Subscribers))
 	var global *model.Budget
@@ -800,7 +800,7 @@ func (r *simRun) complete(t int64, ev simEvent) {
 		}
 		setAccepted(it)
 	}
-	dec := r.core.CompleteClass(it, o, cl, r.unixNs(t), r.rng.Float64())
+	dec := r.core.CompleteClass(it, o, cl, r.unixNs(t), seed.Float64(&r.jitter))
 	if dec.RetryAfterIgnored {
 		r.tally.RetryAfterIgnored()
 	}

@@ -42,3 +42,15 @@ func TestSeedPCGMatchesNewRand(t *testing.T) {
 		}
 	}
 }
+
+// Float64 draws what rand.Rand's Float64 draws from the same PCG.
+func TestFloat64IsRandsFloat64(t *testing.T) {
+	var p rand.PCG
+	SeedPCG(&p, 7, "float")
+	r := NewRand(7, "float")
+	for i := range 1000 {
+		if x, y := Float64(&p), r.Float64(); x != y {
+			t.Fatalf("draw %d: %v, rand.Rand %v", i, x, y)
+		}
+	}
+}
