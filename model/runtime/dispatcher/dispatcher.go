@@ -561,8 +561,9 @@ func resetTimer(t *time.Timer, d time.Duration) {
 
 // pump starts every attempt the core wants started now.
 func (ds *dispatcher) pump(now time.Time, jobs chan<- job) {
+	nowNs := now.UnixNano()
 	for {
-		it, verdict, reason := ds.core.Next(now.UnixNano())
+		it, verdict, reason := ds.core.Next(nowNs)
 		if it == nil {
 			return
 		}
