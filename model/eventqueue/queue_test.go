@@ -288,3 +288,56 @@ func TestQueueArraysStayNearItsEvents(t *testing.T) {
 		t.Errorf("arrays hold room for %d events, %.1f times the %d queued", held, float64(held)/inFlight, inFlight)
 	}
 }
+
+// Regression test for the first form of sorted small buckets, which sorted
+// a small bucket into b[0] at any digit: after a quiet spell left a few
+// events spread over seconds, a burst of pushes (a fan-out starting
+// thousands of attempts at once) landed before b[0]'s latest event and
+// was inserted there one by one. At 20,000 subscribers b[0] grew to room
+// for 131,072 events. The steady pop-one-push-one load of
+// TestQueueArraysStayNearItsEvents never leaves such a gap.
+func TestQueueBurstAfterQuietSpellStaysInBuckets(t *testing.T) {
+	// Given a queue holding a few events spread over ten seconds,
+	var q Queue[int]
+	for i := range 10 {
+		q.Push(int64(i+1)*1e9, -1)
+	}
+	r := seed.NewRand(9, "burst")
+	delay := func() int64 { return int64(80e6 * math.Exp(0.866*r.NormFloat64())) }
+	const burst = 20_000
+	largest0 := 0
+	for round := range 3 {
+		// when the next is popped and a burst follows it, due within the
+		// next second or so,
+		now, _ := q.Pop()
+		for i := range burst {
+			q.Push(now+delay(), i)
+			largest0 = max(largest0, cap(q.b[0]))
+		}
+		// then b[0] holds what a refill sorted there, not the burst;
+		if largest0 > 4*minArray {
+			t.Fatalf("round %d: b[0] grew to room for %d events during a burst of %d", round, largest0, burst)
+		}
+		// and the arrays stay near the events they hold, with the burst
+		// popped.
+		for q.Len() > 10-round-1 {
+			q.Pop()
+			largest0 = max(largest0, cap(q.b[0]))
+		}
+		held := 0
+		for k := range q.b {
+			held += cap(q.b[k])
+		}
+		for _, class := range q.spare {
+			for _, s := range class {
+				held += cap(s)
+			}
+		}
+		if held > 16*burst {
+			t.Errorf("round %d: arrays hold room for %d events, %.1f times the burst of %d", round, held, float64(held)/burst, burst)
+		}
+	}
+	if largest0 > 4*minArray {
+		t.Errorf("b[0] grew to room for %d events", largest0)
+	}
+}
