@@ -154,6 +154,8 @@ type simRun struct {
 	// prefetch: the subscribers' state outgrows the CPU's caches, so
 	// prefetching it pays (see tuning.go); below that it only costs.
 	prefetch bool
+	// ringAsked is the core's RingPos when prefetchRing last asked.
+	ringAsked [2]int
 
 	slots     []inflight
 	freeSlots []int32

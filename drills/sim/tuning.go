@@ -101,8 +101,15 @@ func (r *simRun) prefetchNextEvent() {
 // the core's round-robin ring will read, a stage each: the core's record of
 // the third, the head delivery of the second (read from its record, asked
 // for a call earlier), and the whole state of the first after the one Next
-// returns now.
+// returns now. It asks only when the ring has moved since it last asked:
+// half its calls come before a Next that takes nothing, and the next call
+// (at the next event) would ask for the same lines again.
 func (r *simRun) prefetchRing() {
+	head, n := r.core.RingPos()
+	if head == r.ringAsked[0] && n == r.ringAsked[1] {
+		return
+	}
+	r.ringAsked = [2]int{head, n}
 	if p := r.core.UpcomingAt(3); p >= 0 {
 		tuning.PrefetchLines(unsafe.Pointer(&r.coreState[p]), coreStateLines)
 	}

@@ -463,6 +463,12 @@ func (c *Core) Next(now int64) (*Item, Verdict, model.Reason) {
 	return nil, Start, model.ReasonNone
 }
 
+// RingPos is where the round-robin ring stands: the index of its next
+// entry and its length. Upcoming and UpcomingAt answer the same as long as
+// RingPos does, so a caller that prefetches for the upcoming entries asks
+// them again only when it has moved.
+func (c *Core) RingPos() (head, n int) { return c.ringHead, len(c.ring) }
+
 // Upcoming is the partner of the round-robin ring's entry after the next,
 // which Next may act on after the delivery it returns now, or -1: a caller
 // that keeps state of its own by partner can get it ready. The entry may

@@ -2,6 +2,7 @@ package dispatchcore
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 	"unsafe"
@@ -495,6 +496,48 @@ func TestUpcomingIsTheEntryAfterNext(t *testing.T) {
 		if it == nil || up != want.upcoming || it.Partner != want.next {
 			t.Fatalf("Upcoming %d then Next %v; want %d then partner %d", up, it, want.upcoming, want.next)
 		}
+	}
+}
+
+// TestRingPosUnmovedMeansSameUpcoming: a caller that prefetches for the
+// upcoming entries skips asking again while RingPos has not moved, so the
+// entries UpcomingAt names must then be the same; with offers, starts and
+// completions in a random order, and the ring compacted on the way (more
+// than 1,024 entries taken).
+func TestRingPosUnmovedMeansSameUpcoming(t *testing.T) {
+	const n = 40
+	c := mustNew(t, Config{Workers: 8, Partners: partners(n, 2, flatPolicy(time.Second, 3))})
+	r := rand.New(rand.NewPCG(3, 4))
+	var inFlight []*Item
+	upcoming := func() [3]int32 { return [3]int32{c.UpcomingAt(1), c.UpcomingAt(2), c.UpcomingAt(3)} }
+	head, length := c.RingPos()
+	seen := upcoming()
+	compacted := false
+	for step := range 20_000 {
+		now := t0.Add(time.Duration(step) * time.Millisecond)
+		switch k := r.IntN(3); {
+		case k == 0:
+			offerN(t, c, int32(r.IntN(n)), 1, now)
+		case k == 1:
+			if it, _, _ := c.Next(now.UnixNano()); it != nil {
+				inFlight = append(inFlight, it)
+			}
+		case len(inFlight) > 0:
+			j := r.IntN(len(inFlight))
+			c.Complete(inFlight[j], ok200, now.UnixNano(), 0)
+			inFlight = append(inFlight[:j], inFlight[j+1:]...)
+		}
+		h, l := c.RingPos()
+		compacted = compacted || h < head
+		if got := upcoming(); h == head && l == length && got != seen {
+			t.Fatalf("step %d: RingPos (%d, %d) unmoved, but UpcomingAt(1..3) went from %v to %v", step, h, l, seen, got)
+		} else {
+			seen = got
+		}
+		head, length = h, l
+	}
+	if !compacted {
+		t.Fatal("the ring was never compacted: the test does not cover it")
 	}
 }
 
