@@ -71,12 +71,13 @@ const coreStateLines = (unsafe.Sizeof(dispatchcore.PartnerState{}) + 63) / 64
 // the end of its partner's counters and server heap.
 const subscriberHot = unsafe.Offsetof(subscriber{}.partner) + fakepartner.SimHotBytes
 
-// prefetchSub asks for the cache lines of subscriber si's state that an
-// attempt's start reads, all at once: its subscriber, partner and breaker.
+// prefetchStart asks for the cache lines of subscriber si's state that an
+// attempt's start reads, all at once: its random stream, its simulated
+// partner and its breaker.
 // (The core's record of it was asked for two entries earlier, by
 // prefetchRing; asked for again here, it cost about 2% at 20,000 and
 // 100,000 subscribers.)
-func (r *simRun) prefetchSub(si int32) {
+func (r *simRun) prefetchStart(si int32) {
 	tuning.PrefetchLines(unsafe.Pointer(&r.subs[si]), (subscriberHot+63)/64)
 	if r.breakers != nil {
 		tuning.Prefetch(unsafe.Pointer(&r.breakers[si]))
@@ -113,10 +114,10 @@ func (r *simRun) prefetchCompletion(si int32) {
 // prefetchRing asks, before each call of the core's Next, for what the next entries of
 // the core's round-robin ring will read, a stage each: the core's record of
 // the third, the head delivery of the second (read from its record, asked
-// for a call earlier), and the rest of the state of the first after the one Next
-// returns now. It asks only when the ring has moved since it last asked:
-// half its calls come before a Next that takes nothing, and the next call
-// (at the next event) would ask for the same lines again.
+// for a call earlier), and the rest of the state of the first after the
+// one Next returns now. It asks only when the ring has moved since it last
+// asked: half its calls come before a Next that takes nothing, and the
+// next call (at the next event) would ask for the same lines again.
 func (r *simRun) prefetchRing() {
 	head, n := r.core.RingPos()
 	if head == r.ringAsked[0] && n == r.ringAsked[1] {
@@ -132,7 +133,7 @@ func (r *simRun) prefetchRing() {
 		}
 	}
 	if p := r.core.Upcoming(); p >= 0 {
-		r.prefetchSub(p)
+		r.prefetchStart(p)
 	}
 }
 
