@@ -275,15 +275,7 @@ func TestQueueArraysStayNearItsEvents(t *testing.T) {
 	}); allocs != 0 {
 		t.Errorf("a warm queue allocates: %v allocations per 10,000 events", allocs)
 	}
-	held := 0
-	for k := range q.b {
-		held += cap(q.b[k])
-	}
-	for _, class := range q.spare {
-		for _, s := range class {
-			held += cap(s)
-		}
-	}
+	held := arraysHeld(&q)
 	if held > 16*inFlight {
 		t.Errorf("arrays hold room for %d events, %.1f times the %d queued", held, float64(held)/inFlight, inFlight)
 	}
@@ -324,15 +316,7 @@ func TestQueueBurstAfterQuietSpellStaysInBuckets(t *testing.T) {
 			q.Pop()
 			largest0 = max(largest0, cap(q.b[0]))
 		}
-		held := 0
-		for k := range q.b {
-			held += cap(q.b[k])
-		}
-		for _, class := range q.spare {
-			for _, s := range class {
-				held += cap(s)
-			}
-		}
+		held := arraysHeld(&q)
 		if held > 16*burst {
 			t.Errorf("round %d: arrays hold room for %d events, %.1f times the burst of %d", round, held, float64(held)/burst, burst)
 		}
@@ -340,4 +324,19 @@ func TestQueueBurstAfterQuietSpellStaysInBuckets(t *testing.T) {
 	if largest0 > 4*minArray {
 		t.Errorf("b[0] grew to room for %d events", largest0)
 	}
+}
+
+// arraysHeld is how many events the queue's arrays have room for, its
+// buckets' and its spares'.
+func arraysHeld[E any](q *Queue[E]) int {
+	held := 0
+	for k := range q.b {
+		held += cap(q.b[k])
+	}
+	for _, class := range q.spare {
+		for _, s := range class {
+			held += cap(s)
+		}
+	}
+	return held
 }
