@@ -513,7 +513,7 @@ func (c *Core) Complete(it *Item, o model.Outcome, now int64, u float64) model.D
 // CompleteClass is Complete for a caller that has classified o already:
 // cl must be what the partner's policy's classifier says of o. It builds
 // a time.Time only for what needs one (the breaker's record, the policy's
-// decision): a success on a closed breaker needs none.
+// decision), and once: a success on a closed breaker needs none.
 func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now int64, u float64) model.Decision {
 	i := int(it.Partner)
 	p := &c.partners[i]
@@ -522,14 +522,17 @@ func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now int6
 	pol := p.policy
 	success := cl == model.ClassSuccess
 	// A success on a closed breaker takes its shortcut; anything else
-	// needs Record.
+	// needs Record. wall is built once, when the breaker or the policy
+	// first needs it.
+	var wall time.Time
 	if b := p.breaker; b != nil {
 		gen := widenGen(b.Generation(), it.gen)
 		if !(success && b.RecordClosedSuccess(gen)) {
+			wall = time.Unix(0, now)
 			if success || b.Counts(o) {
-				b.Record(gen, success, time.Unix(0, now))
+				b.Record(gen, success, wall)
 			} else {
-				b.Ignore(gen, time.Unix(0, now))
+				b.Ignore(gen, wall)
 			}
 		}
 	}
@@ -544,7 +547,10 @@ func (c *Core) CompleteClass(it *Item, o model.Outcome, cl model.Class, now int6
 	if success {
 		dec = model.Acked() // DecideClass's for any success: spare building its arguments
 	} else {
-		dec = pol.DecideClass(cl, it.Delivery(), o, time.Unix(0, now), u, model.Guards{Breaker: p.breaker, Budget: p.budget})
+		if wall.IsZero() {
+			wall = time.Unix(0, now)
+		}
+		dec = pol.DecideClass(cl, it.Delivery(), o, wall, u, model.Guards{Breaker: p.breaker, Budget: p.budget})
 	}
 	if dec.Action == model.ActReschedule {
 		it.RunAt = dec.RunAt.UnixNano()
